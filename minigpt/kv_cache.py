@@ -1,0 +1,115 @@
+"""The KV cache: a preallocated object the caller owns, one slab per layer for keys and values."""
+
+from __future__ import annotations
+
+import torch
+
+from minigpt.config import ModelConfig
+
+
+class KVCache:
+    """Keys and values of every token seen so far, preallocated as `[L, B, H_kv, S_max, d_h]`.
+
+    The cache is the state that connects prefill and decode (Chapter 1, Chapter 6). A forward pass
+    over T new tokens writes rows `[S, S+T)` of every layer and then advances `S`; attention reads
+    only the valid prefix `[0, S+T)`, so its cost follows the real S, not `S_max`.
+    `nbytes` equals Eq. (2.2): 2·L·B·H_kv·S_max·d_h·s for the allocation (`bytes_used` for S tokens).
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        B: int = 1,
+        *,
+        S_max: int | None = None,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        if not isinstance(B, int) or isinstance(B, bool) or B <= 0:
+            raise ValueError(f"B must be a positive integer (sequences in the batch), got {B!r}")
+        S_max = config.S_max if S_max is None else S_max
+        if not isinstance(S_max, int) or isinstance(S_max, bool) or not 0 < S_max <= config.S_max:
+            raise ValueError(
+                f"S_max must be an integer in 1..{config.S_max} (the model's position table), got {S_max!r}"
+            )
+        if not torch.is_floating_point(torch.empty((), dtype=dtype)):
+            raise ValueError(f"dtype must be a floating-point dtype, got {dtype}")
+        self.config = config
+        self.B = B
+        self.S_max = S_max
+        shape = (config.L, B, config.H_kv, S_max, config.d_h)  # [L, B, H_kv, S_max, d_h]
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self._S = 0
+
+    @property
+    def S(self) -> int:
+        """Tokens currently held (the same for every layer between forward passes)."""
+        return self._S
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.k.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.k.device
+
+    @property
+    def s(self) -> int:
+        """Bytes per stored value."""
+        return self.k.element_size()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for keys and values, Eq. (2.2) with S = S_max."""
+        return self.k.nbytes + self.v.nbytes
+
+    @property
+    def bytes_used(self) -> int:
+        """Bytes holding real tokens, Eq. (2.2) with the current S."""
+        return 2 * self.config.L * self.B * self.config.H_kv * self._S * self.config.d_h * self.s
+
+    def check_room(self, T: int) -> None:
+        """Raise a clear error if T more tokens would not fit."""
+        if self._S + T > self.S_max:
+            raise ValueError(
+                f"KV cache overflow: it holds S={self._S} tokens and {T} more were written, "
+                f"but S_max is {self.S_max}; allocate a larger cache or generate fewer tokens"
+            )
+
+    def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write `k_new`, `v_new` ([B, H_kv, T, d_h]) at rows [S, S+T) of `layer`; return the valid prefix.
+
+        The returned views are `[B, H_kv, S+T, d_h]`. `S` itself advances only in `advance()`, once
+        every layer has written, so all layers of one forward pass see the same S.
+        """
+        T = k_new.shape[2]
+        self.check_room(T)
+        if k_new.shape[0] != self.B:
+            raise ValueError(f"batch of {k_new.shape[0]} sequences does not match the cache's B={self.B}")
+        self.k[layer, :, :, self._S : self._S + T] = k_new
+        self.v[layer, :, :, self._S : self._S + T] = v_new
+        return self.k[layer, :, :, : self._S + T], self.v[layer, :, :, : self._S + T]
+
+    def advance(self, T: int) -> None:
+        """Mark T more tokens as written (called by the model after its last layer)."""
+        self.check_room(T)
+        self._S += T
+
+    def truncate(self, S: int) -> None:
+        """Keep only the first S tokens (rewind: later rows are overwritten by the next write)."""
+        if not isinstance(S, int) or isinstance(S, bool) or not 0 <= S <= self._S:
+            raise ValueError(f"S must be an integer in 0..{self._S} (the tokens held), got {S!r}")
+        self._S = S
+
+    def reset(self) -> None:
+        """Forget every token (the memory stays allocated)."""
+        self._S = 0
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"KVCache(L={c.L}, B={self.B}, H_kv={c.H_kv}, S={self._S}/{self.S_max}, d_h={c.d_h}, "
+            f"dtype={self.dtype}, nbytes={self.nbytes})"
+        )

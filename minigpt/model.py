@@ -1,0 +1,169 @@
+"""MiniGPT: a GPT-2-style decoder whose one `forward` serves prefill (T = P) and decode (T = 1)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minigpt.config import ModelConfig
+from minigpt.kv_cache import KVCache
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head attention with H query heads sharing H_kv key/value heads (MHA, GQA or MQA).
+
+    Written with explicit matmuls, so `FlopCounterMode` sees every multiply-add of Eq. (1.1).
+    """
+
+    def __init__(self, config: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.config = config
+        self.layer = layer
+        c = config
+        self.qkv = nn.Linear(c.d, (c.H + 2 * c.H_kv) * c.d_h)
+        self.out = nn.Linear(c.d, c.d)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        c = self.config
+        B, T, _ = x.shape  # [B, T, d]
+        q, k, v = self.qkv(x).split([c.H * c.d_h, c.H_kv * c.d_h, c.H_kv * c.d_h], dim=-1)
+        q = q.view(B, T, c.H, c.d_h).transpose(1, 2)  # [B, H, T, d_h]
+        k = k.view(B, T, c.H_kv, c.d_h).transpose(1, 2)  # [B, H_kv, T, d_h]
+        v = v.view(B, T, c.H_kv, c.d_h).transpose(1, 2)  # [B, H_kv, T, d_h]
+        S = 0
+        if cache is not None:
+            S = cache.S
+            k, v = cache.update(self.layer, k, v)  # [B, H_kv, S+T, d_h]: the valid prefix only
+        g = c.group_size
+        # Group the g query heads that share one K/V head, so K and V are read once per group.
+        q = q.reshape(B, c.H_kv, g * T, c.d_h)  # [B, H_kv, g·T, d_h]
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c.d_h)  # [B, H_kv, g·T, S+T]
+        if T > 1:  # a single new token may see every cached key: no mask needed
+            i = torch.arange(T, device=x.device).view(T, 1)
+            j = torch.arange(S + T, device=x.device).view(1, S + T)
+            future = j > S + i  # [T, S+T]
+            scores = scores.view(B, c.H_kv, g, T, S + T).masked_fill(future, float("-inf"))
+            scores = scores.view(B, c.H_kv, g * T, S + T)
+        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+        a = weights @ v  # [B, H_kv, g·T, d_h]
+        a = a.view(B, c.H, T, c.d_h).transpose(1, 2).reshape(B, T, c.d)  # [B, T, d]
+        return self.out(a)
+
+
+class MLP(nn.Module):
+    """The feed-forward block: d → d_ffn → d with GELU."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.up = nn.Linear(config.d, config.d_ffn)
+        self.down = nn.Linear(config.d_ffn, config.d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
+
+    def __init__(self, config: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(config.d)
+        self.attn = CausalSelfAttention(config, layer)
+        self.ln2 = nn.LayerNorm(config.d)
+        self.mlp = MLP(config)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache)
+        return x + self.mlp(self.ln2(x))
+
+
+class MiniGPT(nn.Module):
+    """Token + learned position embeddings, L pre-LN blocks, final LayerNorm, tied LM head."""
+
+    def __init__(self, config: ModelConfig | None = None) -> None:
+        super().__init__()
+        self.config = config = config or ModelConfig()
+        self.tok_emb = nn.Embedding(config.V, config.d)
+        self.pos_emb = nn.Embedding(config.S_max, config.d)
+        self.blocks = nn.ModuleList(Block(config, layer) for layer in range(config.L))
+        self.ln_f = nn.LayerNorm(config.d)
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2: scale residual projections by 1/sqrt(2L)
+            if name.endswith(("attn.out.weight", "mlp.down.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.L))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tok_emb.weight.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.tok_emb.weight.device
+
+    def new_cache(self, B: int = 1, S_max: int | None = None) -> KVCache:
+        """A cache for B sequences in the model's dtype and on its device."""
+        return KVCache(self.config, B, S_max=S_max, dtype=self.dtype, device=self.device)
+
+    def forward(
+        self, tokens: torch.Tensor, cache: KVCache | None = None, *, last_only: bool = False
+    ) -> torch.Tensor:
+        """Logits `[B, T, V]` for tokens `[B, T]` (`[B, 1, V]` when `last_only`); appends T tokens to `cache`.
+
+        Without a cache the T tokens are the whole sequence (positions 0..T-1). With a cache holding
+        S tokens they are positions S..S+T-1: T = P is a prefill, T = 1 a decode step.
+        """
+        self._check_inputs(tokens, cache)
+        B, T = tokens.shape
+        S = cache.S if cache is not None else 0
+        positions = torch.arange(S, S + T, device=tokens.device)
+        x = self.tok_emb(tokens) + self.pos_emb(positions)  # [B, T, d]
+        for block in self.blocks:
+            x = block(x, cache)
+        if cache is not None:
+            cache.advance(T)
+        if last_only:
+            x = x[:, -1:]  # [B, 1, d]
+        return self.ln_f(x) @ self.tok_emb.weight.T  # [B, T, V]: the LM head shares the embedding
+
+    def _check_inputs(self, tokens: torch.Tensor, cache: KVCache | None) -> None:
+        c = self.config
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
+            got = f"{tokens.dtype} tensor of shape {tuple(tokens.shape)}" if isinstance(
+                tokens, torch.Tensor) else type(tokens).__name__
+            raise ValueError(f"tokens must be a torch.long tensor of shape [B, T], got {got}")
+        B, T = tokens.shape
+        if B == 0 or T == 0:
+            raise ValueError(f"tokens must hold at least one token for one sequence, got shape [{B}, {T}]")
+        if tokens.device != self.device:
+            raise ValueError(f"tokens are on {tokens.device} but the model is on {self.device}")
+        low, high = int(tokens.min()), int(tokens.max())
+        if low < 0 or high >= c.V:
+            bad = low if low < 0 else high
+            raise ValueError(f"token id {bad} is out of range: ids must be in 0..{c.V - 1} (V={c.V})")
+        S = 0
+        if cache is not None:
+            if cache.config != c:
+                raise ValueError(f"cache was built for {cache.config}, but the model is {c}")
+            if cache.dtype != self.dtype or cache.device != self.device:
+                raise ValueError(
+                    f"cache is {cache.dtype} on {cache.device} but the model is {self.dtype} on "
+                    f"{self.device}; build it with model.new_cache()"
+                )
+            if cache.B != B:
+                raise ValueError(f"tokens hold B={B} sequences but the cache was built for B={cache.B}")
+            cache.check_room(T)
+            S = cache.S
+        if S + T > c.S_max:
+            raise ValueError(
+                f"sequence of {S + T} tokens exceeds S_max={c.S_max} (the model's position table)"
+            )

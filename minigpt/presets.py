@@ -1,0 +1,176 @@
+"""Model and hardware presets for the book's worked examples, each with its public source.
+
+Memory sizes are in bytes with GB = 10⁹ bytes, as vendors state them (an "80 GB" card holds
+80·10⁹ bytes, about 74.5 GiB). Bandwidths are bytes/s (SI) and peak rates FLOP/s, dense (no
+structured sparsity). ``minigpt/web/costs.js`` carries a copy for the browser sliders;
+``tests/test_costs_js.py`` checks the two are equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minigpt.config import ModelConfig
+from minigpt.costs import param_count
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A published decoder's shape in the book's notation, with its published parameter count N_params.
+
+    ``ffn_matrices`` is 2 for a GELU MLP (GPT) and 3 for SwiGLU (Llama, Mistral); ``tied`` says whether
+    the LM head reuses the token embedding; ``norm_params`` is 2·d per norm for LayerNorm, d for RMSNorm
+    (written as the multiplier 2 or 1); ``biases`` says whether Linear layers have biases; ``S_pos`` is
+    the number of learned position embeddings (0 for rotary embeddings); ``S_max`` the context length.
+    """
+
+    name: str
+    L: int
+    H: int
+    H_kv: int
+    d_h: int
+    d_ffn: int
+    V: int
+    N_params: int
+    source: str
+    ffn_matrices: int = 2
+    tied: bool = True
+    norm_params: int = 2
+    biases: bool = True
+    S_pos: int = 0
+    S_max: int = 0
+
+    @property
+    def d(self) -> int:
+        """Model width d = H·d_h."""
+        return self.H * self.d_h
+
+    def symbols(self) -> dict[str, int]:
+        """The model's symbols as keyword arguments for `minigpt.costs`: L, H, H_kv, d_h, d_ffn, V, d."""
+        return dict(L=self.L, H=self.H, H_kv=self.H_kv, d_h=self.d_h, d_ffn=self.d_ffn, V=self.V, d=self.d)
+
+    @property
+    def matrix_params(self) -> int:
+        """Weight-matrix parameters of the L blocks: Q, K, V, O projections and ffn_matrices FFN matrices."""
+        d, kv = self.d, self.H_kv * self.d_h
+        return self.L * (d * (d + 2 * kv) + d * d + self.ffn_matrices * d * self.d_ffn)
+
+    @property
+    def estimated_params(self) -> int:
+        """All parameters from the shape: matrices, biases, norms, embeddings (for checking N_params)."""
+        d, kv = self.d, self.H_kv * self.d_h
+        biases = self.L * ((d + 2 * kv) + d + (self.ffn_matrices - 1) * self.d_ffn + d) if self.biases else 0
+        norms = (2 * self.L + 1) * self.norm_params * d
+        embeddings = self.V * d * (1 if self.tied else 2) + self.S_pos * d
+        return self.matrix_params + biases + norms + embeddings
+
+
+@dataclass(frozen=True)
+class HardwarePreset:
+    """An accelerator's memory (bytes, GB = 10⁹), bandwidth (bytes/s) and dense peak (FLOP/s) in one dtype."""
+
+    name: str
+    memory_bytes: int
+    bandwidth: float
+    peak_flops: float
+    peak_flops_dtype: str
+    source: str
+
+
+def _minigpt() -> ModelPreset:
+    cfg = ModelConfig()
+    return ModelPreset(
+        name="MiniGPT", L=cfg.L, H=cfg.H, H_kv=cfg.H_kv, d_h=cfg.d_h, d_ffn=cfg.d_ffn, V=cfg.V,
+        N_params=param_count(L=cfg.L, d=cfg.d, d_ffn=cfg.d_ffn, H_kv=cfg.H_kv, d_h=cfg.d_h, V=cfg.V,
+                             S_max=cfg.S_max),
+        source="this book's companion package, minigpt.config.ModelConfig defaults (seed 002's MiniGPT)",
+        S_pos=cfg.S_max, S_max=cfg.S_max,
+    )
+
+
+_LLAMA = dict(ffn_matrices=3, tied=False, norm_params=1, biases=False, S_pos=0)
+
+MODELS: dict[str, ModelPreset] = {
+    preset.name: preset
+    for preset in (
+        _minigpt(),
+        ModelPreset(
+            "Llama-2-7B", L=32, H=32, H_kv=32, d_h=128, d_ffn=11008, V=32000, N_params=6_740_000_000,
+            source="Touvron et al. 2023, Llama 2 (arXiv:2307.09288); "
+            "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json",
+            S_max=4096, **_LLAMA,
+        ),
+        ModelPreset(
+            "Llama-3-8B", L=32, H=32, H_kv=8, d_h=128, d_ffn=14336, V=128256, N_params=8_030_000_000,
+            source="Meta Llama 3 model card and config; "
+            "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
+            S_max=8192, **_LLAMA,
+        ),
+        ModelPreset(
+            "Llama-3-70B", L=80, H=64, H_kv=8, d_h=128, d_ffn=28672, V=128256, N_params=70_600_000_000,
+            source="Meta Llama 3 model card and config; "
+            "https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json",
+            S_max=8192, **_LLAMA,
+        ),
+        ModelPreset(
+            "Mistral-7B", L=32, H=32, H_kv=8, d_h=128, d_ffn=14336, V=32000, N_params=7_240_000_000,
+            source="Jiang et al. 2023, Mistral 7B (arXiv:2310.06825); "
+            "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
+            S_max=32768, **_LLAMA,
+        ),
+        ModelPreset(
+            "GPT-3 175B", L=96, H=96, H_kv=96, d_h=128, d_ffn=49152, V=50257, N_params=175_000_000_000,
+            source="Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; "
+            "GPT-2 tokenizer (V = 50,257)",
+            S_pos=2048, S_max=2048,
+        ),
+    )
+}
+
+HARDWARE: dict[str, HardwarePreset] = {
+    preset.name: preset
+    for preset in (
+        HardwarePreset(
+            "T4", memory_bytes=16_000_000_000, bandwidth=320e9, peak_flops=65e12, peak_flops_dtype="fp16",
+            source="NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); "
+            "https://www.nvidia.com/en-us/data-center/tesla-t4/",
+        ),
+        HardwarePreset(
+            "A100 40GB", memory_bytes=40_000_000_000, bandwidth=1555e9, peak_flops=312e12,
+            peak_flops_dtype="bf16",
+            source="NVIDIA A100 Tensor Core GPU datasheet (BF16 tensor core, dense; HBM2 1,555 GB/s); "
+            "https://www.nvidia.com/en-us/data-center/a100/",
+        ),
+        HardwarePreset(
+            "A100 80GB", memory_bytes=80_000_000_000, bandwidth=2039e9, peak_flops=312e12,
+            peak_flops_dtype="bf16",
+            source="NVIDIA A100 Tensor Core GPU datasheet (SXM, HBM2e 2,039 GB/s; BF16 dense); "
+            "https://www.nvidia.com/en-us/data-center/a100/",
+        ),
+        HardwarePreset(
+            "H100 SXM", memory_bytes=80_000_000_000, bandwidth=3.35e12, peak_flops=989e12,
+            peak_flops_dtype="bf16",
+            source="NVIDIA H100 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
+            "989 dense); https://www.nvidia.com/en-us/data-center/h100/",
+        ),
+        HardwarePreset(
+            "H200", memory_bytes=141_000_000_000, bandwidth=4.8e12, peak_flops=989e12,
+            peak_flops_dtype="bf16",
+            source="NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
+            "989 dense); https://www.nvidia.com/en-us/data-center/h200/",
+        ),
+        HardwarePreset(
+            "RTX 4090", memory_bytes=24_000_000_000, bandwidth=1008e9, peak_flops=165.2e12,
+            peak_flops_dtype="bf16",
+            source="NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, "
+            "dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); "
+            "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf",
+        ),
+        HardwarePreset(
+            "Laptop GPU 8 GB", memory_bytes=8_000_000_000, bandwidth=400e9, peak_flops=20e12,
+            peak_flops_dtype="fp16",
+            source="illustrative, not a product: seed 000's 8 GB card with ~400 GB/s effective bandwidth; "
+            "~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU",
+        ),
+    )
+}

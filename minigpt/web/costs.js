@@ -1,0 +1,221 @@
+// MiniGPTCosts: the browser mirror of minigpt/costs.py and minigpt/presets.py, for the book's
+// analytic sliders on the static site (no kernel). Same function names, same keyword semantics:
+// each function takes one object, e.g. MiniGPTCosts.prefill_flops({L: 4, P: 2, d: 64, V: 600}).
+// Counts are computed exactly with BigInt and returned as Numbers (exact below 2^53, correctly
+// rounded above), so they equal float() of the Python integers. tests/test_costs_js.py checks it.
+(function (root) {
+  "use strict";
+
+  function int(args, name, minimum, fallback) {
+    let value = args[name];
+    if (value === undefined || value === null) {
+      if (fallback === undefined) throw new RangeError(name + " is required");
+      value = fallback;
+    }
+    if (typeof value !== "number" || !Number.isInteger(value) || value < minimum) {
+      throw new RangeError(name + " must be an integer >= " + minimum + ", got " + value);
+    }
+    return BigInt(value);
+  }
+
+  function num(args, name, minimum, strict) {
+    const value = args[name];
+    if (typeof value !== "number" || !Number.isFinite(value) || value < minimum || (strict && value <= minimum)) {
+      throw new RangeError(name + " must be a finite number " + (strict ? "> " : ">= ") + minimum + ", got " + value);
+    }
+    return value;
+  }
+
+  const N = Number;
+
+  function kvWidth(a) {
+    const d = int(a, "d", 1);
+    const none = (x) => x === undefined || x === null;
+    if (none(a.H_kv) && none(a.d_h)) return d;
+    if (none(a.H_kv) || none(a.d_h)) {
+      throw new RangeError("give both H_kv and d_h, or neither (neither is multi-head attention, H_kv·d_h = d)");
+    }
+    const H_kv = int(a, "H_kv", 1), d_h = int(a, "d_h", 1);
+    if (d % d_h !== 0n) throw new RangeError("d_h must divide d = H·d_h; got d=" + d + ", d_h=" + d_h);
+    if ((d / d_h) % H_kv !== 0n) throw new RangeError("H_kv must divide H = d/d_h = " + d / d_h + "; got H_kv=" + H_kv);
+    return H_kv * d_h;
+  }
+
+  function ffn(a) {
+    const d = int(a, "d", 1);
+    return a.d_ffn === undefined || a.d_ffn === null ? 4n * d : int(a, "d_ffn", 1);
+  }
+
+  function tokenMatrixFlops(a) {
+    const d = int(a, "d", 1);
+    return 2n * d * (d + 2n * kvWidth(a)) + 2n * d * d + 4n * d * ffn(a);
+  }
+
+  // ---- Chapter 1: FLOPs (2 per multiply-add) ----
+  function layer_flops_big(a) {
+    const T = int(a, "T", 1), S = int(a, "S", 0), B = int(a, "B", 1, 1), d = int(a, "d", 1);
+    return B * T * tokenMatrixFlops(a) + 4n * B * T * (S + T) * d;
+  }
+  function lm_head_big(a) {
+    return 2n * int(a, "B", 1, 1) * int(a, "T", 0, 1) * int(a, "d", 1) * int(a, "V", 0, 0);
+  }
+  function prefill_big(a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1);
+    return L * layer_flops_big(Object.assign({}, a, { T: N(P), S: 0 })) + lm_head_big(Object.assign({}, a, { T: 1 }));
+  }
+  function decode_big(a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), D = int(a, "D", 1), B = int(a, "B", 1, 1);
+    const d = int(a, "d", 1), V = int(a, "V", 0, 0);
+    const n = D - 1n;
+    const keys = n * P + (n * (n + 1n)) / 2n;
+    const perToken = L * tokenMatrixFlops(a) + 2n * d * V;
+    return B * (n * perToken + 4n * L * d * keys);
+  }
+  function no_cache_big(a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), D = int(a, "D", 1), B = int(a, "B", 1, 1);
+    const d = int(a, "d", 1), V = int(a, "V", 0, 0);
+    const tokens = D * P + (D * (D - 1n)) / 2n;
+    const squares = D * P * P + P * D * (D - 1n) + ((D - 1n) * D * (2n * D - 1n)) / 6n;
+    return B * (L * tokenMatrixFlops(a) * tokens + 4n * L * d * squares + D * 2n * d * V);
+  }
+
+  const C = {};
+  C.layer_flops = (a) => N(layer_flops_big(a));
+  C.lm_head_flops = (a) => N(lm_head_big(a));
+  C.prefill_flops = (a) => N(prefill_big(a));
+  C.decode_step_flops = function (a) {
+    const L = int(a, "L", 1);
+    return N(L * layer_flops_big(Object.assign({}, a, { T: 1 })) + lm_head_big(Object.assign({}, a, { T: 1 })));
+  };
+  C.decode_flops = (a) => N(decode_big(a));
+  C.generation_flops = (a) => N(prefill_big(a) + decode_big(a));
+  C.no_cache_flops = (a) => N(no_cache_big(a));
+  C.cache_saving_factor = (a) => N(no_cache_big(a)) / N(prefill_big(a) + decode_big(a));
+
+  // ---- Chapter 1: seed 002's convention (1 per multiply-add, MHA, d_ffn = 4d, no LM head) ----
+  C.prefill_macs = function (a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), d = int(a, "d", 1);
+    return N(12n * L * P * d * d + 2n * L * P * P * d);
+  };
+  C.decode_step_macs = function (a) {
+    const L = int(a, "L", 1), S = int(a, "S", 0), d = int(a, "d", 1);
+    return N(12n * L * d * d + 2n * L * S * d);
+  };
+  C.decode_macs_seed = function (a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), D = int(a, "D", 1), d = int(a, "d", 1);
+    return N(12n * L * D * d * d + 2n * L * d * (D * P + (D * (D - 1n)) / 2n));
+  };
+  C.no_cache_macs_seed = function (a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), D = int(a, "D", 1), d = int(a, "d", 1);
+    const tokens = D * P + (D * (D - 1n)) / 2n;
+    const squares = D * P * P + P * D * (D - 1n) + ((D - 1n) * D * (2n * D - 1n)) / 6n;
+    return N(12n * L * d * d * tokens + 2n * L * d * squares);
+  };
+  C.prefill_attention_share = function (a) {
+    const P = int(a, "P", 1), d = int(a, "d", 1);
+    return N(P) / N(6n * d + P);
+  };
+  C.prefill_crossover_P = (a) => N(6n * int(a, "d", 1));
+
+  // ---- Chapter 2: bytes ----
+  function kvToken(a) {
+    return 2n * int(a, "L", 1) * int(a, "H_kv", 1) * int(a, "d_h", 1) * int(a, "s", 1);
+  }
+  C.weight_bytes = (a) => N(int(a, "N_params", 0) * int(a, "s", 1));
+  C.kv_bytes_per_token = (a) => N(kvToken(a));
+  C.kv_cache_bytes = (a) => N(int(a, "B", 1, 1) * int(a, "S", 0) * kvToken(a));
+  C.int8_kv_bytes = function (a) {
+    const s_scale = int(a, "s_scale", 0, 2);
+    const perToken = 2n * int(a, "L", 1) * int(a, "H_kv", 1) * (int(a, "d_h", 1) + s_scale);
+    return N(int(a, "B", 1, 1) * int(a, "S", 0) * perToken);
+  };
+
+  // ---- Chapter 3: roofline ----
+  function stepBytes(a) {
+    return int(a, "weight_bytes", 0) + int(a, "B", 1, 1) * int(a, "S", 0) * int(a, "kv_bytes_per_token", 0);
+  }
+  C.decode_step_bytes = (a) => N(stepBytes(a));
+  C.arithmetic_intensity = (a) => num(a, "flops", 0, false) / num(a, "bytes", 0, true);
+  C.ridge_point = (a) => num(a, "peak_flops", 0, true) / num(a, "bandwidth", 0, true);
+  C.attainable_flops = (a) =>
+    Math.min(num(a, "peak_flops", 0, true), num(a, "intensity", 0, false) * num(a, "bandwidth", 0, true));
+  C.decode_tok_s_ceiling = (a) =>
+    (N(int(a, "B", 1, 1)) * num(a, "bandwidth", 0, true)) / num(a, "bytes_per_step", 0, true);
+
+  // ---- Chapter 2: memory budget (weights + KV <= (1 - reserve) * memory) ----
+  function budget(a) {
+    const memory = int(a, "memory_bytes", 0);
+    const reserve = a.reserve === undefined ? 0 : a.reserve;
+    if (typeof reserve !== "number" || !(reserve >= 0 && reserve < 1)) {
+      throw new RangeError("reserve must be a number in [0, 1), got " + reserve);
+    }
+    return BigInt(Math.floor(N(memory) * (1 - reserve)));
+  }
+  function floorDiv(free, per) {
+    return free <= 0n ? 0 : N(free / per); // BigInt division truncates: floor for non-negative
+  }
+  C.fits_in_memory = (a) => stepBytes(a) <= budget(a);
+  C.max_context = function (a) {
+    const per = int(a, "B", 1, 1) * int(a, "kv_bytes_per_token", 1);
+    return floorDiv(budget(a) - int(a, "weight_bytes", 0), per);
+  };
+  C.max_batch = function (a) {
+    const per = int(a, "S", 1) * int(a, "kv_bytes_per_token", 1);
+    return floorDiv(budget(a) - int(a, "weight_bytes", 0), per);
+  };
+
+  // ---- Chapter 4: wall clock ----
+  C.wall_clock = function (a) {
+    const ttft_s = N(int(a, "P", 0)) / num(a, "prefill_tok_s", 0, true);
+    const decode_s = N(int(a, "D", 0)) / num(a, "decode_tok_s", 0, true);
+    const total_s = ttft_s + decode_s;
+    return { ttft_s, decode_s, total_s, decode_share: total_s ? decode_s / total_s : 0 };
+  };
+
+  // ---- Formatting (same strings as the Python side) ----
+  function checkN(n) {
+    if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
+      throw new RangeError("n must be a finite number >= 0, got " + n);
+    }
+  }
+  C.fmt_bytes = function (n, binary) {
+    checkN(n);
+    binary = binary === undefined ? true : binary;
+    const base = binary ? 1024 : 1000;
+    const units = binary ? ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] : ["B", "kB", "MB", "GB", "TB", "PB"];
+    if (n < base) return (Number.isInteger(n) ? String(n) : n.toFixed(0)) + " B";
+    let value = n, unit = 0;
+    while (value >= base && unit < units.length - 1) { value /= base; unit += 1; }
+    return value.toFixed(value < 100 ? 1 : 0) + " " + units[unit];
+  };
+  C.fmt_flops = function (n) {
+    checkN(n);
+    const prefixes = ["", "k", "M", "G", "T", "P", "E", "Z"];
+    let value = n, unit = 0;
+    while (value >= 1000 && unit < prefixes.length - 1) { value /= 1000; unit += 1; }
+    if (unit === 0) return value.toFixed(0) + " FLOP";
+    return value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP";
+  };
+
+  // ---- Presets (copies of minigpt/presets.py; GB = 1e9 bytes) ----
+  C.MODELS = {
+    "MiniGPT": {name: "MiniGPT", L: 4, H: 4, H_kv: 4, d_h: 16, d_ffn: 256, V: 600, N_params: 246656, source: "this book's companion package, minigpt.config.ModelConfig defaults (seed 002's MiniGPT)", ffn_matrices: 2, tied: true, norm_params: 2, biases: true, S_pos: 128, S_max: 128},
+    "Llama-2-7B": {name: "Llama-2-7B", L: 32, H: 32, H_kv: 32, d_h: 128, d_ffn: 11008, V: 32000, N_params: 6740000000, source: "Touvron et al. 2023, Llama 2 (arXiv:2307.09288); https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json", ffn_matrices: 3, tied: false, norm_params: 1, biases: false, S_pos: 0, S_max: 4096},
+    "Llama-3-8B": {name: "Llama-3-8B", L: 32, H: 32, H_kv: 8, d_h: 128, d_ffn: 14336, V: 128256, N_params: 8030000000, source: "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json", ffn_matrices: 3, tied: false, norm_params: 1, biases: false, S_pos: 0, S_max: 8192},
+    "Llama-3-70B": {name: "Llama-3-70B", L: 80, H: 64, H_kv: 8, d_h: 128, d_ffn: 28672, V: 128256, N_params: 70600000000, source: "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json", ffn_matrices: 3, tied: false, norm_params: 1, biases: false, S_pos: 0, S_max: 8192},
+    "Mistral-7B": {name: "Mistral-7B", L: 32, H: 32, H_kv: 8, d_h: 128, d_ffn: 14336, V: 32000, N_params: 7240000000, source: "Jiang et al. 2023, Mistral 7B (arXiv:2310.06825); https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json", ffn_matrices: 3, tied: false, norm_params: 1, biases: false, S_pos: 0, S_max: 32768},
+    "GPT-3 175B": {name: "GPT-3 175B", L: 96, H: 96, H_kv: 96, d_h: 128, d_ffn: 49152, V: 50257, N_params: 175000000000, source: "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; GPT-2 tokenizer (V = 50,257)", ffn_matrices: 2, tied: true, norm_params: 2, biases: true, S_pos: 2048, S_max: 2048},
+  };
+  C.HARDWARE = {
+    "T4": {name: "T4", memory_bytes: 16000000000, bandwidth: 320000000000, peak_flops: 65000000000000, peak_flops_dtype: "fp16", source: "NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); https://www.nvidia.com/en-us/data-center/tesla-t4/"},
+    "A100 40GB": {name: "A100 40GB", memory_bytes: 40000000000, bandwidth: 1555000000000, peak_flops: 312000000000000, peak_flops_dtype: "bf16", source: "NVIDIA A100 Tensor Core GPU datasheet (BF16 tensor core, dense; HBM2 1,555 GB/s); https://www.nvidia.com/en-us/data-center/a100/"},
+    "A100 80GB": {name: "A100 80GB", memory_bytes: 80000000000, bandwidth: 2039000000000, peak_flops: 312000000000000, peak_flops_dtype: "bf16", source: "NVIDIA A100 Tensor Core GPU datasheet (SXM, HBM2e 2,039 GB/s; BF16 dense); https://www.nvidia.com/en-us/data-center/a100/"},
+    "H100 SXM": {name: "H100 SXM", memory_bytes: 80000000000, bandwidth: 3350000000000, peak_flops: 989000000000000, peak_flops_dtype: "bf16", source: "NVIDIA H100 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h100/"},
+    "H200": {name: "H200", memory_bytes: 141000000000, bandwidth: 4800000000000, peak_flops: 989000000000000, peak_flops_dtype: "bf16", source: "NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h200/"},
+    "RTX 4090": {name: "RTX 4090", memory_bytes: 24000000000, bandwidth: 1008000000000, peak_flops: 165200000000000, peak_flops_dtype: "bf16", source: "NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"},
+    "Laptop GPU 8 GB": {name: "Laptop GPU 8 GB", memory_bytes: 8000000000, bandwidth: 400000000000, peak_flops: 20000000000000, peak_flops_dtype: "fp16", source: "illustrative, not a product: seed 000's 8 GB card with ~400 GB/s effective bandwidth; ~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU"},
+  };
+
+  root.MiniGPTCosts = C;
+  if (typeof module !== "undefined" && module.exports) module.exports = C;
+})(typeof globalThis !== "undefined" ? globalThis : this);

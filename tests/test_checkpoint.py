@@ -1,0 +1,55 @@
+"""The shipped checkpoint: small, safe, fast to load, and as good as its card says."""
+
+import time
+
+import torch
+
+from minigpt import generate, load_pretrained
+from minigpt.checkpoint import DATA_DIR
+from minigpt.corpus import is_grammatical
+from minigpt.grammar import is_past_verb, is_present_3sg_verb
+from minigpt.train import TrainConfig, train
+
+
+def test_shipped_checkpoint_is_small_and_loads_fast():
+    files = list(DATA_DIR.glob("minigpt.*"))
+    assert {f.suffix for f in files} == {".safetensors", ".json"}
+    assert sum(f.stat().st_size for f in files) <= 5 * 2**20
+    load_pretrained()  # warm the imports
+    t0 = time.perf_counter()
+    pre = load_pretrained()
+    assert time.perf_counter() - t0 < 1.0
+    assert pre.config.V == pre.tokenizer.V == 600
+    assert not pre.model.training
+
+
+def test_tense_agreement_probes():
+    pre = load_pretrained()
+    past = generate(pre.model, "Yesterday I worked and he", 1, tokenizer=pre.tokenizer).text
+    present = generate(pre.model, "Every day he", 1, tokenizer=pre.tokenizer).text
+    assert is_past_verb(past), past
+    assert is_present_3sg_verb(present), present
+
+
+def test_greedy_sentences_are_grammatical():
+    pre = load_pretrained()
+    for prompt in ["Yesterday I", "Every day he", "Tomorrow they", "Last week my brother"]:
+        out = generate(pre.model, prompt, 30, stop=["."], include_stop=True, tokenizer=pre.tokenizer)
+        assert out.stop_reasons == ["stop"]
+        assert is_grammatical(f"{prompt} {out.text}"), out.text
+
+
+def test_card_records_training_log_and_quality():
+    card = load_pretrained().card
+    losses = [row["loss"] for row in card["train_log"]]
+    assert losses[-1] < losses[0] / 2  # from ln(V) ≈ 6.4 down to the grammar's own entropy
+    assert card["quality"]["grammatical_fraction_T1"] >= 0.99
+    assert card["quality"]["n_sentences"] == 1000
+
+
+def test_training_is_seeded():
+    tc = TrainConfig(steps=3, warmup=1, corpus_tokens=20_000, log_every=1)
+    _, _, a = train(tc=tc, progress=False)
+    _, _, b = train(tc=tc, progress=False)
+    assert a["train_log"] == b["train_log"]
+    assert torch.tensor([r["loss"] for r in a["train_log"]]).isfinite().all()

@@ -1,0 +1,89 @@
+"""Model and hardware presets: shapes agree with published parameter counts and the book's figures."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.model import MiniGPT
+from minigpt.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+
+KiB, MiB = 1024, 1024**2
+
+
+def test_expected_presets_exist():
+    assert set(MODELS) == {"MiniGPT", "Llama-2-7B", "Llama-3-8B", "Llama-3-70B", "Mistral-7B", "GPT-3 175B"}
+    assert set(HARDWARE) == {
+        "T4",
+        "A100 40GB",
+        "A100 80GB",
+        "H100 SXM",
+        "H200",
+        "RTX 4090",
+        "Laptop GPU 8 GB",
+    }
+    assert all(name == preset.name for name, preset in {**MODELS, **HARDWARE}.items())
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_shape_reproduces_published_parameter_count(name):
+    m = MODELS[name]
+    assert m.H % m.H_kv == 0
+    assert m.estimated_params == pytest.approx(m.N_params, rel=0.005), name
+    assert m.source
+
+
+def test_minigpt_preset_is_the_package_model():
+    cfg = ModelConfig()
+    m = MODELS["MiniGPT"]
+    assert m.symbols() == cfg.symbols()
+    model = MiniGPT(cfg)
+    assert m.N_params == m.estimated_params == sum(p.numel() for p in model.parameters()) == 246_656
+    assert m.matrix_params == costs.non_embedding_matrix_params(L=cfg.L, d=cfg.d) == 196_608
+
+
+def test_swiglu_models_have_three_ffn_matrices():
+    llama = MODELS["Llama-2-7B"]
+    assert llama.ffn_matrices == 3 and not llama.tied
+    assert llama.matrix_params == 32 * (4 * 4096**2 + 3 * 4096 * 11008)
+    assert MODELS["GPT-3 175B"].matrix_params == 12 * 96 * 12288**2
+
+
+@pytest.mark.parametrize(
+    ("name", "per_token"),
+    [
+        ("Llama-2-7B", 512 * KiB),
+        ("Llama-3-8B", 128 * KiB),
+        ("Llama-3-70B", 320 * KiB),
+        ("Mistral-7B", 128 * KiB),
+        ("GPT-3 175B", 4.5 * MiB),
+        ("MiniGPT", 1 * KiB),
+    ],
+)
+def test_kv_bytes_per_token_bf16(name, per_token):
+    m = MODELS[name]
+    assert costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2) == per_token
+
+
+def test_hardware_figures():
+    h100 = HARDWARE["H100 SXM"]
+    assert costs.ridge_point(peak_flops=h100.peak_flops, bandwidth=h100.bandwidth) == pytest.approx(
+        295.2, abs=0.1
+    )
+    assert HARDWARE["H200"].memory_bytes == 141 * 10**9
+    laptop = HARDWARE["Laptop GPU 8 GB"]
+    assert "illustrative" in laptop.source
+    # Seed 000: 8 GB of weights on ~400 GB/s is a 50 tok/s ceiling.
+    assert costs.decode_tok_s_ceiling(bandwidth=laptop.bandwidth, bytes_per_step=laptop.memory_bytes) == 50.0
+    for hw in HARDWARE.values():
+        assert isinstance(hw.memory_bytes, int) and hw.bandwidth > 1e11 and hw.peak_flops > 1e12
+        assert hw.peak_flops_dtype in {"fp16", "bf16", "fp32"} and hw.source
+
+
+def test_presets_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        MODELS["MiniGPT"].L = 5  # type: ignore[misc]
+    assert dataclasses.is_dataclass(ModelPreset) and dataclasses.is_dataclass(HardwarePreset)
