@@ -1,0 +1,85 @@
+"""Notebook helpers: the setup cell's `setup()`, Colab detection, `glue` that also works without
+myst-nb, and the note shown next to widgets that need a running kernel.
+
+Importing this module is cheap: IPython, myst-nb, matplotlib and ipywidgets are imported inside
+the functions that need them.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import random
+import sys
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["DEVICE_ENV", "GLUE_PREFIX", "glue", "in_colab", "kernel_note", "pick_device", "setup"]
+
+DEVICE_ENV = "MINIGPT_DEVICE"
+# myst-nb stores glued values under this MIME prefix (myst_nb.ext.glue.GLUE_PREFIX).
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def in_colab() -> bool:
+    """True when running inside Google Colab."""
+    return "google.colab" in sys.modules
+
+
+def pick_device() -> torch.device:
+    """The device the book runs on: `$MINIGPT_DEVICE` if set, else cuda when available, else cpu."""
+    name = os.environ.get(DEVICE_ENV, "").strip()
+    if name:
+        device = torch.device(name)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(f"{DEVICE_ENV}={name!r} but torch sees no CUDA device")
+        return device
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def setup(seed: int = 0) -> torch.device:
+    """Seed Python, NumPy and PyTorch RNGs and return the device the notebook should use.
+
+    Prints nothing: the device name differs between CPU and GPU runs, and the setup cell's
+    output is compared by nbval. Print `device` in a cell marked `# NBVAL_IGNORE_OUTPUT`.
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    return pick_device()
+
+
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """Record `value` for the book's `{glue}` roles; myst-nb's `glue`, or the same output without it."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        myst_glue = None
+    if myst_glue is not None:
+        myst_glue(name, value, display=display)
+        return
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as ipy_display
+
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
+    ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+
+
+KERNEL_NOTE = (
+    "Moving these sliders needs a running kernel: open this chapter in Colab "
+    "(the rocket button at the top of the page) or run it in Jupyter."
+)
+
+
+def kernel_note(text: str = KERNEL_NOTE) -> Any:
+    """An HTML note for a live widget: on the static site its controls move but nothing recomputes."""
+    from IPython.display import HTML
+
+    return HTML(
+        '<div class="minigpt-kernel-note" style="border-left:4px solid #d39e00;padding:0.4em 0.8em;'
+        f'margin:0.5em 0;background:rgba(211,158,0,0.08)">&#9888; {html.escape(text)}</div>'
+    )

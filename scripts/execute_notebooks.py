@@ -1,0 +1,95 @@
+"""Re-execute notebooks in place, saving outputs and widget state (what the static site renders).
+
+    python scripts/execute_notebooks.py                       # every notebook in chapters/ and exercises/
+    python scripts/execute_notebooks.py chapters/01_prefill_vs_decode.ipynb
+
+Each notebook runs in a fresh `python3` kernel of this interpreter, from the notebook's own folder,
+with PYTHONHASHSEED=0 (MINIGPT_DEVICE passes through). A cell that raises fails the run (exit 1,
+the cell and the error printed) unless it is tagged `raises-exception`; the notebook is then not
+written. Reference solutions (exercises/solutions/) are not executed unless named explicitly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+ROOT = Path(__file__).resolve().parent.parent
+CELL_TIMEOUT_S = 600
+
+
+class _ThisInterpreter(KernelSpecManager):
+    """Resolve the `python3` kernel to this very interpreter, whatever kernelspecs are installed."""
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        return KernelSpec(
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name="Python 3",
+            language="python",
+            resource_dir="",
+        )
+
+
+def default_notebooks() -> list[Path]:
+    return sorted([*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("exercises/*.ipynb")])
+
+
+def execute(path: Path, timeout: int) -> None:
+    """Run `path` top to bottom and write it back with outputs and widget state."""
+    nb = nbformat.read(path, as_version=4)
+    km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_ThisInterpreter())
+    client = NotebookClient(
+        nb,
+        km=km,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        allow_errors=False,  # errors raise unless the cell is tagged raises-exception
+        store_widget_state=True,
+        record_timing=False,  # no timestamps in cell metadata: re-runs give small diffs
+    )
+    client.execute()
+    nbformat.write(nb, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
+    parser.add_argument("paths", nargs="*", type=Path, help="notebooks (default: chapters/ and exercises/)")
+    parser.add_argument("--timeout", type=int, default=CELL_TIMEOUT_S, help="seconds per cell")
+    args = parser.parse_args(argv)
+    paths = [p.resolve() for p in args.paths] or default_notebooks()
+    os.environ["PYTHONHASHSEED"] = "0"  # inherited by the kernels
+    failed = []
+    for path in paths:
+        if not path.is_file():
+            print(f"error: {path} does not exist", file=sys.stderr)
+            return 2
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        start = time.perf_counter()
+        print(f"executing {name} ...", flush=True)
+        try:
+            execute(path, args.timeout)
+        except (CellExecutionError, CellTimeoutError) as err:
+            print(f"FAILED {name}: a cell raised (not tagged raises-exception); notebook not written\n{err}",
+                  file=sys.stderr, flush=True)
+            failed.append(name)
+            continue
+        print(f"  ok in {time.perf_counter() - start:.1f} s", flush=True)
+    if failed:
+        print("failed: " + ", ".join(map(str, failed)), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
