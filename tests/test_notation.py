@@ -1,0 +1,235 @@
+"""The notation appendix and the package say the same thing; the errata quote the values the code computes."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.presets import HARDWARE, MODELS
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTATION = ROOT / "appendices" / "notation.md"
+ERRATA = ROOT / "appendices" / "errata.md"
+
+# Keyword arguments of `minigpt.costs` that are switches or plain inputs, not symbols of the book.
+NOT_SYMBOLS = {"reserve", "binary", "n", "biases"}
+
+
+def tables(path: Path) -> dict[str, list[list[str]]]:
+    """The Markdown tables of `path`, keyed by the `## ` heading above each, as rows of cells (header dropped)."""
+    found: dict[str, list[list[str]]] = {}
+    heading = ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        elif line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if all(set(cell) <= set("-: ") for cell in cells):
+                continue  # the separator row
+            found.setdefault(heading, []).append(cells)
+    # drop each table's header row
+    return {heading: rows[1:] for heading, rows in found.items()}
+
+
+def code_names(rows: list[list[str]]) -> list[str]:
+    """The backticked names of each row's second column ("Code name")."""
+    names = []
+    for row in rows:
+        names += re.findall(r"`([^`]+)`", row[1])
+    return names
+
+
+def notation() -> dict[str, list[str]]:
+    return {heading: code_names(rows) for heading, rows in tables(NOTATION).items() if heading != "Equation index"}
+
+
+def test_tables_have_a_code_name_per_row():
+    for heading, rows in tables(NOTATION).items():
+        if heading == "Equation index":
+            continue
+        for row in rows:
+            assert len(row) == 3, f"{heading}: row {row} should have symbol | code name | meaning"
+            assert re.fullmatch(r"`[A-Za-z_][A-Za-z0-9_]*`", row[1]), f"{heading}: bad code name {row[1]!r}"
+            assert row[0].startswith("$") and row[0].endswith("$"), f"{heading}: symbol {row[0]!r} is not math"
+
+
+def test_every_model_config_field_is_in_the_table():
+    names = set(notation()["Model shape"])
+    fields = {f.name for f in dataclasses.fields(ModelConfig)}
+    missing = (fields | {"d"}) - names
+    assert not missing, f"ModelConfig fields missing from appendices/notation.md: {sorted(missing)}"
+
+
+def test_every_model_symbol_is_a_field_or_property():
+    cfg = ModelConfig()
+    fields = {f.name for f in dataclasses.fields(ModelConfig)}
+    properties = {name for name, value in vars(ModelConfig).items() if isinstance(value, property)}
+    for name in notation()["Model shape"]:
+        assert name in fields | properties, f"{name} is in the model-shape table but not in ModelConfig"
+        assert isinstance(getattr(cfg, name), int)
+
+
+def test_the_defaults_are_the_seeds_minigpt():
+    cfg = ModelConfig()
+    assert (cfg.L, cfg.H, cfg.d_h, cfg.d, cfg.d_ffn, cfg.V) == (4, 4, 16, 64, 256, 600)
+    text = NOTATION.read_text(encoding="utf-8")
+    assert "$L=4$, $H=4$, $d_h=16$, $d=64$, $d_\\text{ffn}=256$, $V=600$" in text
+
+
+def public_functions() -> list:
+    return [
+        f for name, f in inspect.getmembers(costs, inspect.isfunction)
+        if not name.startswith("_") and f.__module__ == costs.__name__
+    ]
+
+
+def test_costs_keyword_arguments_are_in_the_table():
+    names = {name for group in notation().values() for name in group}
+    used: dict[str, str] = {}
+    for f in public_functions():
+        for parameter in inspect.signature(f).parameters.values():
+            used.setdefault(parameter.name, f.__name__)
+    missing = {name: where for name, where in used.items() if name not in names | NOT_SYMBOLS}
+    assert not missing, f"keyword arguments of minigpt.costs missing from the notation table: {missing}"
+
+
+def test_no_code_name_appears_twice():
+    names = [name for group in notation().values() for name in group]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_equation_index_names_real_functions():
+    rows = tables(NOTATION)["Equation index"]
+    assert [row[0] for row in rows] == [
+        "(1.1)", "(1.2)", "(1.3)", "(1.4)", "(1.5)", "(1.6)", "(2.1)", "(2.2)", "(2.3)",
+        "(3.1)", "(3.2)", "(3.3)", "(3.4)", "(3.5)", "(4.1)",
+    ]
+    for row in rows:
+        for name in re.findall(r"`([^`]+)`", row[2]):
+            f = getattr(costs, name, None)
+            assert callable(f), f"{name} (Eq. {row[0]}) is not a function of minigpt.costs"
+            assert f"Eq. {row[0]}" in (f.__doc__ or ""), f"{name}'s docstring does not name Eq. {row[0]}"
+
+
+def errata_values() -> dict[str, str]:
+    """Each corrected or confirmed value quoted in appendices/errata.md, recomputed and formatted as quoted."""
+    mini = dict(L=4, d=64)
+    seed_mini = costs.prefill_macs(P=2, **mini)
+    first_term = 12 * 4 * 2 * 64**2
+    flops = costs.prefill_flops(P=2, d_ffn=256, **mini)
+    flops_head = costs.prefill_flops(P=2, d_ffn=256, V=600, **mini)
+
+    # Llama-2-7B in the seed's formula, P = 4096: per-token multiply-adds per layer
+    d, P = 4096, 4096
+    ffn, proj, attn = 8 * d**2, 4 * d**2, 2 * P * d
+    total = ffn + proj + attn
+
+    def saving(**kw: int) -> float:
+        return costs.no_cache_macs_seed(**kw) / (
+            costs.prefill_macs(L=kw["L"], P=kw["P"], d=kw["d"]) + costs.decode_macs_seed(**kw)
+        )
+
+    # first D at which the cubic attention term of the no-cache total overtakes the matmul term
+    L, P2 = 4, 2
+    D_cross = next(
+        D for D in range(1, 10_000)
+        if 2 * L * 64 * (D * P2 * P2 + P2 * D * (D - 1) + (D - 1) * D * (2 * D - 1) // 6)
+        > 12 * L * 64**2 * (D * P2 + D * (D - 1) // 2)
+    )
+
+    seed_7b = dict(L=32, d=4096, s=2, N_params=costs.non_embedding_matrix_params(L=32, d=4096))
+    llama70 = MODELS["Llama-3-70B"]
+    a100 = HARDWARE["A100 80GB"]
+    ceiling = costs.decode_tok_s_ceiling(bandwidth=a100.bandwidth, bytes_per_step=llama70.N_params)
+    used_at_10 = 2 * llama70.N_params * 10
+    used_at_ceiling = 2 * llama70.N_params * ceiling
+    mini_N = costs.param_count(L=4, d=64, V=600, S_max=128, d_ffn=256)
+    kv8b = costs.kv_bytes_per_token(L=32, H_kv=8, d_h=128, s=2)
+    chat = costs.wall_clock(P=1000, D=300, prefill_tok_s=2000, decode_tok_s=40)
+    rag = costs.wall_clock(P=12000, D=500, prefill_tok_s=1500, decode_tok_s=40)
+
+    def int8_share(L: int, H_kv: int, d_h: int) -> float:
+        fp16 = costs.kv_cache_bytes(L=L, H_kv=H_kv, d_h=d_h, s=2, S=1)
+        return costs.int8_kv_bytes(L=L, H_kv=H_kv, d_h=d_h, S=1) / fp16
+
+    return {
+        "393,216 (first term)": f"$12 L P d^2 = {first_term:,}$".replace(",", "{,}"),
+        "395,264 MACs": f"gives {seed_mini:,} multiply-adds, i.e. {flops:,} FLOPs, and {flops_head:,} FLOPs",
+        "all matmuls share": f"{(ffn + proj) / total:.1%} is every weight matmul",
+        "FFN/proj/attn shares": f"the FFN is {ffn / total:.1%}, the QKV and output projections {proj / total:.1%}, "
+        f"attention {attn / total:.1%}",
+        "cache saving D=1000": f"it is {saving(L=4, P=2, D=1000, d=64):.0f}× in the seed's multiply-adds, "
+        f"{costs.cache_saving_factor(L=4, P=2, D=1000, d=64, d_ffn=256, V=600):.0f}× in FLOPs",
+        "cubic crossover": f"({D_cross} new tokens for MiniGPT",
+        "decode intensity": f"1.00 FLOP, per byte; for a multi-head model in fp16 (no LM head) the intensity is "
+        f"{costs.decode_intensity(S=4096, **seed_7b):.2f} FLOP/byte",
+        "decode intensity S=0": f"i.e. {costs.decode_intensity(S=0, **seed_7b):.2f} FLOP,",
+        "batch 16 short": f"({costs.decode_intensity(S=0, B=16, **seed_7b):.1f} at $S = 0$)",
+        "batch 16 long": f"reaches {costs.decode_intensity(S=4096, B=16, **seed_7b):.2f} FLOP/byte",
+        "70B bf16": f"({costs.weight_bytes(N_params=llama70.N_params, s=2) / 1e9:.1f} GB for Llama-3-70B's "
+        f"{llama70.N_params / 1e9:.1f} B parameters)",
+        "70B int8": f"in int8 ({costs.weight_bytes(N_params=llama70.N_params, s=1) / 1e9:.1f} GB)",
+        "70B ceiling": f"ceiling of {ceiling:.1f} tok/s at {a100.bandwidth / 1e9:,.0f} GB/s",
+        "70B idle": f"it uses {used_at_10 / 1e12:.2f} TFLOP/s, {1 - used_at_10 / a100.peak_flops:.1%} idle; "
+        f"even at the {ceiling:.1f} tok/s ceiling {1 - used_at_ceiling / a100.peak_flops:.1%} idle",
+        "MiniGPT weights": f"MiniGPT's {mini_N:,} parameters take {costs.fmt_bytes(4 * mini_N)} in fp32",
+        "int8 share": f"{int8_share(32, 8, 128):.1%} of fp16 at $d_h = 128$ and "
+        f"{int8_share(4, 4, 16):.1%} at MiniGPT's $d_h = 16$",
+        "attention at 128k": f"{costs.prefill_attention_share(P=131072, d=4096):.1%} of the prefill",
+        "20k tokens": f"20,000 tokens take {costs.fmt_bytes(20000 * kv8b, binary=False)} = "
+        f"{costs.fmt_bytes(20000 * kv8b)}",
+        "128k tokens": f"131,072 tokens take {costs.fmt_bytes(131072 * kv8b, binary=False)} = "
+        f"{costs.fmt_bytes(131072 * kv8b)}",
+        "128,000 tokens": f"128,000 tokens would take {costs.fmt_bytes(128000 * kv8b)}",
+        "crossover": f"holds in the seed's formula ({costs.prefill_crossover_P(d=4096):,})",
+        "6d regimes": f"equal at $P = 6d$ ({costs.prefill_crossover_P(d=64)} for MiniGPT, "
+        f"{costs.prefill_crossover_P(d=4096):,} for Llama-2-7B)",
+        "prefill intensity": f"{costs.prefill_intensity(L=32, P=4096, d=4096, s=2, N_params=seed_7b['N_params']):,.0f}"
+        " FLOP/byte for Llama-2-7B's shape",
+        "50 tok/s": f"holds: {costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=8e9):.1f} tok/s",
+        "chat": f"holds: {chat.total_s:.1f} s, decode {chat.decode_share:.2%}",
+        "50x": f"2,000 / 40 = {2000 / 40:.0f}×",
+        "160 chars": f"holds: {40 * 4} characters/s",
+        "rag": f"holds: {rag.total_s:.1f} s, TTFT {rag.ttft_s / rag.total_s:.1%}",
+        "128 KiB": f"holds exactly: {kv8b:,} bytes = {costs.fmt_bytes(kv8b)}",
+        "ridge": f"about {costs.ridge_point(peak_flops=a100.peak_flops, bandwidth=a100.bandwidth):.0f} sequences",
+    }
+
+
+@pytest.mark.parametrize("key", sorted(errata_values()))
+def test_errata_numbers(key):
+    quoted = errata_values()[key]
+    text = ERRATA.read_text(encoding="utf-8")
+    assert quoted in text, f"appendices/errata.md should quote the recomputed value: {quoted!r}"
+
+
+GLOSSARY_TERMS = {
+    "Prefill", "Decode", "KV cache", "TTFT", "TPOT", "Arithmetic intensity", "Roofline", "Ridge point",
+    "Memory-bound", "Compute-bound", "MHA", "GQA", "MQA", "PagedAttention", "Continuous batching",
+    "FlashAttention", "Flash-Decoding", "Speculative decoding", "Quantization", "Prefix caching", "Throughput",
+    "Latency", "Bandwidth", "FLOP", "MAC", "HBM", "Batch size",
+}
+
+
+def test_glossary_defines_exactly_the_books_terms():
+    text = (ROOT / "appendices" / "glossary.md").read_text(encoding="utf-8")
+    body = text.split("```{glossary}", 1)[1].split("\n```", 1)[0]
+    terms = [line for line in body.splitlines() if line and not line.startswith(" ")]
+    assert len(terms) == len(set(terms))
+    assert set(terms) == GLOSSARY_TERMS
+
+
+def test_bibliography_parses_and_every_entry_has_a_url():
+    pybtex = pytest.importorskip("pybtex.database", reason="pybtex comes with sphinxcontrib-bibtex")
+    entries = pybtex.parse_file(str(ROOT / "references.bib")).entries
+    assert len(entries) >= 36
+    for key, entry in entries.items():
+        assert entry.fields.get("title"), key
+        assert entry.fields.get("year"), key
+        assert entry.fields.get("url", "").startswith("https://"), key
