@@ -1,0 +1,96 @@
+"""Exercise 2 (Chapter 2, the memory cost of the KV cache): Eqs. (2.1)–(2.3) and the VRAM budget."""
+
+from __future__ import annotations
+
+import random
+
+from minigpt import costs
+from minigpt.exercises.spec import Exercise, Question, close, exact_int
+from minigpt.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+
+_REAL = [name for name in MODELS if name != "MiniGPT"]
+
+
+def _per_token_cases(rng: random.Random) -> list[dict]:
+    return [dict(L=rng.randint(1, 128), H_kv=rng.choice([1, 2, 4, 8, 16, 32, 64, 96]), d_h=rng.choice([64, 80, 128]),
+                 s=rng.choice([1, 2, 4])) for _ in range(8)]
+
+
+def _kv_bytes(model: ModelPreset, s: int) -> int:
+    return costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=s)
+
+
+def _gib_cases(rng: random.Random) -> list[dict]:
+    return [dict(model={"$preset": rng.choice(list(MODELS))}, S=rng.randint(1, 131072), B=rng.randint(1, 64),
+                 s=rng.choice([1, 2, 4])) for _ in range(8)]
+
+
+def _gib(model: ModelPreset, S: int, B: int, s: int) -> float:
+    return costs.kv_cache_bytes(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=s, S=S, B=B) / 2**30
+
+
+def _budget_cases(rng: random.Random, key: str) -> list[dict]:
+    """Eight (hardware, model, s) triples; the first six have weights that fit, so the answer is rarely 0."""
+    cases = []
+    while len(cases) < 8:
+        hardware, model, s = rng.choice(list(HARDWARE)), rng.choice(_REAL), rng.choice([1, 2])
+        if len(cases) < 6 and MODELS[model].N_params * s >= HARDWARE[hardware].memory_bytes:
+            continue
+        case = dict(hardware={"$hardware": hardware}, model={"$preset": model}, s=s)
+        case[key] = rng.randint(1, 16) if key == "B" else rng.randint(256, 32768)
+        cases.append(case)
+    return cases
+
+
+def _max_context(hardware: HardwarePreset, model: ModelPreset, s: int, B: int) -> int:
+    return costs.max_context(memory_bytes=hardware.memory_bytes, weight_bytes=model.N_params * s,
+                             kv_bytes_per_token=_kv_bytes(model, s), B=B)
+
+
+def _max_batch(hardware: HardwarePreset, model: ModelPreset, s: int, S: int) -> int:
+    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=model.N_params * s,
+                           kv_bytes_per_token=_kv_bytes(model, s), S=S)
+
+
+def _crossover_cases(rng: random.Random) -> list[dict]:
+    return [dict(model={"$preset": rng.choice(list(MODELS))}, B=rng.randint(1, 128)) for _ in range(8)]
+
+
+def _crossover(model: ModelPreset, B: int) -> float:
+    return costs.weight_bytes(N_params=model.N_params, s=1) / (B * _kv_bytes(model, 1))
+
+
+EXERCISE = Exercise(
+    id="ex02",
+    notebook="ex02_kv_cache_memory.ipynb",
+    title="The memory cost of the KV cache",
+    questions=(
+        Question(
+            "q1", "kv_bytes_per_token", "kv_bytes_per_token(L, H_kv, d_h, s) -> int", _per_token_cases,
+            lambda L, H_kv, d_h, s: costs.kv_bytes_per_token(L=L, H_kv=H_kv, d_h=d_h, s=s), exact_int,
+            "Eq. (2.1): one key and one value (the 2) per layer per KV head, each d_h values of s bytes.",
+        ),
+        Question(
+            "q2", "kv_cache_gib", "kv_cache_gib(model, S, B, s) -> float", _gib_cases, _gib, close(1e-9),
+            "Eq. (2.2), B·S·(bytes per token), in GiB = 2**30 bytes (binary units, not 10**9). Read L, H_kv "
+            "and d_h from the preset (model.L, model.H_kv, model.d_h).",
+        ),
+        Question(
+            "q3", "max_context", "max_context(hardware, model, s, B) -> int",
+            lambda rng: _budget_cases(rng, "B"), _max_context, exact_int,
+            "weights N·s (model.N_params) plus B·S·(bytes per token) must fit in hardware.memory_bytes; "
+            "the largest integer S, or 0 when not even the weights fit. Use integer division (//).",
+        ),
+        Question(
+            "q4", "max_batch", "max_batch(hardware, model, s, S) -> int",
+            lambda rng: _budget_cases(rng, "S"), _max_batch, exact_int,
+            "the same budget as q3 solved for B: ⌊(memory − N·s) / (S·bytes per token)⌋, 0 when the weights "
+            "alone do not fit.",
+        ),
+        Question(
+            "q5", "kv_equals_weights", "kv_equals_weights(model, B) -> float", _crossover_cases, _crossover,
+            close(1e-9),
+            "solve N·s = B·S·2·L·H_kv·d_h·s for S: the bytes per value s cancels.",
+        ),
+    ),
+)

@@ -1,0 +1,88 @@
+"""Exercise 5 (Chapter 5, MiniGPT and its corpus): parameters, next token, loss, sampling."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+import torch.nn.functional as F
+
+from minigpt import costs
+from minigpt.exercises.spec import Exercise, Question, argmax_of, close, exact_int, model_spec, randn, tensor
+
+
+def _param_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(8):
+        d = 16 * rng.randint(1, 128)
+        cases.append(dict(L=rng.randint(1, 48), d=d, V=rng.randint(2, 60000), S_max=rng.choice([128, 1024, 2048]),
+                          d_ffn=4 * d))
+    return cases
+
+
+def _token_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(4):
+        model = model_spec(rng)
+        V = model["$model"]["V"]
+        cases.append(dict(model=model, tokens=[rng.randrange(V) for _ in range(rng.randint(2, 20))]))
+    return cases
+
+
+@torch.no_grad()
+def _logits(model: torch.nn.Module, tokens: list[int]) -> torch.Tensor:
+    return model(torch.tensor([tokens]))[0, -1]
+
+
+@torch.no_grad()
+def _loss(model: torch.nn.Module, tokens: list[int]) -> float:
+    x = torch.tensor([tokens])
+    logits = model(x[:, :-1])[0]  # [T-1, V]
+    return float(F.cross_entropy(logits, x[0, 1:]))
+
+
+def _topk_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(6):
+        V = rng.randint(5, 60)
+        cases.append(dict(logits=randn([V], rng, scale=3.0), k=rng.randint(1, V), temperature=rng.uniform(0.2, 2.0)))
+    return cases
+
+
+def _topk(logits: torch.Tensor, k: int, temperature: float) -> torch.Tensor:
+    """The distribution `minigpt.generate.sample` draws from (the same top-k + temperature steps)."""
+    scaled = logits.float() / temperature
+    kth = torch.topk(scaled, k, dim=-1).values[..., -1:]
+    return torch.softmax(scaled.masked_fill(scaled < kth, float("-inf")), dim=-1)
+
+
+EXERCISE = Exercise(
+    id="ex05",
+    notebook="ex05_minigpt_and_corpus.ipynb",
+    title="MiniGPT and its corpus",
+    questions=(
+        Question(
+            "q1", "param_count", "param_count(L, d, V, S_max, d_ffn) -> int", _param_cases,
+            lambda **kw: costs.param_count(**kw), exact_int,
+            "GPT-2-style MiniGPT with biases and a tied LM head: token (V·d) and position (S_max·d) "
+            "embeddings; per layer QKV (3d² + 3d), output (d² + d), MLP (2·d·d_ffn + d_ffn + d), two "
+            "LayerNorms (2·2d); one final LayerNorm (2d).",
+        ),
+        Question(
+            "q2", "next_token", "next_token(model, tokens) -> int", _token_cases, _logits, argmax_of(1e-4),
+            "run the model on the whole list (a [1, T] long tensor), take the logits at the last position "
+            "and return the argmax as a Python int.",
+        ),
+        Question(
+            "q3", "sequence_loss", "sequence_loss(model, tokens) -> float", _token_cases, _loss, close(1e-5, 1e-5),
+            "the training loss: the mean cross-entropy (natural log) of predicting tokens[1:] from "
+            "tokens[:-1]; F.cross_entropy(logits, targets) with logits [T−1, V].",
+        ),
+        Question(
+            "q4", "top_k_probs", "top_k_probs(logits, k, temperature) -> tensor [V]", _topk_cases, _topk,
+            tensor(1e-6, 1e-5),
+            "divide the logits by the temperature, keep the k largest (set the others to −inf), then softmax: "
+            "the other V−k probabilities are exactly 0.",
+        ),
+    ),
+)

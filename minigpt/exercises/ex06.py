@@ -1,0 +1,133 @@
+"""Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode, generate, and fit the cost curve."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from minigpt.config import ModelConfig
+from minigpt.exercises.spec import Exercise, Question, close, int_list, model_spec, pair, randn, tensor
+from minigpt.generate import generate
+from minigpt.kv_cache import KVCache
+
+
+def _write_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(5):
+        B, H_kv, S_max, d_h = rng.randint(1, 3), rng.choice([1, 2, 4]), rng.randint(8, 24), rng.choice([4, 8])
+        T = rng.randint(1, 4)
+        S = rng.randint(0, S_max - T)
+        cases.append(dict(k_cache=randn([B, H_kv, S_max, d_h], rng), v_cache=randn([B, H_kv, S_max, d_h], rng),
+                          k_new=randn([B, H_kv, T, d_h], rng), v_new=randn([B, H_kv, T, d_h], rng), S=S))
+    return cases
+
+
+def _write(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+           S: int) -> tuple[torch.Tensor, torch.Tensor]:
+    B, H_kv, S_max, d_h = k_cache.shape
+    cache = KVCache(ModelConfig(L=1, H=H_kv, H_kv=H_kv, d_h=d_h, S_max=S_max), B)
+    cache.k[0], cache.v[0] = k_cache, v_cache
+    cache.advance(S)
+    return cache.update(0, k_new, v_new)
+
+
+def _attend_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(5):
+        B, H_kv, d_h, S = rng.randint(1, 3), rng.choice([1, 2]), rng.choice([4, 8, 16]), rng.randint(1, 30)
+        H = H_kv * rng.choice([1, 2, 4])
+        cases.append(dict(q=randn([B, H, d_h], rng), k=randn([B, H_kv, S, d_h], rng), v=randn([B, H_kv, S, d_h], rng)))
+    return cases
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    g = q.shape[1] // k.shape[1]  # query heads per KV head; heads h·g .. h·g+g−1 share KV head h
+    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    return F.scaled_dot_product_attention(q.unsqueeze(2), k, v).squeeze(2)
+
+
+def _decode_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(3):
+        model = model_spec(rng)
+        V, B = model["$model"]["V"], rng.randint(1, 2)
+        P = rng.randint(1, 12)
+        cases.append(dict(model=model, prompt={"$long": [[rng.randrange(V) for _ in range(P)] for _ in range(B)]},
+                          token={"$long": [rng.randrange(V) for _ in range(B)]}))
+    return cases
+
+
+@torch.no_grad()
+def _decode(model: torch.nn.Module, prompt: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
+    cache = model.new_cache(prompt.shape[0])
+    model(prompt, cache)
+    return model(token.view(-1, 1), cache, last_only=True)[:, -1]
+
+
+def _generate_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(3):
+        model = model_spec(rng)
+        V = model["$model"]["V"]
+        cases.append(dict(model=model, prompt=[rng.randrange(V) for _ in range(rng.randint(1, 8))],
+                          D=rng.randint(1, 12)))
+    return cases
+
+
+def _generate(model: torch.nn.Module, prompt: list[int], D: int) -> list[int]:
+    return generate(model, [prompt], D, use_cache=True).tokens[0]
+
+
+def _slope_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(5):
+        base, per_token = rng.uniform(1e-4, 1e-2), rng.uniform(1e-8, 1e-5)
+        S = sorted(rng.sample(range(16, 4096), 10))
+        cases.append(dict(S_values=S, step_s=[(base + per_token * x) * rng.uniform(0.95, 1.05) for x in S]))
+    return cases
+
+
+def _slope(S_values: list[int], step_s: list[float]) -> float:
+    return float(np.polyfit(np.array(S_values, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)[0])
+
+
+EXERCISE = Exercise(
+    id="ex06",
+    notebook="ex06_implement_kv_cache.ipynb",
+    title="Implement the KV cache",
+    questions=(
+        Question(
+            "q1", "cache_write", "cache_write(k_cache, v_cache, k_new, v_new, S) -> (k_valid, v_valid)", _write_cases,
+            _write, pair(tensor(0, 0), tensor(0, 0), ("k_valid", "v_valid")),
+            "write k_new, v_new ([B, H_kv, T, d_h]) into rows S..S+T−1 of the preallocated [B, H_kv, S_max, d_h] "
+            "tensors (in place, k_cache[:, :, S:S+T] = k_new) and return the valid prefixes [:, :, :S+T].",
+        ),
+        Question(
+            "q2", "attend", "attend(q, k, v) -> tensor [B, H, d_h]", _attend_cases, _attend, tensor(1e-5, 1e-4),
+            "one query per head, q [B, H, d_h], over S cached keys and values [B, H_kv, S, d_h]: "
+            "softmax(q·kᵀ / √d_h)·v. With GQA, query heads h·g … h·g+g−1 (g = H / H_kv) share KV head h "
+            "(k.repeat_interleave(g, dim=1)).",
+        ),
+        Question(
+            "q3", "decode_logits", "decode_logits(model, prompt, token) -> tensor [B, V]", _decode_cases, _decode,
+            tensor(1e-4, 1e-4),
+            "prefill the prompt [B, P] into a fresh cache (model.new_cache(B)), then one decode step with "
+            "token [B] at position P: model(token.view(-1, 1), cache) — or your own loop over model.blocks — "
+            "and return the logits of that step, [B, V].",
+        ),
+        Question(
+            "q4", "greedy_generate", "greedy_generate(model, prompt, D) -> list[int]", _generate_cases, _generate,
+            int_list,
+            "D new tokens: one prefill gives token 1, then D−1 decode steps, each feeding back the argmax. "
+            "Return a list of D Python ints (not including the prompt).",
+        ),
+        Question(
+            "q5", "fitted_slope", "fitted_slope(S_values, step_s) -> float", _slope_cases, _slope, close(1e-6),
+            "least-squares straight line step_s ≈ a + b·S (np.polyfit(S, t, 1)); return the slope b in seconds "
+            "per cached token.",
+        ),
+    ),
+)

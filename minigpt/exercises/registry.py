@@ -1,0 +1,22 @@
+"""The exercises by id ("ex01" ... "ex06") and question lookup ("ex01.q1")."""
+
+from __future__ import annotations
+
+from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06
+from minigpt.exercises.spec import Exercise, Question
+
+EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in (ex01, ex02, ex03, ex04, ex05, ex06)}
+
+
+def exercise(eid: str) -> Exercise:
+    """The exercise `eid` ("ex01"), or a KeyError listing the ids."""
+    if eid not in EXERCISES:
+        raise KeyError(f"unknown exercise {eid!r}; the exercises are {sorted(EXERCISES)}")
+    return EXERCISES[eid]
+
+
+def question(qid: str) -> tuple[Exercise, Question]:
+    """The exercise and question of `qid` ("ex01.q1")."""
+    eid, _, q = qid.partition(".")
+    ex = exercise(eid)
+    return ex, ex.question(q)

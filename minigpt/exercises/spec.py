@@ -1,0 +1,315 @@
+"""Question specs of the graded exercises: random inputs, the package as the oracle, and comparison.
+
+A question is one function the student writes. Its inputs are generated as plain JSON (numbers,
+lists and a few tagged objects such as ``{"$randn": [2, 3], "seed": 7}`` or ``{"$preset": "Llama-3-8B"}``)
+so the grader's trusted process can send them to the child process that runs the student's code;
+`build` turns them into Python objects (tensors, presets, models) on either side. The expected
+output is computed by the package (``minigpt.costs``, ``minigpt.model``, ...) and never leaves the
+trusted process; outputs are compared in their JSON form (`encode`), tensors as nested lists.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from minigpt.config import ModelConfig
+from minigpt.presets import HARDWARE, MODELS
+
+Case = dict[str, Any]
+Compare = Callable[[Any, Any], "str | None"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: JSON descriptions -> objects
+
+
+def randn(shape: list[int], rng: random.Random, scale: float = 1.0) -> dict[str, Any]:
+    """A JSON description of a standard-normal tensor (float32), reproducible from its seed."""
+    return {"$randn": list(shape), "seed": rng.getrandbits(48), "scale": scale}
+
+
+def model_spec(rng: random.Random) -> dict[str, Any]:
+    """A JSON description of a small random MiniGPT (weights ~ N(0, 0.3²), so logits are well apart)."""
+    H = rng.choice([2, 4])
+    H_kv = rng.choice([h for h in (1, 2, 4) if H % h == 0 and h <= H])
+    d_h = rng.choice([4, 8])
+    config = dict(L=rng.randint(1, 2), H=H, H_kv=H_kv, d_h=d_h, d_ffn=4 * H * d_h, V=rng.randint(20, 48), S_max=32)
+    return {"$model": config, "seed": rng.getrandbits(48)}
+
+
+def build_model(spec: dict[str, Any]) -> torch.nn.Module:
+    """The MiniGPT described by `model_spec` (deterministic: its own generator, not the global RNG)."""
+    from minigpt.model import MiniGPT
+
+    with torch.random.fork_rng(devices=[]):
+        model = MiniGPT(ModelConfig(**spec["$model"]))
+    g = torch.Generator().manual_seed(spec["seed"])
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    return model.eval()
+
+
+def build(value: Any) -> Any:
+    """Turn a JSON input description into the object passed to the student's function."""
+    if isinstance(value, list):
+        return [build(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$randn" in value:
+        g = torch.Generator().manual_seed(value["seed"])
+        return torch.randn(value["$randn"], generator=g) * value.get("scale", 1.0)
+    if "$long" in value:
+        return torch.tensor(value["$long"], dtype=torch.long)
+    if "$preset" in value:
+        return MODELS[value["$preset"]]
+    if "$hardware" in value:
+        return HARDWARE[value["$hardware"]]
+    if "$config" in value:
+        return ModelConfig(**value["$config"])
+    if "$model" in value:
+        return build_model(value)
+    return {k: build(v) for k, v in value.items()}
+
+
+def build_case(case: Case) -> dict[str, Any]:
+    """Keyword arguments for the student's function (fresh objects on every call)."""
+    return {name: build(value) for name, value in case.items()}
+
+
+def describe(value: Any) -> str:
+    """A short human description of one JSON input, for check messages."""
+    if isinstance(value, dict):
+        if "$randn" in value:
+            return f"tensor{value['$randn']}"
+        if "$long" in value:
+            return f"long tensor {value['$long']}"
+        if "$preset" in value:
+            return f"MODELS[{value['$preset']!r}]"
+        if "$hardware" in value:
+            return f"HARDWARE[{value['$hardware']!r}]"
+        if "$config" in value:
+            return "ModelConfig(" + ", ".join(f"{k}={v}" for k, v in value["$config"].items()) + ")"
+        if "$model" in value:
+            return "MiniGPT(" + ", ".join(f"{k}={v}" for k, v in value["$model"].items()) + ")"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list) and len(value) > 8:
+        return "[" + ", ".join(describe(v) for v in value[:8]) + ", ...]"
+    return repr(value)
+
+
+def describe_call(function: str, case: Case) -> str:
+    return f"{function}(" + ", ".join(f"{k}={describe(v)}" for k, v in case.items()) + ")"
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs: objects -> JSON, and comparison
+
+
+class UnsupportedOutput(TypeError):
+    """The student's function returned something that is not a number, bool, list or tensor."""
+
+
+def encode(value: Any, depth: int = 0) -> Any:
+    """A JSON-able form of a returned value: numbers stay numbers, tensors become nested lists."""
+    if depth > 8:
+        raise UnsupportedOutput("the returned value is nested too deeply")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, torch.Tensor):
+        if value.numel() > 1_000_000:
+            raise UnsupportedOutput(f"the returned tensor has {value.numel()} elements (too many)")
+        t = value.detach().cpu()
+        if t.is_floating_point():
+            t = t.double()
+        return {"$tensor": t.tolist(), "shape": list(t.shape)}
+    if type(value).__module__ == "numpy":
+        import numpy as np
+
+        if isinstance(value, np.ndarray):
+            return encode(torch.from_numpy(np.ascontiguousarray(value)), depth + 1)
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.floating):
+            return float(value)
+    if isinstance(value, (list, tuple)):
+        if len(value) > 100_000:
+            raise UnsupportedOutput("the returned sequence is too long")
+        return [encode(v, depth + 1) for v in value]
+    raise UnsupportedOutput(f"returned a {type(value).__name__}, expected a number, bool, list or tensor")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.8g}"
+    if isinstance(value, dict) and "$tensor" in value:
+        flat = torch.tensor(value["$tensor"], dtype=torch.float64).flatten()[:6].tolist()
+        return f"tensor of shape {value['shape']}, first values {[round(x, 5) for x in flat]}"
+    if isinstance(value, list):
+        text = "[" + ", ".join(_show(v) for v in value[:8]) + (", ...]" if len(value) > 8 else "]")
+        return text
+    return repr(value)[:200]
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def exact_int(expected: Any, actual: Any) -> str | None:
+    """The same integer (an integer-valued float is accepted only if it is exactly equal)."""
+    if not _is_number(actual):
+        return f"expected the integer {_show(expected)}, got {_show(actual)}"
+    if isinstance(actual, float) and (not math.isfinite(actual) or not actual.is_integer()):
+        return f"expected {_show(expected)}, got {_show(actual)} (not an integer)"
+    if int(actual) != expected:
+        return f"expected {_show(expected)}, got {_show(int(actual))}"
+    return None
+
+
+def close(rel: float = 1e-9, abs_: float = 0.0) -> Compare:
+    """A number within `rel` relative (or `abs_` absolute) tolerance."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        if not _is_number(actual):
+            return f"expected a number close to {_show(expected)}, got {_show(actual)}"
+        if not (isinstance(actual, int) or math.isfinite(actual)):
+            return f"expected {_show(expected)}, got {_show(actual)}"
+        if not math.isclose(float(actual), float(expected), rel_tol=rel, abs_tol=abs_):
+            return f"expected {_show(expected)}, got {_show(actual)} (tolerance: relative {rel:g})"
+        return None
+
+    return compare
+
+
+def boolean(expected: Any, actual: Any) -> str | None:
+    """The same truth value, as a bool."""
+    if not isinstance(actual, bool):
+        return f"expected a bool ({expected}), got {_show(actual)}"
+    return None if actual == expected else f"expected {expected}, got {actual}"
+
+
+def int_list(expected: Any, actual: Any) -> str | None:
+    """The same list of integers."""
+    if not isinstance(actual, list) and not (isinstance(actual, dict) and "$tensor" in actual):
+        return f"expected a list of ints {_show(expected)}, got {_show(actual)}"
+    values = actual["$tensor"] if isinstance(actual, dict) else actual
+    if values != expected:
+        return f"expected {_show(expected)}, got {_show(values)}"
+    return None
+
+
+def tensor(atol: float = 1e-5, rtol: float = 1e-5) -> Compare:
+    """A tensor (or nested list) of the expected shape whose values are allclose."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        if isinstance(actual, list):
+            try:
+                actual = {"$tensor": actual, "shape": list(torch.tensor(actual).shape)}
+            except (ValueError, TypeError):
+                return "expected a tensor, got a ragged list"
+        if not isinstance(actual, dict) or "$tensor" not in actual:
+            return f"expected a tensor of shape {expected['shape']}, got {_show(actual)}"
+        if actual["shape"] != expected["shape"]:
+            return f"expected a tensor of shape {expected['shape']}, got shape {actual['shape']}"
+        e = torch.tensor(expected["$tensor"], dtype=torch.float64)
+        a = torch.tensor(actual["$tensor"], dtype=torch.float64)
+        if not torch.allclose(a, e, atol=atol, rtol=rtol):
+            diff = (a - e).abs()
+            diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
+            i = int(diff.flatten().argmax())
+            index = tuple(int(x) for x in torch.unravel_index(torch.tensor(i), e.shape)) if e.dim() else ()
+            return (f"values differ: at index {list(index)} expected {e.flatten()[i].item():.6g}, "
+                    f"got {a.flatten()[i].item():.6g} (tolerance atol={atol:g}, rtol={rtol:g})")
+        return None
+
+    return compare
+
+
+def pair(first: Compare, second: Compare, names: tuple[str, str]) -> Compare:
+    """A 2-tuple whose items compare with `first` and `second`."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        if not isinstance(actual, list) or len(actual) != 2:
+            return f"expected a tuple ({names[0]}, {names[1]}), got {_show(actual)}"
+        for name, cmp, e, a in zip(names, (first, second), expected, actual, strict=True):
+            message = cmp(e, a)
+            if message:
+                return f"{name}: {message}"
+        return None
+
+    return compare
+
+
+def argmax_of(tol: float = 1e-4) -> Compare:
+    """An integer index whose value in the expected list is the maximum (within `tol`, for near ties)."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        values = expected["$tensor"]
+        best = max(range(len(values)), key=values.__getitem__)
+        if isinstance(actual, bool) or not isinstance(actual, int):
+            return f"expected the token id {best} (an int), got {_show(actual)}"
+        if not 0 <= actual < len(values):
+            return f"expected the token id {best}, got {actual} (out of range 0..{len(values) - 1})"
+        if values[actual] < values[best] - tol:
+            return (f"expected the token id {best} (logit {values[best]:.5f}), got {actual} "
+                    f"(logit {values[actual]:.5f})")
+        return None
+
+    return compare
+
+
+# ---------------------------------------------------------------------------------------------
+# Questions and exercises
+
+
+@dataclass(frozen=True)
+class Question:
+    """One graded function: its name and signature, how to draw inputs, the oracle and the comparison."""
+
+    id: str
+    function: str
+    signature: str
+    cases: Callable[[random.Random], list[Case]]
+    oracle: Callable[..., Any]
+    compare: Compare
+    hint: str
+    points: float = 1.0
+
+    def expected(self, case: Case) -> Any:
+        """The package's answer for one case, in JSON form."""
+        return encode(self.oracle(**build_case(case)))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """The questions of one chapter's exercise notebook."""
+
+    id: str
+    notebook: str
+    title: str
+    questions: tuple[Question, ...] = field(default_factory=tuple)
+
+    def question(self, qid: str) -> Question:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise KeyError(f"{self.id} has no question {qid!r}; it has {[q.id for q in self.questions]}")
+
+    @property
+    def max_score(self) -> float:
+        return sum(q.points for q in self.questions)

@@ -1,0 +1,42 @@
+"""Command line: grade a folder of submitted notebooks for one exercise.
+
+    python -m minigpt.grading --exercise ex01 --submissions DIR --out OUTDIR [--timeout 30] [--jobs 1] [--seed N]
+
+Writes OUTDIR/scores.csv (one row per submission), OUTDIR/details.csv (one row per question, with
+the reason), OUTDIR/results/<submission>/results.json (Gradescope format), OUTDIR/logs/ (each
+notebook's output, capped) and OUTDIR/run.json (the seed, to reproduce the inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from minigpt.exercises.registry import EXERCISES
+from minigpt.grading.grader import grade_folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minigpt.grading", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exercise", required=True, choices=sorted(EXERCISES), help="which exercise notebook")
+    parser.add_argument("--submissions", required=True, type=Path, help="folder of submitted .ipynb files")
+    parser.add_argument("--out", required=True, type=Path, help="folder for the results")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds allowed per notebook cell and per question (default 30)")
+    parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")
+    args = parser.parse_args(argv)
+    if not args.submissions.is_dir():
+        parser.error(f"--submissions {args.submissions} is not a folder")
+    if args.timeout <= 0:
+        parser.error("--timeout must be > 0")
+    results = grade_folder(args.exercise, args.submissions, args.out, timeout=args.timeout, seed=args.seed,
+                          jobs=args.jobs)
+    print(f"graded {len(results)} submission(s); scores in {args.out / 'scores.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
