@@ -13,8 +13,7 @@ import torch
 
 from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained
 from minigpt.measure import default_device, probe_bandwidth, time_fn
-
-SCALED = ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=512)
+from minigpt.sweeps import SCALED
 
 
 def decode_seconds(model: MiniGPT, P: int, D: int, use_cache: bool, repeats: int) -> float:

@@ -1,0 +1,327 @@
+"""Measurement loops of Part II (Chapters 7 and 8): decode-step and prefill timings, batched and by size.
+
+Chapter 7 times one decode step of B sequences (Eq. (3.5): one weight read serves B tokens);
+Chapter 8 times prefill and decode for a family of model sizes and sets them against the roofline
+predictions, Eq. (3.4) for decode (bytes / bandwidth) and Eq. (1.2) over the peak rate for prefill.
+`scripts/sweep_batching.py` and `scripts/sweep_hardware.py` run these loops and write JSON that the
+notebooks load; the notebooks also call them directly for a quick live measurement.
+
+Models are randomly initialised (seeded): timing does not depend on what the weights say.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.generate import decode_step, prefill
+from minigpt.kv_cache import KVCache
+from minigpt.measure import MiB, Timing, module_bytes, probe_bandwidth, probe_peak_flops, time_fn
+from minigpt.model import MiniGPT
+
+#: The scaled model of Chapter 7 (and `make bench`): L=8, d=512, about 25.8 M parameters.
+SCALED = ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=512)
+
+#: Chapter 8's family of sizes, from the seed's MiniGPT to about 200 M parameters (d_ffn = 4d, V = 600).
+FAMILY: dict[str, ModelConfig] = {
+    "MiniGPT": ModelConfig(),
+    "L4-d128": ModelConfig(L=4, H=4, H_kv=4, d_h=32, d_ffn=512, V=600, S_max=256),
+    "L6-d256": ModelConfig(L=6, H=4, H_kv=4, d_h=64, d_ffn=1024, V=600, S_max=256),
+    "L8-d512": ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=256),
+    "L12-d768": ModelConfig(L=12, H=12, H_kv=12, d_h=64, d_ffn=3072, V=600, S_max=256),
+    "L16-d1024": ModelConfig(L=16, H=16, H_kv=16, d_h=64, d_ffn=4096, V=600, S_max=256),
+}
+
+#: Added on a GPU only: about 1.2 B parameters (2.4 GB in bf16), too slow for a shared CPU.
+GPU_EXTRA: dict[str, ModelConfig] = {
+    "L24-d2048": ModelConfig(L=24, H=16, H_kv=16, d_h=128, d_ffn=8192, V=600, S_max=256),
+}
+
+DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+#: "wall": wall-clock time (`minigpt.measure.time_fn`, synced on cuda), what a user waits for.
+#: "thread": CPU time of the calling thread (`time.thread_time`), for a single-threaded run on a CPU
+#: shared with other jobs: time the thread spends descheduled does not count.
+Clock = Literal["wall", "thread"]
+
+
+def time_calls(
+    fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 5, device: torch.device | str = "cpu",
+    clock: Clock = "wall",
+) -> Timing:
+    """Time `fn` like `minigpt.measure.time_fn`, on the wall clock or (CPU, one thread) the thread's CPU clock."""
+    if clock == "wall":
+        return time_fn(fn, warmup=warmup, repeats=repeats, device=device)
+    if clock != "thread":
+        raise ValueError(f"clock must be 'wall' or 'thread', got {clock!r}")
+    if torch.device(device).type != "cpu" or torch.get_num_threads() != 1:
+        raise ValueError("clock='thread' measures one CPU thread: use device='cpu' and torch.set_num_threads(1)")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time()
+        fn()
+        times.append(time.thread_time() - start)
+    return Timing(median_s=statistics.median(times), min_s=min(times), times=times, repeats=repeats)
+
+
+def environment(device: torch.device | str, dtype: torch.dtype) -> dict[str, Any]:
+    """Where and how a sweep ran: device and its name, dtype, torch version, CPU threads, date (UTC)."""
+    device = torch.device(device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    return {
+        "device": device.type,
+        "device_name": name,
+        "dtype": str(dtype).removeprefix("torch."),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+    }
+
+
+def random_model(
+    config: ModelConfig, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, seed: int = 0,
+) -> MiniGPT:
+    """A seeded, randomly initialised MiniGPT of shape `config` in eval mode, built directly on `device`."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = MiniGPT(config)
+    return model.to(dtype=dtype).eval()
+
+
+def n_params(model: MiniGPT) -> int:
+    """Parameters N of the model (the tied LM head counted once), the N of Eq. (2.3)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def _tokens(model: MiniGPT, B: int, T: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, model.config.V, (B, T), generator=generator).to(model.device)
+
+
+def filled_cache(model: MiniGPT, *, B: int, S: int, room: int = 1, seed: int = 0) -> KVCache:
+    """A cache of B sequences holding S random-prompt tokens (prefilled), with `room` rows to spare."""
+    if S < 1:
+        raise ValueError(f"S must be >= 1 (a prefilled prompt), got {S}")
+    cache = model.new_cache(B, S_max=S + room)
+    prefill(model, _tokens(model, B, S, seed), cache)
+    return cache
+
+
+def time_decode_step(
+    model: MiniGPT, *, B: int, S: int, warmup: int = 2, repeats: int = 5, seed: int = 0, clock: Clock = "wall",
+) -> Timing:
+    """Wall time of one decode step, Eq. (1.3), for B sequences against S cached tokens each.
+
+    Every timed call writes row S of the cache and is rewound with `truncate(S)`, so each call
+    sees the same S.
+    """
+    cache = filled_cache(model, B=B, S=S, seed=seed)
+    token = _tokens(model, B, 1, seed + 1).view(B)
+
+    def step() -> None:
+        decode_step(model, token, cache)
+        cache.truncate(S)
+
+    return time_calls(step, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
+
+
+def time_prefill(
+    model: MiniGPT, *, B: int = 1, P: int, warmup: int = 1, repeats: int = 3, seed: int = 0, clock: Clock = "wall",
+) -> Timing:
+    """Wall time of one prefill, Eq. (1.2), of B prompts of P tokens into an empty cache."""
+    prompt = _tokens(model, B, P, seed)
+    cache = model.new_cache(B, S_max=P)
+
+    def run() -> None:
+        cache.reset()
+        prefill(model, prompt, cache)
+
+    return time_calls(run, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
+
+
+def decode_bytes(model: MiniGPT, *, B: int, S: int) -> int:
+    """Bytes one decode step reads, Eq. (3.5): the weights N·s once plus B·S·(KV bytes per token)."""
+    c = model.config
+    s = model.dtype.itemsize
+    kv = costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=s)
+    return costs.decode_step_bytes(weight_bytes=module_bytes(model), kv_bytes_per_token=kv, S=S, B=B)
+
+
+def decode_flops(model: MiniGPT, *, B: int, S: int) -> int:
+    """FLOPs of one decode step, Eq. (1.3) with the LM head, for B sequences at S cached tokens."""
+    c = model.config
+    return costs.decode_step_flops(L=c.L, S=S, d=c.d, H_kv=c.H_kv, d_h=c.d_h, d_ffn=c.d_ffn, V=c.V, B=B)
+
+
+def prefill_flops(model: MiniGPT, *, B: int = 1, P: int) -> int:
+    """FLOPs of one prefill, Eq. (1.2) with the LM head at the last position, B prompts of P tokens."""
+    c = model.config
+    return costs.prefill_flops(L=c.L, P=P, d=c.d, H_kv=c.H_kv, d_h=c.d_h, d_ffn=c.d_ffn, V=c.V, B=B)
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """One decode step of B sequences at S cached tokens: time, tokens/s, bytes and FLOPs moved.
+
+    `step_s` is the best (minimum) of the repeats, `step_median_s` their median: on a shared machine
+    the minimum is the better estimate of what the step costs, the median shows the noise.
+    """
+
+    B: int
+    S: int
+    step_s: float
+    step_median_s: float
+    tok_s: float
+    bytes_per_step: int
+    flops_per_step: int
+
+
+def batching_sweep(
+    model: MiniGPT, *, Bs: Sequence[int], S: int, warmup: int = 2, repeats: int = 5, clock: Clock = "wall",
+) -> list[BatchPoint]:
+    """Decode-step time and throughput B / step time for each B (best of `repeats`), Eq. (3.4) measured."""
+    points = []
+    for B in Bs:
+        timing = time_decode_step(model, B=B, S=S, warmup=warmup, repeats=repeats, clock=clock)
+        points.append(BatchPoint(
+            B=B, S=S, step_s=timing.min_s, step_median_s=timing.median_s, tok_s=B / timing.min_s,
+            bytes_per_step=decode_bytes(model, B=B, S=S), flops_per_step=decode_flops(model, B=B, S=S),
+        ))
+    return points
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """One model size of Chapter 8: its shape, bytes and FLOPs, and measured prefill and decode times.
+
+    Times are the best (minimum) of the repeats; the `*_median_s` fields keep the medians.
+    """
+
+    name: str
+    config: dict[str, int]
+    N_params: int
+    weight_bytes: int
+    P: int
+    prefill_flops: int
+    prefill_s: float
+    prefill_median_s: float
+    S: int
+    decode_bytes: int
+    decode_flops: int
+    decode_step_s: float
+    decode_step_median_s: float
+
+    @property
+    def prefill_tok_s(self) -> float:
+        """Measured prefill rate: P / prefill time."""
+        return self.P / self.prefill_s
+
+    @property
+    def decode_tok_s(self) -> float:
+        """Measured decode rate (B = 1): 1 / step time."""
+        return 1 / self.decode_step_s
+
+    @property
+    def achieved_bandwidth(self) -> float:
+        """Bytes per decode step × steps per second: the bandwidth the decode step achieved (bytes/s)."""
+        return self.decode_bytes / self.decode_step_s
+
+    @property
+    def achieved_flops(self) -> float:
+        """Prefill FLOPs / prefill time: the arithmetic rate prefill achieved (FLOP/s)."""
+        return self.prefill_flops / self.prefill_s
+
+
+def measure_size(
+    name: str, config: ModelConfig, *, device: torch.device | str, dtype: torch.dtype, P: int, S: int,
+    decode_repeats: int = 7, prefill_repeats: int = 3, clock: Clock = "wall",
+) -> SizePoint:
+    """Build a random model of shape `config`, time a prefill of P tokens and a B = 1 decode step at S."""
+    model = random_model(config, device=device, dtype=dtype)
+    prefill_timing = time_prefill(model, P=P, repeats=prefill_repeats, clock=clock)
+    decode_timing = time_decode_step(model, B=1, S=S, repeats=decode_repeats, clock=clock)
+    point = SizePoint(
+        name=name, config=config.to_dict(), N_params=n_params(model), weight_bytes=module_bytes(model),
+        P=P, prefill_flops=prefill_flops(model, P=P), prefill_s=prefill_timing.min_s,
+        prefill_median_s=prefill_timing.median_s,
+        S=S, decode_bytes=decode_bytes(model, B=1, S=S), decode_flops=decode_flops(model, B=1, S=S),
+        decode_step_s=decode_timing.min_s, decode_step_median_s=decode_timing.median_s,
+    )
+    del model
+    return point
+
+
+def predicted_prefill_tok_s(point: SizePoint, peak_flops: float) -> float:
+    """Compute-bound prefill rate: P / (Eq. (1.2) FLOPs / peak FLOP/s)."""
+    return point.P * peak_flops / point.prefill_flops
+
+
+def predicted_decode_tok_s(point: SizePoint, bandwidth: float) -> float:
+    """Memory-bound decode rate, Eq. (3.4) with B = 1: bandwidth / (Eq. (3.5) bytes per step)."""
+    return costs.decode_tok_s_ceiling(bandwidth=bandwidth, bytes_per_step=point.decode_bytes)
+
+
+def size_point_from_dict(record: dict[str, Any]) -> SizePoint:
+    """Inverse of `dataclasses.asdict` for a `SizePoint` read back from JSON."""
+    return SizePoint(**record)
+
+
+def batch_point_from_dict(record: dict[str, Any]) -> BatchPoint:
+    """Inverse of `dataclasses.asdict` for a `BatchPoint` read back from JSON."""
+    return BatchPoint(**record)
+
+
+def to_record(point: BatchPoint | SizePoint) -> dict[str, Any]:
+    """A JSON-ready dict of a measured point (floats rounded to 4 significant digits)."""
+    record = asdict(point)
+    return {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in record.items()}
+
+
+def write_json(path: str | Path, data: dict[str, Any]) -> None:
+    """Write sweep results as indented, key-sorted JSON (stable diffs), creating the folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """Read sweep results written by `write_json`."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def probe(
+    *, device: torch.device | str, dtype: torch.dtype, rounds: int = 3, clock: Clock = "wall",
+) -> dict[str, float]:
+    """The two numbers of the roofline, Eq. (3.2), on `device`: best of `rounds` probes of each.
+
+    On the wall clock these are `minigpt.measure.probe_bandwidth` (a large copy, read + write counted)
+    and `probe_peak_flops` (n×n matmuls in `dtype`); with clock="thread" the same two operations
+    (64 MiB copy, 512×512 matmul) are timed on the thread's CPU clock, so that probes and model steps
+    are measured alike. The best round is kept: other processes can only slow a probe down.
+    """
+    if clock == "wall":
+        bandwidth = max(probe_bandwidth(device=device) for _ in range(rounds))
+        peak = max(probe_peak_flops(device=device, dtype=dtype) for _ in range(rounds))
+    else:
+        src = torch.ones(64 * MiB // 4, dtype=torch.float32)
+        dst = torch.empty_like(src)
+        copy = time_calls(lambda: dst.copy_(src), warmup=2, repeats=5 * rounds, clock=clock)
+        bandwidth = 2 * src.nbytes / copy.min_s
+        n = 512
+        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+        matmul = time_calls(lambda: a @ b, warmup=2, repeats=5 * rounds, clock=clock)
+        peak = 2 * n**3 / matmul.min_s
+    return {"bandwidth": float(f"{bandwidth:.4g}"), "peak_flops": float(f"{peak:.4g}")}
