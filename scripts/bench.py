@@ -46,6 +46,7 @@ def main() -> None:
     for name, model in models.items():
         for D in args.D:
             if args.P + D - 1 > model.config.S_max:
+                print(f"{name:<20} {D:>5}  skipped: P + D - 1 = {args.P + D - 1} > S_max = {model.config.S_max}")
                 continue
             generate(model, [[1] * args.P], 4)  # warm-up
             slow = decode_seconds(model, args.P, D, False, args.repeats)
