@@ -36,6 +36,11 @@ class ModelConfig:
         return self.H * self.d_h
 
     @property
+    def ffn_matrices(self) -> int:
+        """Weight matrices in the feed-forward block: 2, MiniGPT's GELU MLP (SwiGLU models have 3)."""
+        return 2
+
+    @property
     def group_size(self) -> int:
         """Query heads that share one key/value head, H / H_kv."""
         return self.H // self.H_kv

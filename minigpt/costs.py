@@ -71,10 +71,20 @@ def _ffn(d: int, d_ffn: int | None) -> int:
     return 4 * d if d_ffn is None else _int("d_ffn", d_ffn, 1)
 
 
-def _token_matrix_flops(d: int, H_kv: int | None, d_h: int | None, d_ffn: int | None) -> int:
-    """FLOPs of one layer's weight matrices on one token: QKV, output projection, MLP (24·d² for MHA)."""
+def _ffn_matrices(ffn_matrices: int) -> int:
+    if ffn_matrices not in (2, 3) or isinstance(ffn_matrices, bool):
+        raise ValueError(
+            f"ffn_matrices must be 2 (GELU MLP, MiniGPT/GPT) or 3 (SwiGLU, Llama/Mistral), got {ffn_matrices!r}"
+        )
+    return ffn_matrices
+
+
+def _token_matrix_flops(
+    d: int, H_kv: int | None, d_h: int | None, d_ffn: int | None, ffn_matrices: int = 2
+) -> int:
+    """FLOPs of one layer's weight matrices on one token: QKV, output projection, FFN (24·d² for MHA, 4d GELU)."""
     kv = _kv_width(d, H_kv, d_h)
-    return 2 * d * (d + 2 * kv) + 2 * d * d + 4 * d * _ffn(d, d_ffn)
+    return 2 * d * (d + 2 * kv) + 2 * d * d + 2 * _ffn_matrices(ffn_matrices) * d * _ffn(d, d_ffn)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,13 +93,13 @@ def _token_matrix_flops(d: int, H_kv: int | None, d_h: int | None, d_ffn: int | 
 
 def layer_flops(
     *, T: int, S: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, B: int = 1,
+    d_ffn: int | None = None, B: int = 1, ffn_matrices: int = 2,
 ) -> int:
     """Per-layer FLOPs, Eq. (1.1): B·T·(2d(d+2·H_kv·d_h) + 2d² + 4d·d_ffn) + 4·B·T·(S+T)·d."""
     _int("T", T, 1)
     _int("S", S)
     _int("B", B, 1)
-    return B * T * _token_matrix_flops(d, H_kv, d_h, d_ffn) + 4 * B * T * (S + T) * d
+    return B * T * _token_matrix_flops(d, H_kv, d_h, d_ffn, ffn_matrices) + 4 * B * T * (S + T) * d
 
 
 def lm_head_flops(*, d: int, V: int, T: int = 1, B: int = 1) -> int:
@@ -99,28 +109,28 @@ def lm_head_flops(*, d: int, V: int, T: int = 1, B: int = 1) -> int:
 
 def prefill_flops(
     *, L: int, P: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> int:
     """Prefill FLOPs, Eq. (1.2): L layers on P tokens, empty cache, plus the LM head at one position."""
     _int("L", L, 1)
     _int("P", P, 1)
-    layers = L * layer_flops(T=P, S=0, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, B=B)
+    layers = L * layer_flops(T=P, S=0, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, B=B, ffn_matrices=ffn_matrices)
     return layers + lm_head_flops(d=d, V=V, T=1, B=B)
 
 
 def decode_step_flops(
     *, L: int, S: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> int:
     """Decode-step FLOPs, Eq. (1.3): one new token per sequence against S cached tokens, plus the LM head."""
     _int("L", L, 1)
-    layers = L * layer_flops(T=1, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, B=B)
+    layers = L * layer_flops(T=1, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, B=B, ffn_matrices=ffn_matrices)
     return layers + lm_head_flops(d=d, V=V, T=1, B=B)
 
 
 def decode_flops(
     *, L: int, P: int, D: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> int:
     """Total decode FLOPs, Eq. (1.4): the D−1 decode steps of a D-token generation, S = P..P+D−2."""
     _int("L", L, 1)
@@ -130,22 +140,22 @@ def decode_flops(
     n = D - 1  # decode steps; the prefill produced token 1
     # Step t attends over S+1 = P+t keys: sum over t=1..n of (P+t) = n·P + n(n+1)/2.
     keys = n * P + n * (n + 1) // 2
-    per_token = L * _token_matrix_flops(d, H_kv, d_h, d_ffn) + 2 * d * _int("V", V)
+    per_token = L * _token_matrix_flops(d, H_kv, d_h, d_ffn, ffn_matrices) + 2 * d * _int("V", V)
     return B * (n * per_token + 4 * L * d * keys)
 
 
 def generation_flops(
     *, L: int, P: int, D: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> int:
     """Generation FLOPs with a KV cache, Eq. (1.2) + Eq. (1.4): one prefill and D−1 decode steps."""
-    model = dict(d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B)
+    model = dict(d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
     return prefill_flops(L=L, P=P, **model) + decode_flops(L=L, P=P, D=D, **model)
 
 
 def no_cache_flops(
     *, L: int, P: int, D: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> int:
     """No-cache FLOPs, Eq. (1.5): step t = 0..D−1 recomputes a full forward over P+t tokens."""
     _int("L", L, 1)
@@ -154,16 +164,16 @@ def no_cache_flops(
     _int("B", B, 1)
     tokens = D * P + D * (D - 1) // 2  # sum of (P+t)
     squares = D * P * P + P * D * (D - 1) + (D - 1) * D * (2 * D - 1) // 6  # sum of (P+t)²
-    matrices = L * _token_matrix_flops(d, H_kv, d_h, d_ffn)
+    matrices = L * _token_matrix_flops(d, H_kv, d_h, d_ffn, ffn_matrices)
     return B * (matrices * tokens + 4 * L * d * squares + D * 2 * d * _int("V", V))
 
 
 def cache_saving_factor(
     *, L: int, P: int, D: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> float:
     """Eq. (1.5) / (Eq. (1.2) + Eq. (1.4)): how many times more FLOPs generation costs without the cache."""
-    args = dict(L=L, P=P, D=D, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B)
+    args = dict(L=L, P=P, D=D, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
     return no_cache_flops(**args) / generation_flops(**args)
 
 
@@ -345,20 +355,20 @@ def decode_tok_s_ceiling(*, bandwidth: float, bytes_per_step: float, B: int = 1)
 
 def prefill_intensity(
     *, L: int, P: int, d: int, s: int, N_params: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> float:
     """Prefill intensity, Eq. (3.1) with Eq. (1.2) over `prefill_bytes` (weights at s bytes per value)."""
-    flops = prefill_flops(L=L, P=P, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B)
+    flops = prefill_flops(L=L, P=P, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
     moved = prefill_bytes(weight_bytes=weight_bytes(N_params=N_params, s=s), P=P, d=d, s=s, B=B)
     return arithmetic_intensity(flops=flops, bytes=moved)
 
 
 def decode_intensity(
     *, L: int, S: int, d: int, s: int, N_params: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, V: int = 0, B: int = 1,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
 ) -> float:
     """Decode-step intensity, Eq. (3.1): Eq. (1.3) over Eq. (3.5), weights and KV at s bytes per value."""
-    flops = decode_step_flops(L=L, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B)
+    flops = decode_step_flops(L=L, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
     kv_token = 2 * _int("L", L, 1) * _kv_width(d, H_kv, d_h) * _int("s", s, 1)
     moved = decode_step_bytes(
         weight_bytes=weight_bytes(N_params=N_params, s=s), kv_bytes_per_token=kv_token, S=S, B=B

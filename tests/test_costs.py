@@ -309,3 +309,18 @@ def test_float_results_are_floats_and_counts_are_ints():
     assert isinstance(costs.prefill_flops(L=1, P=1, d=1), int)
     assert isinstance(costs.cache_saving_factor(L=1, P=1, D=2, d=1), float)
     assert math.isclose(costs.prefill_attention_share(P=6, d=1), 0.5)
+
+
+@given(
+    L=st.integers(1, 8), P=st.integers(1, 64), D=st.integers(1, 64), d_h=st.sampled_from([8, 16, 128]),
+    H=st.integers(1, 8), half_ffn=st.integers(1, 512), V=st.integers(0, 1000),
+)
+def test_swiglu_ffn_counts_three_matrices(L, P, D, d_h, H, half_ffn, V):
+    """ffn_matrices=3 (SwiGLU) costs what a 2-matrix FFN 1.5× as wide costs, in every FLOP formula."""
+    d, d_ffn = H * d_h, 2 * half_ffn
+    for fn, extra in [(costs.prefill_flops, dict(P=P)), (costs.decode_step_flops, dict(S=P)),
+                      (costs.decode_flops, dict(P=P, D=D)), (costs.no_cache_flops, dict(P=P, D=D))]:
+        swiglu = fn(L=L, d=d, d_ffn=d_ffn, V=V, ffn_matrices=3, **extra)
+        assert swiglu == fn(L=L, d=d, d_ffn=3 * half_ffn, V=V, **extra)
+    with pytest.raises(ValueError, match="ffn_matrices must be 2"):
+        costs.prefill_flops(L=L, P=P, d=d, ffn_matrices=4)

@@ -37,6 +37,7 @@ SHAPES = [
     dict(d=64, V=600),
     dict(d=64, H_kv=2, d_h=16, d_ffn=100, V=600, B=3),
     dict(d=4096, H_kv=8, d_h=128, d_ffn=14336, V=128256, B=7),
+    dict(d=4096, H_kv=8, d_h=128, d_ffn=14336, V=128256, ffn_matrices=3),
     dict(d=12288, V=50257, B=64),
 ]
 SIZES = [dict(L=1, P=1, D=1), dict(L=4, P=2, D=3), dict(L=32, P=4096, D=1000), dict(L=96, P=2048, D=10**6)]

@@ -46,9 +46,15 @@
     return a.d_ffn === undefined || a.d_ffn === null ? 4n * d : int(a, "d_ffn", 1);
   }
 
+  function ffnMatrices(a) {
+    const m = a.ffn_matrices === undefined || a.ffn_matrices === null ? 2n : int(a, "ffn_matrices", 2);
+    if (m !== 2n && m !== 3n) throw new RangeError("ffn_matrices must be 2 (GELU MLP) or 3 (SwiGLU), got " + m);
+    return m;
+  }
+
   function tokenMatrixFlops(a) {
     const d = int(a, "d", 1);
-    return 2n * d * (d + 2n * kvWidth(a)) + 2n * d * d + 4n * d * ffn(a);
+    return 2n * d * (d + 2n * kvWidth(a)) + 2n * d * d + 2n * ffnMatrices(a) * d * ffn(a);
   }
 
   // ---- Chapter 1: FLOPs (2 per multiply-add) ----
