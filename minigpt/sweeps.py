@@ -11,6 +11,7 @@ Models are randomly initialised (seeded): timing does not depend on what the wei
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import platform
@@ -325,3 +326,25 @@ def probe(
         matmul = time_calls(lambda: a @ b, warmup=2, repeats=5 * rounds, clock=clock)
         peak = 2 * n**3 / matmul.min_s
     return {"bandwidth": float(f"{bandwidth:.4g}"), "peak_flops": float(f"{peak:.4g}")}
+
+
+def sweep_arguments(doc: str) -> argparse.ArgumentParser:
+    """The command line every sweep script shares: --device, --dtype, --threads, --clock, --out."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default=None, help="default: fp32 on cpu, bf16 on cuda")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--clock", choices=["wall", "thread"], default="wall",
+                        help="'thread': per-thread CPU time, for --threads 1 on a shared CPU (see minigpt.sweeps)")
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
+
+
+def sweep_setup(args: argparse.Namespace, name: str) -> tuple[torch.device, torch.dtype, Path]:
+    """Apply --threads; return the device, the dtype and the output path (chapters/data/<name>_<device>.json)."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    dtype = DTYPES[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
+    out = args.out or Path(__file__).resolve().parent.parent / "chapters" / "data" / f"{name}_{device.type}.json"
+    return device, dtype, out

@@ -12,33 +12,15 @@ them against the roofline predictions. Writes chapters/data/hardware_<device>.js
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
-import torch
-
 from minigpt import sweeps
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--dtype", choices=sorted(sweeps.DTYPES), default=None,
-                        help="default: fp32 on cpu, bf16 on cuda")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--clock", choices=["wall", "thread"], default="wall",
-                        help="'thread': per-thread CPU time, for --threads 1 on a shared CPU (see minigpt.sweeps)")
+    parser = sweeps.sweep_arguments(__doc__)
     parser.add_argument("--P", type=int, default=128, help="prompt tokens of the timed prefill")
     parser.add_argument("--S", type=int, default=32, help="cached tokens of the timed decode step")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    dtype = sweeps.DTYPES[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
-    out = args.out or ROOT / "chapters" / "data" / f"hardware_{device.type}.json"
+    device, dtype, out = sweeps.sweep_setup(args, "hardware")
     family = dict(sweeps.FAMILY)
     if device.type == "cuda":
         family.update(sweeps.GPU_EXTRA)
