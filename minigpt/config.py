@@ -46,11 +46,21 @@ class ModelConfig:
         return self.H // self.H_kv
 
     def symbols(self) -> dict[str, int]:
-        """The model's symbols as keyword arguments for `minigpt.costs` (S_max excluded)."""
-        fields = asdict(self)
-        fields.pop("S_max")
-        fields["d"] = self.d
-        return fields
+        """The symbols `minigpt.costs` formulas take (`costs.MODEL_SYMBOLS`): L, H_kv, d_h, d, d_ffn, V, ffn_matrices.
+
+        H and S_max are not among them (no formula takes H; S_max is a capacity, not a workload):
+        ``costs.of(config).prefill_flops(P=16)`` or ``costs.evaluate(costs.prefill_flops, config, P=16)``.
+        """
+        return dict(L=self.L, H_kv=self.H_kv, d_h=self.d_h, d=self.d, d_ffn=self.d_ffn, V=self.V,
+                    ffn_matrices=self.ffn_matrices)
+
+    @property
+    def param_count(self) -> int:
+        """Parameters N of this MiniGPT (tied LM head, S_max learned positions), Eq. (2.3)'s N."""
+        from minigpt.costs.params import param_count
+
+        return param_count(L=self.L, d=self.d, d_ffn=self.d_ffn, H_kv=self.H_kv, d_h=self.d_h, V=self.V,
+                           S_max=self.S_max)
 
     def to_dict(self) -> dict[str, int]:
         """The stored fields (no derived ones), for checkpoints."""

@@ -13,7 +13,7 @@ import torch
 
 from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained
 from minigpt.measure import default_device, probe_bandwidth, time_fn
-from minigpt.sweeps import SCALED
+from minigpt.measure.sweeps import SCALED
 
 
 def decode_seconds(model: MiniGPT, P: int, D: int, use_cache: bool, repeats: int) -> float:

@@ -43,7 +43,7 @@ if "google.colab" in sys.modules:
     )
     %pip install --quiet --no-deps "$MINIGPT_SOURCE" safetensors tqdm
 
-from minigpt.notebook import setup
+from minigpt.book import setup
 
 device = setup(seed=0)'''
 

@@ -1,6 +1,6 @@
 """Chapter 7's sweep: decode-step time and tokens/s against the batch size B, on one device.
 
-One randomly initialised scaled model (minigpt.sweeps.SCALED: L=8, d=512, about 26 M parameters;
+One randomly initialised scaled model (minigpt.measure.sweeps.SCALED: L=8, d=512, about 26 M parameters;
 timing does not depend on the weights' values) decodes one step for B sequences at two cache
 lengths S. Writes chapters/data/batching_<device>.json, which Chapter 7 loads.
 
@@ -11,7 +11,8 @@ lengths S. Writes chapters/data/batching_<device>.json, which Chapter 7 loads.
 
 from __future__ import annotations
 
-from minigpt import sweeps
+from minigpt import measure
+from minigpt.measure import sweeps
 
 
 def main() -> None:
@@ -24,8 +25,8 @@ def main() -> None:
     long = [B for B in short if B <= max_B // 4]
 
     model = sweeps.random_model(sweeps.SCALED, device=device, dtype=dtype)
-    roofline = sweeps.probe(device=device, dtype=dtype, clock=args.clock)
-    print(f"{sweeps.environment(device, dtype)}\nprobes: {roofline}")
+    roofline = measure.probe(device=device, dtype=dtype, clock=args.clock)
+    print(f"{measure.environment(device, dtype)}\nprobes: {roofline}")
     runs = {}
     for S, Bs in ((32, short), (256, long)):
         points = sweeps.batching_sweep(model, Bs=Bs, S=S, repeats=args.repeats, clock=args.clock)
@@ -34,11 +35,11 @@ def main() -> None:
         runs[str(S)] = [sweeps.to_record(p) for p in points]
     sweeps.write_json(out, {
         "script": "scripts/sweep_batching.py",
-        "environment": sweeps.environment(device, dtype),
+        "environment": measure.environment(device, dtype),
         "clock": args.clock,
         "config": sweeps.SCALED.to_dict(),
         "N_params": sweeps.n_params(model),
-        "weight_bytes": sweeps.module_bytes(model),
+        "weight_bytes": measure.module_bytes(model),
         "repeats": args.repeats,
         "roofline": roofline,
         "runs": runs,

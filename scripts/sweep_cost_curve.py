@@ -1,14 +1,14 @@
 """Chapter 6's timing sweep: time per step and in total vs S, with and without the KV cache.
 
     python scripts/sweep_cost_curve.py                       # -> chapters/data/cost_curve_cpu.json
-    python scripts/sweep_cost_curve.py --device cuda --out chapters/data/cost_curve_cuda.json
+    python scripts/sweep_cost_curve.py --device cuda         # -> chapters/data/cost_curve_cuda.json
 
 Three measurements, all on seeded random weights (time does not depend on the weights' values):
 
 * ``step``: median seconds of one generation step that sees S earlier tokens, for MiniGPT and a
   scaled config, with the cache (`decode_step` against a cache rewound to S) and without
   (`model(tokens, last_only=True)` over S + 1 tokens, as `generate(use_cache=False)` does).
-* ``totals``: one real generation of D tokens (`minigpt.generate.stream`) per mode, the time of
+* ``totals``: one real generation of D tokens (`minigpt.runtime.generate.stream`) per mode, the time of
   every step recorded, so the cumulative sum is the total time for every D up to the maximum.
 * ``width``: one decode step at S = 64 for models of growing width d (L = 4), to find where the
   time per step stops being per-call overhead and starts tracking FLOPs.
@@ -20,30 +20,20 @@ on 2 busy CPU cores the whole sweep takes about two minutes. Chapter 6 loads the
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import sys
 import time
 from functools import partial
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from minigpt import costs  # noqa: E402
-from minigpt.config import ModelConfig  # noqa: E402
-from minigpt.generate import decode_step, stream  # noqa: E402
-from minigpt.measure import count_flops, probe_bandwidth, probe_peak_flops, sync, time_fn  # noqa: E402
-from minigpt.model import MiniGPT  # noqa: E402
+from minigpt import costs, measure
+from minigpt.config import ModelConfig
+from minigpt.costs.presets import SCALED
+from minigpt.measure import sweeps
+from minigpt.runtime.generate import decode_step, stream
+from minigpt.runtime.model import MiniGPT
 
 SEED = 0
-CONFIGS = {
-    "minigpt": ModelConfig(),
-    "scaled": ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=512),
-}
+CONFIGS = {"minigpt": ModelConfig(), "scaled": SCALED}
 # (S values, repeats) per config and mode: enough points to fit, short enough for 2 busy cores.
 STEP_PLAN = {
     ("minigpt", True): (list(range(0, 128, 8)) + [127], 15),
@@ -85,7 +75,7 @@ def time_step(model: MiniGPT, S: int, cached: bool, repeats: int) -> dict[str, f
     else:
         def step() -> None:
             model(tokens, last_only=True)
-    t = time_fn(step, warmup=2, repeats=repeats, device=device)
+    t = measure.time_fn(step, warmup=2, repeats=repeats, device=device)
     return {"S": S, "median_s": t.median_s, "min_s": t.min_s}
 
 
@@ -98,7 +88,7 @@ def time_generation(model: MiniGPT, P: int, D: int, cached: bool) -> list[float]
     tokens = stream(model, prompt, D, use_cache=cached)
     start = time.perf_counter()
     for _ in tokens:
-        sync(model.device)
+        measure.sync(model.device)
         now = time.perf_counter()
         times.append(now - start)
         start = now
@@ -106,37 +96,23 @@ def time_generation(model: MiniGPT, P: int, D: int, cached: bool) -> list[float]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: on a shared machine more threads contend and slow down)")
-    parser.add_argument("--out", type=Path, default=ROOT / "chapters" / "data" / "cost_curve_cpu.json")
+    parser = sweeps.sweep_arguments(__doc__)
+    parser.set_defaults(threads=1)  # on a shared machine more threads contend and slow down
     args = parser.parse_args()
-    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
-    torch.set_num_threads(args.threads)
+    device, dtype, out = sweeps.sweep_setup(args, "cost_curve")
     torch.manual_seed(SEED)
     began = time.perf_counter()
 
     result: dict = {
         "script": "scripts/sweep_cost_curve.py",
-        "meta": {
-            "device": str(device),
-            "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor()
-            or platform.machine(),
-            "dtype": args.dtype,
-            "torch_version": torch.__version__,
-            "python_version": platform.python_version(),
-            "cpu_threads": torch.get_num_threads(),
-            "seed": SEED,
-        },
+        "environment": measure.environment(device, dtype),
+        "seed": SEED,
+        "roofline": measure.probe(device=device, dtype=dtype),
         "configs": {name: cfg.to_dict() for name, cfg in CONFIGS.items()},
         "step": {},
         "totals": {},
         "width": [],
     }
-    result["meta"]["probe_bandwidth_B_s"] = probe_bandwidth(device=device)
-    result["meta"]["probe_peak_flops"] = probe_peak_flops(device=device)
 
     for name, cfg in CONFIGS.items():
         model = build(cfg, device, dtype)
@@ -156,24 +132,22 @@ def main() -> None:
         cfg = width_config(d)
         model = build(cfg, device, dtype)
         row = time_step(model, WIDTH_S, True, 9)
-        sym = cfg.symbols()
-        flops = costs.decode_step_flops(
-            L=cfg.L, S=WIDTH_S, d=cfg.d, H_kv=cfg.H_kv, d_h=cfg.d_h, d_ffn=cfg.d_ffn, V=cfg.V)
+        flops = costs.of(cfg).decode_step_flops(S=WIDTH_S)
         cache = model.new_cache(1)
         model(torch.zeros((1, WIDTH_S), dtype=torch.long, device=device), cache)
-        counted = count_flops(partial(decode_step, model, torch.zeros(1, dtype=torch.long, device=device), cache))
+        token = torch.zeros(1, dtype=torch.long, device=device)
+        counted = measure.count_flops(partial(decode_step, model, token, cache))
         assert counted == flops, (d, counted, flops)
         n_params = sum(p.numel() for p in model.parameters())
         result["width"].append({
-            "config": sym, "S": WIDTH_S, "flops": flops, "params": n_params,
+            "config": cfg.to_dict(), "S": WIDTH_S, "flops": flops, "params": n_params,
             "weight_bytes": n_params * model.tok_emb.weight.element_size(), **row,
         })
         print(f"width d={d}: {row['median_s'] * 1e3:.2f} ms, {time.perf_counter() - began:.0f} s", flush=True)
 
-    result["meta"]["sweep_seconds"] = round(time.perf_counter() - began, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out} in {result['meta']['sweep_seconds']} s")
+    result["sweep_seconds"] = round(time.perf_counter() - began, 1)
+    sweeps.write_json(out, result)
+    print(f"wrote {out} in {result['sweep_seconds']} s")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Chapter 8's sweep: probe the device, then time prefill and decode for a family of model sizes.
 
-For each model of minigpt.sweeps.FAMILY (MiniGPT up to about 200 M parameters; on cuda also a
+For each model of minigpt.measure.sweeps.FAMILY (MiniGPT up to about 200 M parameters; on cuda also a
 1.2 B one), randomly initialised (timing does not depend on the weights' values): one prefill of
 P tokens and one B = 1 decode step at S cached tokens, best of a few repeats. The notebook sets
 them against the roofline predictions. Writes chapters/data/hardware_<device>.json.
@@ -12,7 +12,8 @@ them against the roofline predictions. Writes chapters/data/hardware_<device>.js
 
 from __future__ import annotations
 
-from minigpt import sweeps
+from minigpt import measure
+from minigpt.measure import sweeps
 
 
 def main() -> None:
@@ -25,8 +26,8 @@ def main() -> None:
     if device.type == "cuda":
         family.update(sweeps.GPU_EXTRA)
 
-    roofline = sweeps.probe(device=device, dtype=dtype, clock=args.clock)
-    print(f"{sweeps.environment(device, dtype)}\nprobes: {roofline}")
+    roofline = measure.probe(device=device, dtype=dtype, clock=args.clock)
+    print(f"{measure.environment(device, dtype)}\nprobes: {roofline}")
     points = []
     for name, config in family.items():
         p = sweeps.measure_size(name, config, device=device, dtype=dtype, P=args.P, S=args.S, clock=args.clock)
@@ -35,7 +36,7 @@ def main() -> None:
         points.append(sweeps.to_record(p))
     sweeps.write_json(out, {
         "script": "scripts/sweep_hardware.py",
-        "environment": sweeps.environment(device, dtype),
+        "environment": measure.environment(device, dtype),
         "clock": args.clock,
         "roofline": roofline,
         "P": args.P,

@@ -5,10 +5,10 @@ import time
 import torch
 
 from minigpt import generate, load_pretrained
-from minigpt.checkpoint import DATA_DIR
 from minigpt.corpus import is_grammatical
-from minigpt.grammar import is_past_verb, is_present_3sg_verb
-from minigpt.train import TrainConfig, train
+from minigpt.corpus.grammar import is_past_verb, is_present_3sg_verb
+from minigpt.corpus.train import TrainConfig, train
+from minigpt.runtime.checkpoint import DATA_DIR
 
 
 def test_shipped_checkpoint_is_small_and_loads_fast():

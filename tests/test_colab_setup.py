@@ -36,7 +36,7 @@ PROBE = textwrap.dedent(
     if not result.success:
         sys.exit("setup cell failed: %r" % (result.error_in_exec or result.error_before_exec))
     importlib.invalidate_caches()
-    import minigpt, minigpt.notebook
+    import minigpt, minigpt.book.notebook
     info = {"minigpt": minigpt.__file__, "device": str(shell.user_ns["device"])}
     print("PROBE " + json.dumps(info))
     """

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minigpt import grammar as g
 from minigpt.corpus import (
     corpus_stats,
     describe,
@@ -22,6 +21,7 @@ from minigpt.corpus import (
     tense_of,
     training_stream,
 )
+from minigpt.corpus import grammar as g
 
 VOCAB = g.vocabulary()
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from minigpt import cost_curve as cc
 from minigpt.config import ModelConfig
-from minigpt.model import MiniGPT
+from minigpt.measure import cost_curve as cc
+from minigpt.runtime.model import MiniGPT
 
 TINY = ModelConfig(L=2, H=2, H_kv=1, d_h=4, d_ffn=12, V=11, S_max=24)
 

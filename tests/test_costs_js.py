@@ -1,4 +1,4 @@
-"""minigpt/web/costs.js (the browser sliders) computes what minigpt/costs.py computes."""
+"""minigpt/web/costs.js (the browser sliders) computes what minigpt/costs/ computes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from minigpt import costs
-from minigpt.presets import HARDWARE, MODELS
+from minigpt.costs.presets import HARDWARE, MODELS
 
 NODE = shutil.which("node")
 COSTS_JS = Path(__file__).resolve().parents[1] / "minigpt" / "web" / "costs.js"

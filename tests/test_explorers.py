@@ -1,4 +1,4 @@
-"""minigpt.explorers: the HTML an explorer writes (deterministic, complete, self-contained) and the
+"""minigpt.book.explorers: the HTML an explorer writes (deterministic, complete, self-contained) and the
 pure helpers of explorer.js under node. (costs.js against costs.py is tests/test_costs_js.py.)"""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from minigpt.explorers import LOG_STEPS, Output, Plot, Series, Slider, explorer, explorer_html
+from minigpt.book.explorers import LOG_STEPS, Output, Plot, Series, Slider, explorer, explorer_html
 
 WEB = Path(__file__).resolve().parent.parent / "minigpt" / "web"
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.measure import count_flops
-from minigpt.model import MiniGPT
+from minigpt.runtime.model import MiniGPT
 
 
 @st.composite

@@ -1,9 +1,10 @@
 """Generation: sampling controls, stop sequences, streaming and the per-request meters."""
 
+import pytest
 import torch
 
 from minigpt import MiniGPT, ModelConfig, generate, stream
-from minigpt.generate import sample
+from minigpt.runtime.generate import sample
 
 
 def tiny() -> MiniGPT:
@@ -62,3 +63,39 @@ def test_meters_count_prefill_and_decode_steps():
 def test_zero_new_tokens_runs_nothing():
     out = generate(tiny(), [1], 0)
     assert out.tokens == [[]] and out.meters.decode_steps == 0
+
+
+def test_sampling_settings_are_one_frozen_value():
+    from dataclasses import FrozenInstanceError
+
+    from minigpt import Sampling
+
+    s = Sampling(temperature=0.5, top_k=3, seed=1, stop=["x", [1, 2]])
+    assert s.stop == ("x", (1, 2))
+    with pytest.raises(FrozenInstanceError):
+        s.temperature = 1.0  # type: ignore[misc]
+    for bad, match in (({"temperature": float("nan")}, "temperature"), ({"top_k": 0}, "top_k"),
+                       ({"seed": 1.5}, "seed")):
+        with pytest.raises(ValueError, match=match):
+            Sampling(**bad)
+
+
+def test_generate_takes_a_sampling_or_its_fields():
+    model = tiny()
+    from minigpt import Sampling, generate
+
+    a = generate(model, [1, 2, 3], 5, sampling=Sampling(temperature=1.0, seed=7))
+    b = generate(model, [1, 2, 3], 5, temperature=1.0, seed=7)
+    assert a.tokens == b.tokens
+    with pytest.raises(TypeError, match="unknown generation settings"):
+        generate(model, [1, 2, 3], 5, temprature=1.0)
+
+
+def test_no_cache_step_equals_the_cached_decode_step():
+    model = tiny()
+    from minigpt import decode_step, no_cache_step, prefill
+
+    seq = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]) % 13
+    cache = model.new_cache(2)
+    prefill(model, seq[:, :3], cache)
+    torch.testing.assert_close(decode_step(model, seq[:, 3], cache), no_cache_step(model, seq), atol=1e-5, rtol=1e-5)

@@ -11,7 +11,7 @@ import pytest
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.presets import HARDWARE, MODELS
+from minigpt.costs.presets import HARDWARE, MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTATION = ROOT / "appendices" / "notation.md"

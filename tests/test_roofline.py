@@ -1,11 +1,12 @@
-"""Tests of minigpt.roofline: the roof (Eq. 3.3), model points (Eq. 3.1, 3.5) and Eq. (3.4) backwards."""
+"""Tests of minigpt.costs.roofline: the roof (Eq. 3.3), model points (Eq. 3.1, 3.5) and Eq. (3.4) backwards."""
 
 from __future__ import annotations
 
 import pytest
 
-from minigpt import costs, roofline
-from minigpt.presets import HARDWARE, MODELS
+from minigpt import costs
+from minigpt.costs import roofline
+from minigpt.costs.presets import HARDWARE, MODELS
 
 MINI = MODELS["MiniGPT"]
 A100 = HARDWARE["A100 80GB"]

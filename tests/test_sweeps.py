@@ -1,14 +1,14 @@
-"""Unit tests of minigpt.sweeps: the byte and FLOP accounting of the timed steps, and the timers' contracts."""
+"""Unit tests of minigpt.measure.sweeps: the byte and FLOP accounting of the timed steps, and the timers' contracts."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from minigpt import costs, sweeps
+from minigpt import costs, measure
 from minigpt.config import ModelConfig
-from minigpt.generate import decode_step, prefill
-from minigpt.measure import count_flops
+from minigpt.measure import count_flops, sweeps
+from minigpt.runtime.generate import decode_step, prefill
 
 TINY = ModelConfig(L=2, H=2, H_kv=1, d_h=8, d_ffn=32, V=50, S_max=32)
 
@@ -21,8 +21,7 @@ def model():
 def test_random_model_is_seeded(model):
     other = sweeps.random_model(TINY)
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other.parameters(), strict=True))
-    assert sweeps.n_params(model) == costs.param_count(
-        L=TINY.L, d=TINY.d, V=TINY.V, S_max=TINY.S_max, d_ffn=TINY.d_ffn, H_kv=TINY.H_kv, d_h=TINY.d_h)
+    assert sweeps.n_params(model) == TINY.param_count
 
 
 def test_filled_cache_holds_S_tokens(model):
@@ -33,20 +32,20 @@ def test_filled_cache_holds_S_tokens(model):
 def test_decode_bytes_is_weights_plus_kv(model):
     kv = costs.kv_bytes_per_token(L=TINY.L, H_kv=TINY.H_kv, d_h=TINY.d_h, s=4)
     weights = 4 * sweeps.n_params(model)
-    assert sweeps.decode_bytes(model, B=4, S=10) == weights + 4 * 10 * kv
+    assert sweeps.model_decode_bytes(model, B=4, S=10) == weights + 4 * 10 * kv
 
 
 @pytest.mark.parametrize("B, S", [(1, 3), (4, 7)])
 def test_decode_flops_match_the_counter(model, B, S):
     cache = sweeps.filled_cache(model, B=B, S=S)
     token = torch.zeros(B, dtype=torch.long)
-    assert count_flops(lambda: decode_step(model, token, cache)) == sweeps.decode_flops(model, B=B, S=S)
+    assert count_flops(lambda: decode_step(model, token, cache)) == costs.of(TINY).decode_step_flops(B=B, S=S)
 
 
 def test_prefill_flops_match_the_counter(model):
     cache = model.new_cache(2, S_max=9)
     prompt = torch.zeros(2, 9, dtype=torch.long)
-    assert count_flops(lambda: prefill(model, prompt, cache)) == sweeps.prefill_flops(model, B=2, P=9)
+    assert count_flops(lambda: prefill(model, prompt, cache)) == costs.of(TINY).prefill_flops(B=2, P=9)
 
 
 def test_time_decode_step_keeps_S(model):
@@ -75,7 +74,7 @@ def test_measure_size_round_trips_through_json(tmp_path):
 
 
 def test_environment_records_what_the_book_needs():
-    env = sweeps.environment("cpu", torch.float32)
+    env = measure.environment("cpu", torch.float32)
     assert set(env) >= {"device", "dtype", "torch", "cpu_threads", "date"}
     assert env["dtype"] == "float32" and env["device"] == "cpu"
 
@@ -91,13 +90,13 @@ def test_thread_clock_needs_one_cpu_thread(model):
         torch.set_num_threads(1)
         timing = sweeps.time_decode_step(model, B=1, S=2, warmup=0, repeats=2, clock="thread")
         assert timing.min_s >= 0
-        roof = sweeps.probe(device="cpu", dtype=torch.float32, rounds=1, clock="thread")
+        roof = measure.probe(device="cpu", dtype=torch.float32, rounds=1, clock="thread")
         assert roof["bandwidth"] > 0 and roof["peak_flops"] > 0
         if threads > 1:
             torch.set_num_threads(2)
             with pytest.raises(ValueError, match="one CPU thread"):
-                sweeps.time_calls(lambda: None, clock="thread")
+                measure.time_fn(lambda: None, clock="thread")
     finally:
         torch.set_num_threads(threads)
     with pytest.raises(ValueError, match="clock must be"):
-        sweeps.time_calls(lambda: None, clock="cpu")
+        measure.time_fn(lambda: None, clock="cpu")

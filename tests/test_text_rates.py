@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from minigpt import text_rates as tr
 from minigpt.corpus import generate_sentences
+from minigpt.costs import text_rates as tr
 
 
 def test_eq_4_2_chars_per_second():

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minigpt.corpus import generate_sentences
-from minigpt.grammar import vocabulary
-from minigpt.tokenizer import Tokenizer
+from minigpt.corpus.grammar import vocabulary
+from minigpt.runtime.tokenizer import Tokenizer
 
 TOK = Tokenizer.from_grammar()
 
@@ -53,7 +53,7 @@ def test_unknown_words_are_all_named() -> None:
         TOK.encode("Yesterday the zebra worked with a unicorn .")
     message = str(info.value)
     assert "['zebra', 'with', 'a', 'unicorn']" in message
-    assert "600 words" in message and "minigpt.grammar.vocabulary()" in message
+    assert "600 words" in message and "minigpt.corpus.grammar.vocabulary()" in message
     with pytest.raises(ValueError, match="'zebra'"):
         TOK.id_of("zebra")
 

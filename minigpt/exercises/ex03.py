@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from minigpt import costs
+from minigpt.costs.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
 from minigpt.exercises.spec import Exercise, Question, boolean, close
-from minigpt.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
 
 
 def _intensity_cases(rng: random.Random) -> list[dict]:

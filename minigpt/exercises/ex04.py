@@ -8,7 +8,7 @@ import numpy as np
 
 from minigpt import costs
 from minigpt.exercises.spec import Exercise, Question, close, pair
-from minigpt.meters import RequestMeters
+from minigpt.runtime.meters import RequestMeters
 
 
 def _clock_cases(rng: random.Random) -> list[dict]:

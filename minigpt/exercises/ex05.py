@@ -50,7 +50,7 @@ def _topk_cases(rng: random.Random) -> list[dict]:
 
 
 def _topk(logits: torch.Tensor, k: int, temperature: float) -> torch.Tensor:
-    """The distribution `minigpt.generate.sample` draws from (the same top-k + temperature steps)."""
+    """The distribution `minigpt.runtime.generate.sample` draws from (the same top-k + temperature steps)."""
     scaled = logits.float() / temperature
     kth = torch.topk(scaled, k, dim=-1).values[..., -1:]
     return torch.softmax(scaled.masked_fill(scaled < kth, float("-inf")), dim=-1)

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from minigpt.config import ModelConfig
 from minigpt.exercises.spec import Exercise, Question, close, int_list, model_spec, pair, randn, tensor
-from minigpt.generate import generate
-from minigpt.kv_cache import KVCache
+from minigpt.runtime.generate import generate
+from minigpt.runtime.kv_cache import KVCache
 
 
 def _write_cases(rng: random.Random) -> list[dict]:

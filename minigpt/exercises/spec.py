@@ -4,7 +4,7 @@ A question is one function the student writes. Its inputs are generated as plain
 lists and a few tagged objects such as ``{"$randn": [2, 3], "seed": 7}`` or ``{"$preset": "Llama-3-8B"}``)
 so the grader's trusted process can send them to the child process that runs the student's code;
 `build` turns them into Python objects (tensors, presets, models) on either side. The expected
-output is computed by the package (``minigpt.costs``, ``minigpt.model``, ...) and never leaves the
+output is computed by the package (``minigpt.costs``, ``minigpt.runtime.model``, ...) and never leaves the
 trusted process; outputs are compared in their JSON form (`encode`), tensors as nested lists.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from minigpt.config import ModelConfig
-from minigpt.presets import HARDWARE, MODELS
+from minigpt.costs.presets import HARDWARE, MODELS
 
 Case = dict[str, Any]
 Compare = Callable[[Any, Any], "str | None"]
@@ -45,7 +45,7 @@ def model_spec(rng: random.Random) -> dict[str, Any]:
 
 def build_model(spec: dict[str, Any]) -> torch.nn.Module:
     """The MiniGPT described by `model_spec` (deterministic: its own generator, not the global RNG)."""
-    from minigpt.model import MiniGPT
+    from minigpt.runtime.model import MiniGPT
 
     with torch.random.fork_rng(devices=[]):
         model = MiniGPT(ModelConfig(**spec["$model"]))

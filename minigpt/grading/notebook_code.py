@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-SETUP_MARKERS = ("from minigpt.notebook import setup", "%pip install")
+SETUP_MARKERS = ("from minigpt.book import setup", "%pip install")
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 
 

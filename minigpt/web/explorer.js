@@ -1,5 +1,5 @@
 // MiniGPTExplorer: analytic explorers that recompute in the browser, with no kernel.
-// minigpt/explorers.py writes the HTML (sliders, outputs, an optional plot, and a JSON spec) and
+// minigpt/book/explorers.py writes the HTML (sliders, outputs, an optional plot, and a JSON spec) and
 // inlines this file and costs.js after it; `MiniGPTExplorer.initAll()` wires up every explorer on
 // the page that is not wired yet. Expressions in the spec are JavaScript, evaluated with the cost
 // module as `C` and every constant and slider value bound to its name.

@@ -1,4 +1,4 @@
-"""Train MiniGPT on the grammar corpus from scratch: `python -m minigpt.train` reproduces the shipped checkpoint."""
+"""Train MiniGPT on the grammar corpus: `python -m minigpt.corpus.train` reproduces the shipped checkpoint."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from minigpt.checkpoint import DATA_DIR, save_checkpoint
 from minigpt.config import ModelConfig
 from minigpt.corpus import training_stream
-from minigpt.grammar import PERIOD
-from minigpt.model import MiniGPT
-from minigpt.tokenizer import Tokenizer
+from minigpt.corpus.grammar import PERIOD
+from minigpt.runtime.checkpoint import DATA_DIR, save_checkpoint
+from minigpt.runtime.model import MiniGPT
+from minigpt.runtime.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def train(config: ModelConfig | None = None, tc: TrainConfig | None = None, *, p
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: train, measure quality, and write the checkpoint."""
-    from minigpt.quality import grammaticality, greedy_next_word
+    from minigpt.corpus.quality import grammaticality, greedy_next_word
 
     parser = argparse.ArgumentParser(description=__doc__)
     defaults = TrainConfig()

@@ -12,10 +12,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from minigpt.config import ModelConfig
-from minigpt.model import MiniGPT
-from minigpt.tokenizer import Tokenizer
+from minigpt.runtime.model import MiniGPT
+from minigpt.runtime.tokenizer import Tokenizer
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_NAME = "minigpt"
 FORMAT = "minigpt-checkpoint/1"
 
@@ -64,7 +64,8 @@ def load_pretrained(
     weights, meta = directory / f"{name}.safetensors", directory / f"{name}.json"
     for path in (weights, meta):
         if not path.is_file():
-            raise FileNotFoundError(f"checkpoint file {path} does not exist (train one with python -m minigpt.train)")
+            raise FileNotFoundError(f"checkpoint file {path} does not exist "
+                                    "(train one with python -m minigpt.corpus.train)")
     try:
         card = json.loads(meta.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

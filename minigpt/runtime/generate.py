@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
 
-from minigpt.kv_cache import KVCache
-from minigpt.meters import RequestMeters
-from minigpt.model import MiniGPT
-from minigpt.tokenizer import Tokenizer
+from minigpt.runtime.device import sync
+from minigpt.runtime.kv_cache import KVCache
+from minigpt.runtime.meters import RequestMeters
+from minigpt.runtime.model import MiniGPT
+from minigpt.runtime.tokenizer import Tokenizer
 
 Prompt = str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor
 StopReason = Literal["max_new_tokens", "stop"]
@@ -28,6 +29,12 @@ def prefill(model: MiniGPT, prompt: torch.Tensor, cache: KVCache) -> torch.Tenso
 def decode_step(model: MiniGPT, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """Phase 2 (Eq. 1.3): one new token per sequence `[B]` against the cache; returns logits `[B, V]`."""
     return model(token.view(-1, 1), cache, last_only=True)[:, -1]
+
+
+@torch.no_grad()
+def no_cache_step(model: MiniGPT, seq: torch.Tensor) -> torch.Tensor:
+    """A step without the cache (Eq. 1.5's term): a full forward over the whole sequence `[B, S]`; logits `[B, V]`."""
+    return model(seq, last_only=True)[:, -1]
 
 
 def sample(
@@ -81,21 +88,58 @@ class Stream:
             raise
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How the next token is chosen and when a sequence stops (one request's sampling settings).
+
+    temperature 0 is greedy; else softmax(logits / temperature) over the `top_k` largest logits
+    (all of them when None), drawn with a generator seeded by `seed`. A sequence stops when its new
+    tokens end with one of the `stop` sequences (strings need a tokenizer); `include_stop` keeps it.
+    """
+
+    temperature: float = 0.0
+    top_k: int | None = None
+    seed: int | None = None
+    stop: tuple[str | tuple[int, ...], ...] = ()
+    include_stop: bool = False
+
+    def __post_init__(self) -> None:
+        t = self.temperature
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < float("inf"):
+            raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {t!r}")
+        k = self.top_k
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"top_k must be None or an integer >= 1, got {self.top_k!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise ValueError(f"seed must be None or an integer, got {self.seed!r}")
+        stop = (self.stop,) if isinstance(self.stop, str) else self.stop
+        object.__setattr__(self, "stop", tuple(s if isinstance(s, str) else tuple(s) for s in stop))
+
+
+def _sampling(sampling: Sampling | None, settings: dict[str, object]) -> Sampling:
+    """`sampling` with `settings` (Sampling's fields as keywords) applied; unknown keywords are an error."""
+    unknown = sorted(set(settings) - set(Sampling.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"unknown generation settings {unknown}; allowed: {sorted(Sampling.__dataclass_fields__)}")
+    return replace(sampling or Sampling(), **settings)
+
+
 def generate(
     model: MiniGPT,
     prompt: Prompt,
     max_new_tokens: int,
     *,
     use_cache: bool = True,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    stop: Sequence[str | Sequence[int]] = (),
-    include_stop: bool = False,
-    seed: int | None = None,
     tokenizer: Tokenizer | None = None,
+    sampling: Sampling | None = None,
+    **settings: object,
 ) -> Generation:
-    """Generate up to `max_new_tokens` per sequence: prefill, then D − 1 decode steps (Eq. 1.4, 1.5)."""
-    steps = _run(model, prompt, max_new_tokens, use_cache, temperature, top_k, stop, include_stop, seed, tokenizer)
+    """Generate up to `max_new_tokens` per sequence: prefill, then D − 1 decode steps (Eq. 1.4, 1.5).
+
+    `sampling` (a `Sampling`) or its fields as keywords (``temperature=0.8, seed=0, stop=["."]``).
+    """
+    ids = _as_batch(prompt, tokenizer, model)
+    steps = _run(model, ids, max_new_tokens, use_cache, _sampling(sampling, settings), tokenizer)
     while True:
         try:
             next(steps)
@@ -109,34 +153,26 @@ def stream(
     max_new_tokens: int,
     *,
     use_cache: bool = True,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    stop: Sequence[str | Sequence[int]] = (),
-    include_stop: bool = False,
-    seed: int | None = None,
     tokenizer: Tokenizer | None = None,
+    sampling: Sampling | None = None,
+    **settings: object,
 ) -> Stream:
     """Like `generate` for one sequence, but yields each new token id as soon as it is sampled."""
     ids = _as_batch(prompt, tokenizer, model)
     if ids.shape[0] != 1:
         raise ValueError(f"stream() takes one prompt, got a batch of B={ids.shape[0]}; use generate()")
-    return Stream(_run(model, ids, max_new_tokens, use_cache, temperature, top_k, stop, include_stop, seed, tokenizer))
+    return Stream(_run(model, ids, max_new_tokens, use_cache, _sampling(sampling, settings), tokenizer))
 
 
 def _run(
     model: MiniGPT,
-    prompt: Prompt,
+    ids: torch.Tensor,
     max_new_tokens: int,
     use_cache: bool,
-    temperature: float,
-    top_k: int | None,
-    stop: Sequence[str | Sequence[int]],
-    include_stop: bool,
-    seed: int | None,
+    sampling: Sampling,
     tokenizer: Tokenizer | None,
 ) -> Iterator[list[int]]:
     """The generation loop shared by `generate` and `stream`: yields the tokens of each step."""
-    ids = _as_batch(prompt, tokenizer, model)
     B, P = ids.shape
     V, S_max = model.config.V, model.config.S_max
     if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
@@ -147,16 +183,12 @@ def _run(
             f"{max_new_tokens} new ones needs {P + max_new_tokens - 1} positions but S_max is {S_max}; "
             f"allowed: max_new_tokens <= {S_max - P + 1}"
         )
-    if not isinstance(temperature, (int, float)) or not temperature >= 0:
-        raise ValueError(f"temperature must be a number >= 0 (0 means greedy), got {temperature!r}")
-    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= V):
-        raise ValueError(f"top_k must be None or an integer in 1..{V} (V), got {top_k!r}")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise ValueError(f"seed must be None or an integer, got {seed!r}")
-    stops = _stop_ids(stop, tokenizer)
+    if sampling.top_k is not None and sampling.top_k > V:
+        raise ValueError(f"top_k must be None or an integer in 1..{V} (V), got {sampling.top_k!r}")
+    stops = _stop_ids(sampling.stop, tokenizer)
     generator = None
-    if seed is not None:
-        generator = torch.Generator(device=model.device).manual_seed(seed)
+    if sampling.seed is not None:
+        generator = torch.Generator(device=model.device).manual_seed(sampling.seed)
 
     out: list[list[int]] = [[] for _ in range(B)]
     reasons: list[StopReason] = ["max_new_tokens"] * B
@@ -167,20 +199,21 @@ def _run(
     model.eval()
     try:
         cache = model.new_cache(B, S_max=P + max(max_new_tokens - 1, 0)) if use_cache else None
-        seq = ids
+        seq = ids  # the whole sequence, kept only without a cache (each step recomputes it)
+        token = ids[:, -1]
         t0 = time.perf_counter()
         for step in range(max_new_tokens):
-            with torch.no_grad():
-                if step == 0:
-                    logits = prefill(model, ids, cache) if cache is not None else model(ids, last_only=True)[:, -1]
-                elif cache is not None:
-                    logits = decode_step(model, seq[:, -1], cache)
-                else:
-                    logits = model(seq, last_only=True)[:, -1]  # no cache: recompute all S tokens
-            token = sample(logits, temperature=float(temperature), top_k=top_k, generator=generator)
-            seq = torch.cat([seq, token.view(B, 1)], dim=1)
+            if cache is None:
+                logits = no_cache_step(model, seq)
+            elif step == 0:
+                logits = prefill(model, ids, cache)
+            else:
+                logits = decode_step(model, token, cache)  # only the new token: the cache holds the rest
+            token = sample(logits, temperature=float(sampling.temperature), top_k=sampling.top_k, generator=generator)
+            if cache is None:
+                seq = torch.cat([seq, token.view(B, 1)], dim=1)
             new = token.tolist()
-            _sync(model.device)
+            sync(model.device)
             t1 = time.perf_counter()
             if step == 0:
                 prefill_s = t1 - t0
@@ -194,7 +227,7 @@ def _run(
                 for s in stops:
                     if out[b][-len(s):] == s:
                         done[b], reasons[b] = True, "stop"
-                        if not include_stop:
+                        if not sampling.include_stop:
                             del out[b][-len(s):]
                         break
             yield new
@@ -238,8 +271,6 @@ def _as_batch(prompt: Prompt, tokenizer: Tokenizer | None, model: MiniGPT) -> to
 
 
 def _stop_ids(stop: Sequence[str | Sequence[int]], tokenizer: Tokenizer | None) -> list[list[int]]:
-    if isinstance(stop, str):
-        stop = [stop]
     stops = []
     for s in stop:
         if isinstance(s, str):
@@ -251,8 +282,3 @@ def _stop_ids(stop: Sequence[str | Sequence[int]], tokenizer: Tokenizer | None) 
             raise ValueError("stop sequences must be non-empty")
         stops.append(s)
     return stops
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)

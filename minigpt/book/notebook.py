@@ -8,7 +8,6 @@ the functions that need them.
 from __future__ import annotations
 
 import html
-import os
 import random
 import sys
 from typing import Any
@@ -16,9 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["DEVICE_ENV", "GLUE_PREFIX", "glue", "in_colab", "kernel_note", "pick_device", "setup"]
+from minigpt.runtime.device import DEVICE_ENV, default_device
 
-DEVICE_ENV = "MINIGPT_DEVICE"
+__all__ = ["DEVICE_ENV", "GLUE_PREFIX", "glue", "in_colab", "kernel_note", "setup"]
+
 # myst-nb stores glued values under this MIME prefix (myst_nb.ext.glue.GLUE_PREFIX).
 GLUE_PREFIX = "application/papermill.record/"
 
@@ -26,17 +26,6 @@ GLUE_PREFIX = "application/papermill.record/"
 def in_colab() -> bool:
     """True when running inside Google Colab."""
     return "google.colab" in sys.modules
-
-
-def pick_device() -> torch.device:
-    """The device the book runs on: `$MINIGPT_DEVICE` if set, else cuda when available, else cpu."""
-    name = os.environ.get(DEVICE_ENV, "").strip()
-    if name:
-        device = torch.device(name)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError(f"{DEVICE_ENV}={name!r} but torch sees no CUDA device")
-        return device
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def setup(seed: int = 0) -> torch.device:
@@ -48,7 +37,7 @@ def setup(seed: int = 0) -> torch.device:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
-    return pick_device()
+    return default_device()
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:

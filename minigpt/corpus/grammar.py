@@ -217,7 +217,7 @@ def word_class(word: str) -> str:
         return _CLASS_OF[word]
     except KeyError:
         raise ValueError(
-            f"word must be in the grammar's vocabulary, got {word!r}; see minigpt.grammar.vocabulary()"
+            f"word must be in the grammar's vocabulary, got {word!r}; see minigpt.corpus.grammar.vocabulary()"
         ) from None
 
 

@@ -2,7 +2,7 @@
 
 One token per space-separated word, case-sensitive; the only special token is "<pad>" (id 0).
 There is no BOS/EOS: sentences end with the token "." and training streams are sentences
-joined by spaces. The vocabulary comes from :func:`minigpt.grammar.vocabulary` (V = 600).
+joined by spaces. The vocabulary comes from :func:`minigpt.corpus.grammar.vocabulary` (V = 600).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from minigpt.grammar import PAD, vocabulary
+from minigpt.corpus.grammar import PAD, vocabulary
 
 
 class Tokenizer:
@@ -109,5 +109,5 @@ class Tokenizer:
 
     def _unknown_message(self, unknown: list[str]) -> str:
         return (
-            f"unknown words {unknown!r} — the vocabulary has {self.V} words; see minigpt.grammar.vocabulary()"
+            f"unknown words {unknown!r} — the vocabulary has {self.V} words; see minigpt.corpus.grammar.vocabulary()"
         )

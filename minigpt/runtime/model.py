@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minigpt.config import ModelConfig
-from minigpt.kv_cache import KVCache
+from minigpt.runtime.kv_cache import KVCache
 
 
 class CausalSelfAttention(nn.Module):
@@ -26,16 +26,14 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(c.d, (c.H + 2 * c.H_kv) * c.d_h)
         self.out = nn.Linear(c.d, c.d)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, S: int = 0) -> torch.Tensor:
         c = self.config
-        B, T, _ = x.shape  # [B, T, d]
+        B, T, _ = x.shape  # [B, T, d]; S tokens already cached
         q, k, v = self.qkv(x).split([c.H * c.d_h, c.H_kv * c.d_h, c.H_kv * c.d_h], dim=-1)
         q = q.view(B, T, c.H, c.d_h).transpose(1, 2)  # [B, H, T, d_h]
         k = k.view(B, T, c.H_kv, c.d_h).transpose(1, 2)  # [B, H_kv, T, d_h]
         v = v.view(B, T, c.H_kv, c.d_h).transpose(1, 2)  # [B, H_kv, T, d_h]
-        S = 0
         if cache is not None:
-            S = cache.S
             k, v = cache.update(self.layer, k, v)  # [B, H_kv, S+T, d_h]: the valid prefix only
         g = c.group_size
         # Group the g query heads that share one K/V head, so K and V are read once per group.
@@ -75,8 +73,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(config.d)
         self.mlp = MLP(config)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache)
+    def forward(self, x: torch.Tensor, cache: KVCache | None, S: int = 0) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, S)
         return x + self.mlp(self.ln2(x))
 
 
@@ -122,20 +120,20 @@ class MiniGPT(nn.Module):
         Without a cache the T tokens are the whole sequence (positions 0..T-1). With a cache holding
         S tokens they are positions S..S+T-1: T = P is a prefill, T = 1 a decode step.
         """
-        self._check_inputs(tokens, cache)
-        B, T = tokens.shape
-        S = cache.S if cache is not None else 0
+        S = self._check_inputs(tokens, cache)  # the room for T more tokens is checked here, once
+        T = tokens.shape[1]
         positions = torch.arange(S, S + T, device=tokens.device)
         x = self.tok_emb(tokens) + self.pos_emb(positions)  # [B, T, d]
         for block in self.blocks:
-            x = block(x, cache)
+            x = block(x, cache, S)
         if cache is not None:
             cache.advance(T)
         if last_only:
             x = x[:, -1:]  # [B, 1, d]
         return self.ln_f(x) @ self.tok_emb.weight.T  # [B, T, V]: the LM head shares the embedding
 
-    def _check_inputs(self, tokens: torch.Tensor, cache: KVCache | None) -> None:
+    def _check_inputs(self, tokens: torch.Tensor, cache: KVCache | None) -> int:
+        """Validate a forward's inputs before anything is written; return S, the tokens already cached."""
         c = self.config
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
             got = f"{tokens.dtype} tensor of shape {tuple(tokens.shape)}" if isinstance(
@@ -167,3 +165,4 @@ class MiniGPT(nn.Module):
             raise ValueError(
                 f"sequence of {S + T} tokens exceeds S_max={c.S_max} (the model's position table)"
             )
+        return S

@@ -1,9 +1,12 @@
 """Model and hardware presets for the book's worked examples, each with its public source.
 
-Memory sizes are in bytes with GB = 10⁹ bytes, as vendors state them (an "80 GB" card holds
-80·10⁹ bytes, about 74.5 GiB). Bandwidths are bytes/s (SI) and peak rates FLOP/s, dense (no
-structured sparsity). ``minigpt/web/costs.js`` carries a copy for the browser sliders;
-``tests/test_costs_js.py`` checks the two are equal.
+Memory capacities are binary, as the hardware has them: HBM and GDDR come in GiB (an "80 GB" A100
+holds 80 GiB = 81,920 MiB, as `nvidia-smi` and `torch.cuda.mem_get_info` report; the "141 GB" H200
+reports about 143,771 MiB). Usable memory is lower still: the driver, the CUDA context and the
+framework's allocator reserve some, so a budget leaves a `reserve` (`costs.max_batch`). Bandwidths
+are bytes/s (SI, as datasheets state them) and peak rates FLOP/s, dense (no structured sparsity).
+``minigpt/web/costs.js`` carries a copy for the browser sliders; ``tests/test_costs_js.py`` checks
+the two are equal.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minigpt.config import ModelConfig
-from minigpt.costs import param_count
+
+MiB = 2**20
+GiB = 2**30
 
 
 @dataclass(frozen=True)
@@ -46,8 +51,9 @@ class ModelPreset:
         return self.H * self.d_h
 
     def symbols(self) -> dict[str, int]:
-        """The model's symbols as keyword arguments for `minigpt.costs`: L, H, H_kv, d_h, d_ffn, V, d."""
-        return dict(L=self.L, H=self.H, H_kv=self.H_kv, d_h=self.d_h, d_ffn=self.d_ffn, V=self.V, d=self.d)
+        """The symbols `minigpt.costs` formulas take (`costs.MODEL_SYMBOLS`)."""
+        return dict(L=self.L, H_kv=self.H_kv, d_h=self.d_h, d=self.d, d_ffn=self.d_ffn, V=self.V,
+                    ffn_matrices=self.ffn_matrices)
 
     @property
     def matrix_params(self) -> int:
@@ -67,7 +73,7 @@ class ModelPreset:
 
 @dataclass(frozen=True)
 class HardwarePreset:
-    """An accelerator's memory (bytes, GB = 10⁹), bandwidth (bytes/s) and dense peak (FLOP/s) in one dtype."""
+    """An accelerator's memory (bytes, binary capacity), bandwidth (bytes/s) and dense peak (FLOP/s) in one dtype."""
 
     name: str
     memory_bytes: int
@@ -81,9 +87,9 @@ def _minigpt() -> ModelPreset:
     cfg = ModelConfig()
     return ModelPreset(
         name="MiniGPT", L=cfg.L, H=cfg.H, H_kv=cfg.H_kv, d_h=cfg.d_h, d_ffn=cfg.d_ffn, V=cfg.V,
-        N_params=param_count(L=cfg.L, d=cfg.d, d_ffn=cfg.d_ffn, H_kv=cfg.H_kv, d_h=cfg.d_h, V=cfg.V,
-                             S_max=cfg.S_max),
-        source="this book's companion package, minigpt.config.ModelConfig defaults (seed 002's MiniGPT)",
+        N_params=cfg.param_count,
+        source="this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the guide "
+        "'Prefill vs decode: how generation runs')",
         S_pos=cfg.S_max, S_max=cfg.S_max,
     )
 
@@ -131,46 +137,69 @@ HARDWARE: dict[str, HardwarePreset] = {
     preset.name: preset
     for preset in (
         HardwarePreset(
-            "T4", memory_bytes=16_000_000_000, bandwidth=320e9, peak_flops=65e12, peak_flops_dtype="fp16",
+            "T4", memory_bytes=16 * GiB, bandwidth=320e9, peak_flops=65e12, peak_flops_dtype="fp16",
             source="NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); "
             "https://www.nvidia.com/en-us/data-center/tesla-t4/",
         ),
         HardwarePreset(
-            "A100 40GB", memory_bytes=40_000_000_000, bandwidth=1555e9, peak_flops=312e12,
+            "A100 40GB", memory_bytes=40 * GiB, bandwidth=1555e9, peak_flops=312e12,
             peak_flops_dtype="bf16",
             source="NVIDIA A100 Tensor Core GPU datasheet (BF16 tensor core, dense; HBM2 1,555 GB/s); "
             "https://www.nvidia.com/en-us/data-center/a100/",
         ),
         HardwarePreset(
-            "A100 80GB", memory_bytes=80_000_000_000, bandwidth=2039e9, peak_flops=312e12,
+            "A100 80GB", memory_bytes=80 * GiB, bandwidth=2039e9, peak_flops=312e12,
             peak_flops_dtype="bf16",
             source="NVIDIA A100 Tensor Core GPU datasheet (SXM, HBM2e 2,039 GB/s; BF16 dense); "
             "https://www.nvidia.com/en-us/data-center/a100/",
         ),
         HardwarePreset(
-            "H100 SXM", memory_bytes=80_000_000_000, bandwidth=3.35e12, peak_flops=989e12,
+            "H100 SXM", memory_bytes=80 * GiB, bandwidth=3.35e12, peak_flops=989e12,
             peak_flops_dtype="bf16",
             source="NVIDIA H100 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
             "989 dense); https://www.nvidia.com/en-us/data-center/h100/",
         ),
         HardwarePreset(
-            "H200", memory_bytes=141_000_000_000, bandwidth=4.8e12, peak_flops=989e12,
+            "H200", memory_bytes=143_771 * MiB, bandwidth=4.8e12, peak_flops=989e12,
             peak_flops_dtype="bf16",
             source="NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
             "989 dense); https://www.nvidia.com/en-us/data-center/h200/",
         ),
         HardwarePreset(
-            "RTX 4090", memory_bytes=24_000_000_000, bandwidth=1008e9, peak_flops=165.2e12,
+            "RTX 4090", memory_bytes=24 * GiB, bandwidth=1008e9, peak_flops=165.2e12,
             peak_flops_dtype="bf16",
             source="NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, "
             "dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); "
             "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf",
         ),
         HardwarePreset(
-            "Laptop GPU 8 GB", memory_bytes=8_000_000_000, bandwidth=400e9, peak_flops=20e12,
+            "Laptop GPU 8 GB", memory_bytes=8 * GiB, bandwidth=400e9, peak_flops=20e12,
             peak_flops_dtype="fp16",
-            source="illustrative, not a product: seed 000's 8 GB card with ~400 GB/s effective bandwidth; "
+            source="illustrative, not a product: the 8 GB card of the course page 'Prefill vs Decode: two phases of "
+            "one forward' with ~400 GB/s effective bandwidth; "
             "~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU",
         ),
     )
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# MiniGPT-family configs of the book's measurements (Chapters 6–8, `make bench`)
+
+#: The scaled model of Chapter 7 (and `make bench`): L=8, d=512, about 25.8 M parameters.
+SCALED = ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=512)
+
+#: Chapter 8's family of sizes, from the seed's MiniGPT to about 200 M parameters (d_ffn = 4d, V = 600).
+FAMILY: dict[str, ModelConfig] = {
+    "MiniGPT": ModelConfig(),
+    "L4-d128": ModelConfig(L=4, H=4, H_kv=4, d_h=32, d_ffn=512, V=600, S_max=256),
+    "L6-d256": ModelConfig(L=6, H=4, H_kv=4, d_h=64, d_ffn=1024, V=600, S_max=256),
+    "L8-d512": ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=256),
+    "L12-d768": ModelConfig(L=12, H=12, H_kv=12, d_h=64, d_ffn=3072, V=600, S_max=256),
+    "L16-d1024": ModelConfig(L=16, H=16, H_kv=16, d_h=64, d_ffn=4096, V=600, S_max=256),
+}
+
+#: Added on a GPU only: about 1.2 B parameters (2.4 GB in bf16), too slow for a shared CPU.
+GPU_EXTRA: dict[str, ModelConfig] = {
+    "L24-d2048": ModelConfig(L=24, H=16, H_kv=16, d_h=128, d_ffn=8192, V=600, S_max=256),
 }

@@ -19,9 +19,9 @@ import torch
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.generate import decode_step
 from minigpt.measure import count_flops
-from minigpt.model import MiniGPT
+from minigpt.runtime.generate import decode_step
+from minigpt.runtime.model import MiniGPT
 
 STEP_POWERS: dict[bool, tuple[int, ...]] = {True: (0, 1), False: (0, 1, 2)}
 """Powers of S in one step's cost, Eq. (1.3) with the cache (True) and Eq. (1.2) at P = S + 1 without."""

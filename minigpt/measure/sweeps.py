@@ -12,85 +12,24 @@ Models are randomly initialised (seeded): timing does not depend on what the wei
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
-import statistics
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.generate import decode_step, prefill
-from minigpt.kv_cache import KVCache
-from minigpt.measure import MiB, Timing, module_bytes, probe_bandwidth, probe_peak_flops, time_fn
-from minigpt.model import MiniGPT
-
-#: The scaled model of Chapter 7 (and `make bench`): L=8, d=512, about 25.8 M parameters.
-SCALED = ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=512)
-
-#: Chapter 8's family of sizes, from the seed's MiniGPT to about 200 M parameters (d_ffn = 4d, V = 600).
-FAMILY: dict[str, ModelConfig] = {
-    "MiniGPT": ModelConfig(),
-    "L4-d128": ModelConfig(L=4, H=4, H_kv=4, d_h=32, d_ffn=512, V=600, S_max=256),
-    "L6-d256": ModelConfig(L=6, H=4, H_kv=4, d_h=64, d_ffn=1024, V=600, S_max=256),
-    "L8-d512": ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=256),
-    "L12-d768": ModelConfig(L=12, H=12, H_kv=12, d_h=64, d_ffn=3072, V=600, S_max=256),
-    "L16-d1024": ModelConfig(L=16, H=16, H_kv=16, d_h=64, d_ffn=4096, V=600, S_max=256),
-}
-
-#: Added on a GPU only: about 1.2 B parameters (2.4 GB in bf16), too slow for a shared CPU.
-GPU_EXTRA: dict[str, ModelConfig] = {
-    "L24-d2048": ModelConfig(L=24, H=16, H_kv=16, d_h=128, d_ffn=8192, V=600, S_max=256),
-}
+from minigpt.costs.presets import FAMILY, GPU_EXTRA, SCALED  # noqa: F401  (re-exported for the sweep scripts)
+from minigpt.measure.counting import module_bytes
+from minigpt.measure.timing import Clock, Timing, time_fn
+from minigpt.runtime.generate import decode_step, prefill
+from minigpt.runtime.kv_cache import KVCache
+from minigpt.runtime.model import MiniGPT
 
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-#: "wall": wall-clock time (`minigpt.measure.time_fn`, synced on cuda), what a user waits for.
-#: "thread": CPU time of the calling thread (`time.thread_time`), for a single-threaded run on a CPU
-#: shared with other jobs: time the thread spends descheduled does not count.
-Clock = Literal["wall", "thread"]
-
-
-def time_calls(
-    fn: Callable[[], Any], *, warmup: int = 2, repeats: int = 5, device: torch.device | str = "cpu",
-    clock: Clock = "wall",
-) -> Timing:
-    """Time `fn` like `minigpt.measure.time_fn`, on the wall clock or (CPU, one thread) the thread's CPU clock."""
-    if clock == "wall":
-        return time_fn(fn, warmup=warmup, repeats=repeats, device=device)
-    if clock != "thread":
-        raise ValueError(f"clock must be 'wall' or 'thread', got {clock!r}")
-    if torch.device(device).type != "cpu" or torch.get_num_threads() != 1:
-        raise ValueError("clock='thread' measures one CPU thread: use device='cpu' and torch.set_num_threads(1)")
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.thread_time()
-        fn()
-        times.append(time.thread_time() - start)
-    return Timing(median_s=statistics.median(times), min_s=min(times), times=times, repeats=repeats)
-
-
-def environment(device: torch.device | str, dtype: torch.dtype) -> dict[str, Any]:
-    """Where and how a sweep ran: device and its name, dtype, torch version, CPU threads, date (UTC)."""
-    device = torch.device(device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
-    return {
-        "device": device.type,
-        "device_name": name,
-        "dtype": str(dtype).removeprefix("torch."),
-        "torch": torch.__version__,
-        "cpu_threads": torch.get_num_threads(),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-    }
-
 
 def random_model(
     config: ModelConfig, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, seed: int = 0,
@@ -136,7 +75,7 @@ def time_decode_step(
         decode_step(model, token, cache)
         cache.truncate(S)
 
-    return time_calls(step, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
+    return time_fn(step, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
 
 
 def time_prefill(
@@ -150,27 +89,13 @@ def time_prefill(
         cache.reset()
         prefill(model, prompt, cache)
 
-    return time_calls(run, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
+    return time_fn(run, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
 
 
-def decode_bytes(model: MiniGPT, *, B: int, S: int) -> int:
-    """Bytes one decode step reads, Eq. (3.5): the weights N·s once plus B·S·(KV bytes per token)."""
-    c = model.config
-    s = model.dtype.itemsize
-    kv = costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=s)
+def model_decode_bytes(model: MiniGPT, *, B: int, S: int) -> int:
+    """Bytes one decode step of this model reads, Eq. (3.5): its weights' bytes once plus B·S·(KV bytes per token)."""
+    kv = costs.of(model.config).kv_bytes_per_token(s=model.dtype.itemsize)
     return costs.decode_step_bytes(weight_bytes=module_bytes(model), kv_bytes_per_token=kv, S=S, B=B)
-
-
-def decode_flops(model: MiniGPT, *, B: int, S: int) -> int:
-    """FLOPs of one decode step, Eq. (1.3) with the LM head, for B sequences at S cached tokens."""
-    c = model.config
-    return costs.decode_step_flops(L=c.L, S=S, d=c.d, H_kv=c.H_kv, d_h=c.d_h, d_ffn=c.d_ffn, V=c.V, B=B)
-
-
-def prefill_flops(model: MiniGPT, *, B: int = 1, P: int) -> int:
-    """FLOPs of one prefill, Eq. (1.2) with the LM head at the last position, B prompts of P tokens."""
-    c = model.config
-    return costs.prefill_flops(L=c.L, P=P, d=c.d, H_kv=c.H_kv, d_h=c.d_h, d_ffn=c.d_ffn, V=c.V, B=B)
 
 
 @dataclass(frozen=True)
@@ -199,7 +124,8 @@ def batching_sweep(
         timing = time_decode_step(model, B=B, S=S, warmup=warmup, repeats=repeats, clock=clock)
         points.append(BatchPoint(
             B=B, S=S, step_s=timing.min_s, step_median_s=timing.median_s, tok_s=B / timing.min_s,
-            bytes_per_step=decode_bytes(model, B=B, S=S), flops_per_step=decode_flops(model, B=B, S=S),
+            bytes_per_step=model_decode_bytes(model, B=B, S=S),
+            flops_per_step=costs.of(model.config).decode_step_flops(S=S, B=B),
         ))
     return points
 
@@ -256,9 +182,9 @@ def measure_size(
     decode_timing = time_decode_step(model, B=1, S=S, repeats=decode_repeats, clock=clock)
     point = SizePoint(
         name=name, config=config.to_dict(), N_params=n_params(model), weight_bytes=module_bytes(model),
-        P=P, prefill_flops=prefill_flops(model, P=P), prefill_s=prefill_timing.min_s,
+        P=P, prefill_flops=costs.of(config).prefill_flops(P=P), prefill_s=prefill_timing.min_s,
         prefill_median_s=prefill_timing.median_s,
-        S=S, decode_bytes=decode_bytes(model, B=1, S=S), decode_flops=decode_flops(model, B=1, S=S),
+        S=S, decode_bytes=model_decode_bytes(model, B=1, S=S), decode_flops=costs.of(config).decode_step_flops(S=S),
         decode_step_s=decode_timing.min_s, decode_step_median_s=decode_timing.median_s,
     )
     del model
@@ -303,31 +229,6 @@ def read_json(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def probe(
-    *, device: torch.device | str, dtype: torch.dtype, rounds: int = 3, clock: Clock = "wall",
-) -> dict[str, float]:
-    """The two numbers of the roofline, Eq. (3.2), on `device`: best of `rounds` probes of each.
-
-    On the wall clock these are `minigpt.measure.probe_bandwidth` (a large copy, read + write counted)
-    and `probe_peak_flops` (n×n matmuls in `dtype`); with clock="thread" the same two operations
-    (64 MiB copy, 512×512 matmul) are timed on the thread's CPU clock, so that probes and model steps
-    are measured alike. The best round is kept: other processes can only slow a probe down.
-    """
-    if clock == "wall":
-        bandwidth = max(probe_bandwidth(device=device) for _ in range(rounds))
-        peak = max(probe_peak_flops(device=device, dtype=dtype) for _ in range(rounds))
-    else:
-        src = torch.ones(64 * MiB // 4, dtype=torch.float32)
-        dst = torch.empty_like(src)
-        copy = time_calls(lambda: dst.copy_(src), warmup=2, repeats=5 * rounds, clock=clock)
-        bandwidth = 2 * src.nbytes / copy.min_s
-        n = 512
-        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-        matmul = time_calls(lambda: a @ b, warmup=2, repeats=5 * rounds, clock=clock)
-        peak = 2 * n**3 / matmul.min_s
-    return {"bandwidth": float(f"{bandwidth:.4g}"), "peak_flops": float(f"{peak:.4g}")}
-
-
 def sweep_arguments(doc: str) -> argparse.ArgumentParser:
     """The command line every sweep script shares: --device, --dtype, --threads, --clock, --out."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -335,7 +236,7 @@ def sweep_arguments(doc: str) -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default=None, help="default: fp32 on cpu, bf16 on cuda")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--clock", choices=["wall", "thread"], default="wall",
-                        help="'thread': per-thread CPU time, for --threads 1 on a shared CPU (see minigpt.sweeps)")
+                        help="'thread': per-thread CPU time, for --threads 1 on a shared CPU")
     parser.add_argument("--out", type=Path, default=None)
     return parser
 
@@ -346,5 +247,5 @@ def sweep_setup(args: argparse.Namespace, name: str) -> tuple[torch.device, torc
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     dtype = DTYPES[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
-    out = args.out or Path(__file__).resolve().parent.parent / "chapters" / "data" / f"{name}_{device.type}.json"
+    out = args.out or Path(__file__).resolve().parents[2] / "chapters" / "data" / f"{name}_{device.type}.json"
     return device, dtype, out

@@ -1,6 +1,6 @@
 """The grammar corpus: a seeded sentence generator and an exact checker for its language.
 
-Sentences come from the grammar in :mod:`minigpt.grammar` ("Yesterday I worked and he played .").
+Sentences come from the grammar in :mod:`minigpt.corpus.grammar` ("Yesterday I worked and he played .").
 :func:`generate_sentence` draws one, :func:`training_stream` joins whole sentences into the token
 stream MiniGPT trains on, and :func:`is_grammatical` decides membership exactly with a
 deterministic left-to-right parser, so the book can score what a model samples.
@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from minigpt import grammar as g
-from minigpt.grammar import Tense
+from minigpt.corpus import grammar as g
+from minigpt.corpus.grammar import Tense
 
 _ADVERB_TENSE: dict[tuple[str, ...], Tense] = {
     adverb: tense for tense, adverbs in g.ADVERBS_BY_TENSE.items() for adverb in adverbs
@@ -271,7 +271,7 @@ def tense_of(sentence: str) -> Tense | None:
 
 
 def describe() -> dict[str, int]:
-    """Number of vocabulary words per word class (the grammar's rules are minigpt.grammar.rules())."""
+    """Number of vocabulary words per word class (the grammar's rules are minigpt.corpus.grammar.rules())."""
     return g.class_counts()
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import torch
 
 from minigpt.corpus import generate_sentences, is_grammatical, split_sentences
-from minigpt.generate import generate
-from minigpt.model import MiniGPT
-from minigpt.tokenizer import Tokenizer
+from minigpt.runtime.generate import generate
+from minigpt.runtime.model import MiniGPT
+from minigpt.runtime.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)

@@ -82,12 +82,10 @@ class KVCache:
         """Write `k_new`, `v_new` ([B, H_kv, T, d_h]) at rows [S, S+T) of `layer`; return the valid prefix.
 
         The returned views are `[B, H_kv, S+T, d_h]`. `S` itself advances only in `advance()`, once
-        every layer has written, so all layers of one forward pass see the same S.
+        every layer has written, so all layers of one forward pass see the same S. The caller checks
+        the room first (`check_room(T)`; `MiniGPT.forward` does, once per forward, before any write).
         """
         T = k_new.shape[2]
-        self.check_room(T)
-        if k_new.shape[0] != self.B:
-            raise ValueError(f"batch of {k_new.shape[0]} sequences does not match the cache's B={self.B}")
         self.k[layer, :, :, self._S : self._S + T] = k_new
         self.v[layer, :, :, self._S : self._S + T] = v_new
         return self.k[layer, :, :, : self._S + T], self.v[layer, :, :, : self._S + T]

@@ -1,0 +1,12 @@
+"""Book front-ends: `notebook` (the setup cell, glue, kernel notes) and `explorers` (browser sliders).
+
+``from minigpt.book import setup, glue, explorer, Slider, Output`` is what chapters import.
+"""
+
+from minigpt.book.explorers import Output, Plot, Series, Slider, explorer, explorer_html
+from minigpt.book.notebook import GLUE_PREFIX, glue, in_colab, kernel_note, setup
+
+__all__ = [
+    "GLUE_PREFIX", "Output", "Plot", "Series", "Slider", "explorer", "explorer_html", "glue", "in_colab",
+    "kernel_note", "setup",
+]

@@ -1,0 +1,29 @@
+"""Bytes moved per step, Chapter 3 (Eq. 3.5) and the traffic table of Chapter 1: what prefill and a
+decode step must read and write at least."""
+
+from __future__ import annotations
+
+from minigpt.costs._check import _int
+
+
+def decode_step_bytes(*, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1) -> int:
+    """Bytes per decode step, Eq. (3.5): weights read once + B·S·(KV bytes per token) read.
+
+    Left out: activations (a few B·d values per layer) and the write of the new token's K/V.
+    """
+    _int("weight_bytes", weight_bytes)
+    _int("kv_bytes_per_token", kv_bytes_per_token)
+    return weight_bytes + _int("B", B, 1) * _int("S", S) * kv_bytes_per_token
+
+
+def prefill_bytes(
+    *, weight_bytes: int, P: int, d: int, s: int, B: int = 1, kv_bytes_per_token: int = 0,
+) -> int:
+    """Minimal prefill traffic for Eq. (3.1): weights once + B·P·d activations in and out (+ K/V written).
+
+    Intermediate activations are assumed to stay on chip; a lower bound on real traffic.
+    """
+    _int("weight_bytes", weight_bytes)
+    _int("kv_bytes_per_token", kv_bytes_per_token)
+    tokens = _int("B", B, 1) * _int("P", P, 1)
+    return weight_bytes + 2 * tokens * _int("d", d, 1) * _int("s", s, 1) + tokens * kv_bytes_per_token
