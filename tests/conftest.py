@@ -1,7 +1,9 @@
-"""Shared pytest setup: the `site` marker and the built site used by the site tests."""
+"""Shared pytest setup: the `site` marker, the built site used by the site tests, and the rule that a
+browser check may be skipped only when the user says so."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -9,12 +11,47 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
+CHROMIUM = Path("/usr/bin/chromium")
+#: Set to 1 to run `make test` on a machine without chromium: the browser check is then skipped, said so
+#: in the last line of the run. Without it, a missing chromium fails the run (CI installs it: `.ci/run`).
+SKIP_BROWSER_ENV = "MINIGPT_SKIP_BROWSER"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "site: needs the built book in _build/html (run after `make book`; `make site`)"
     )
+
+
+def _browser_skipped_by_choice() -> bool:
+    return os.environ.get(SKIP_BROWSER_ENV, "") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    site_items = [item for item in items if item.get_closest_marker("site")]
+    if not site_items or CHROMIUM.exists():
+        return
+    if not _browser_skipped_by_choice():
+        raise pytest.UsageError(
+            f"the browser check needs Debian's chromium at {CHROMIUM} (apt-get install chromium; .ci/run does). "
+            f"To run without it, set {SKIP_BROWSER_ENV}=1: its {len(site_items)} tests are then skipped."
+        )
+    skip = pytest.mark.skip(reason=f"chromium is absent and {SKIP_BROWSER_ENV}=1")
+    for item in site_items:
+        item.add_marker(skip)
+    config.stash[_SKIPPED] = len(site_items)
+
+
+_SKIPPED = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    skipped = config.stash.get(_SKIPPED, 0)
+    if skipped:
+        terminalreporter.write_line(
+            f"BROWSER CHECK NOT RUN: {skipped} site tests skipped ({SKIP_BROWSER_ENV}=1, chromium absent)",
+            yellow=True, bold=True,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -293,10 +293,6 @@ def test_single_word_substitutions_agree_with_the_oracle(seed: int, data: st.Dat
     assert is_grammatical(text) == bool(ORACLE.fullmatch(text))
 
 
-def test_checker_speed() -> None:
-    import time
-
-    sentences = generate_sentences(1000, seed=11)
-    start = time.perf_counter()
-    assert all(is_grammatical(s) for s in sentences)
-    assert time.perf_counter() - start < 0.5
+def test_checker_accepts_a_thousand_generated_sentences() -> None:
+    # Its speed is measured in `make bench` (scripts/bench.py), not asserted here.
+    assert all(is_grammatical(s) for s in generate_sentences(1000, seed=11))
