@@ -124,6 +124,16 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     ]
     for n in sizes:
         calls += [("fmt_bytes", {}, [n]), ("fmt_bytes", {}, [n, False]), ("fmt_flops", {}, [n])]
+    for L, H_kv, d_h, S, B in [(4, 4, 16, 128, 1), (32, 8, 128, 8192, 16), (80, 8, 128, 10**6, 64)]:
+        kv = dict(L=L, H_kv=H_kv, d_h=d_h, S=S, B=B)
+        calls += [
+            ("quantized_kv_bytes", kv, None),
+            ("quantized_kv_bytes", dict(kv, bits=4, group_size=min(32, d_h)), None),
+            ("quantized_kv_bytes", dict(kv, bits=4, group_size=d_h, s_scale=4), None),
+        ]
+    for S, b in [(0, 1), (1, 16), (16, 16), (17, 16), (1000, 7), (10**6, 256)]:
+        calls += [("paged_blocks", dict(S=S, block_size=b), None),
+                  ("paged_slack_tokens", dict(S=S, block_size=b), None)]
     return calls
 
 

@@ -35,6 +35,7 @@ from minigpt.costs.flops import (
     prefill_macs,
 )
 from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops
+from minigpt.costs.kv_storage import paged_blocks, paged_slack_tokens, quantized_kv_bytes
 from minigpt.costs.memory import (
     fits_in_memory,
     int8_kv_bytes,
@@ -69,15 +70,8 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
+    # Part III: how the cache is stored
+    "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
 )
 
-__all__ = [
-    "FORMULAS", "MODEL_SYMBOLS", "WallClock", "arithmetic_intensity", "attainable_flops",
-    "cache_saving_factor", "decode_flops", "decode_intensity", "decode_macs_seed", "decode_step_bytes",
-    "decode_step_flops", "decode_step_macs", "decode_tok_s_ceiling", "evaluate", "fits_in_memory",
-    "fmt_bytes", "fmt_count", "fmt_flops", "generation_flops", "int8_kv_bytes", "kv_bytes_per_token",
-    "kv_cache_bytes", "layer_flops", "lm_head_flops", "max_batch", "max_context", "model_args",
-    "no_cache_flops", "no_cache_macs_seed", "non_embedding_matrix_params", "of", "param_count",
-    "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
-    "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
-]
+__all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "WallClock", "evaluate", "model_args", "of"]

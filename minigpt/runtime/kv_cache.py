@@ -37,10 +37,14 @@ class KVCache:
         self.config = config
         self.B = B
         self.S_max = S_max
-        shape = (config.L, B, config.H_kv, S_max, config.d_h)  # [L, B, H_kv, S_max, d_h]
+        self._dtype = dtype
+        self._allocate((config.L, B, config.H_kv, S_max, config.d_h), dtype, torch.device(device))
+        self._S = 0
+
+    def _allocate(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> None:
+        """The storage: keys and values as two `[L, B, H_kv, S_max, d_h]` tensors of `dtype`."""
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
-        self._S = 0
 
     @property
     def S(self) -> int:
@@ -49,7 +53,8 @@ class KVCache:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.k.dtype
+        """The dtype of the keys and values attention reads (the model's dtype)."""
+        return self._dtype
 
     @property
     def device(self) -> torch.device:
@@ -89,6 +94,11 @@ class KVCache:
         self.k[layer, :, :, self._S : self._S + T] = k_new
         self.v[layer, :, :, self._S : self._S + T] = v_new
         return self.k[layer, :, :, : self._S + T], self.v[layer, :, :, : self._S + T]
+
+    def visible(self, T: int) -> torch.Tensor | None:
+        """Which keys each of the next T queries may see, `[B, T, S+T]`; None: all sequences hold S tokens,
+        so the plain causal mask applies (ragged caches such as the paged one return a mask)."""
+        return None
 
     def advance(self, T: int) -> None:
         """Mark T more tokens as written (called by the model after its last layer)."""

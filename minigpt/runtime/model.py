@@ -39,7 +39,12 @@ class CausalSelfAttention(nn.Module):
         # Group the g query heads that share one K/V head, so K and V are read once per group.
         q = q.reshape(B, c.H_kv, g * T, c.d_h)  # [B, H_kv, g·T, d_h]
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(c.d_h)  # [B, H_kv, g·T, S+T]
-        if T > 1:  # a single new token may see every cached key: no mask needed
+        visible = cache.visible(T) if cache is not None else None  # [B, T, K]: ragged caches only
+        if visible is not None:  # each sequence its own length: its own mask
+            K = visible.shape[-1]
+            scores = scores.view(B, c.H_kv, g, T, K).masked_fill(~visible[:, None, None], float("-inf"))
+            scores = scores.view(B, c.H_kv, g * T, K)
+        elif T > 1:  # a single new token may see every cached key: no mask needed
             i = torch.arange(T, device=x.device).view(T, 1)
             j = torch.arange(S + T, device=x.device).view(1, S + T)
             future = j > S + i  # [T, S+T]
@@ -122,7 +127,9 @@ class MiniGPT(nn.Module):
         """
         S = self._check_inputs(tokens, cache)  # the room for T more tokens is checked here, once
         T = tokens.shape[1]
-        positions = torch.arange(S, S + T, device=tokens.device)
+        positions = torch.arange(S, S + T, device=tokens.device)  # [T]
+        if cache is not None and cache.visible(T) is not None:  # ragged: sequence b at S_b, S_b+1, ...
+            positions = cache.lengths.view(-1, 1) + torch.arange(T, device=tokens.device)  # [B, T]
         x = self.tok_emb(tokens) + self.pos_emb(positions)  # [B, T, d]
         for block in self.blocks:
             x = block(x, cache, S)
@@ -159,10 +166,11 @@ class MiniGPT(nn.Module):
                 )
             if cache.B != B:
                 raise ValueError(f"tokens hold B={B} sequences but the cache was built for B={cache.B}")
-            cache.check_room(T)
             S = cache.S
         if S + T > c.S_max:
             raise ValueError(
                 f"sequence of {S + T} tokens exceeds S_max={c.S_max} (the model's position table)"
             )
+        if cache is not None:
+            cache.check_room(T)  # last: a paged cache reserves its blocks here
         return S

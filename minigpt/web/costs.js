@@ -203,6 +203,26 @@
     return value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP";
   };
 
+  // ---- Part III: how the cache is stored (minigpt/costs/kv_storage.py) ----
+  C.quantized_kv_bytes = function (a) {
+    const d_h = int(a, "d_h", 1);
+    const bits = a.bits === undefined || a.bits === null ? 8 : a.bits;
+    if (bits !== 8 && bits !== 4) throw new RangeError("bits must be 8 or 4, got " + bits);
+    const g = a.group_size === undefined || a.group_size === null ? d_h : int(a, "group_size", 1);
+    if (d_h % g !== 0n) throw new RangeError("group_size must divide d_h=" + d_h + ", got " + g);
+    if (bits === 4 && (d_h % 2n !== 0n || g % 2n !== 0n)) {
+      throw new RangeError("int4 packs two values per byte: d_h and group_size must be even, got " + d_h + ", " + g);
+    }
+    const perVector = (d_h * BigInt(bits)) / 8n + (d_h / g) * int(a, "s_scale", 0, 2);
+    return N(int(a, "B", 1, 1) * int(a, "S", 0) * 2n * int(a, "L", 1) * int(a, "H_kv", 1) * perVector);
+  };
+  function pagedBlocks(a) {
+    const b = int(a, "block_size", 1);
+    return (int(a, "S", 0) + b - 1n) / b;
+  }
+  C.paged_blocks = (a) => N(pagedBlocks(a));
+  C.paged_slack_tokens = (a) => N(pagedBlocks(a) * int(a, "block_size", 1) - int(a, "S", 0));
+
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the guide 'Prefill vs decode: how generation runs')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128},

@@ -1,0 +1,41 @@
+"""How the KV cache is stored, Part III: quantized values and pages of tokens.
+
+`quantized_kv_bytes` is Eq. (2.2) with s replaced by the bits of a code plus the fp16 scales (int8
+with one scale per d_h-vector is `int8_kv_bytes`); `paged_blocks` and `paged_slack_tokens` are
+what a paged cache (PagedAttention) reserves for a sequence of S tokens in blocks of b tokens.
+"""
+
+from __future__ import annotations
+
+from minigpt.costs._check import _int
+
+
+def quantized_kv_bytes(
+    *, L: int, H_kv: int, d_h: int, S: int, B: int = 1, bits: int = 8, group_size: int | None = None,
+    s_scale: int = 2,
+) -> int:
+    """Quantized KV bytes: B·S·2·L·H_kv·(d_h·bits/8 + (d_h/group_size)·s_scale), codes plus one scale per group.
+
+    group_size defaults to d_h (one scale per stored vector); bits is 8 or 4 (two codes per byte).
+    """
+    _int("d_h", d_h, 1)
+    if bits not in (8, 4) or isinstance(bits, bool):
+        raise ValueError(f"bits must be 8 or 4, got {bits!r}")
+    g = d_h if group_size is None else _int("group_size", group_size, 1)
+    if d_h % g:
+        raise ValueError(f"group_size must divide d_h={d_h}, got {g}")
+    if bits == 4 and (d_h % 2 or g % 2):
+        raise ValueError(f"int4 packs two values per byte: d_h and group_size must be even, got {d_h}, {g}")
+    per_vector = d_h * bits // 8 + (d_h // g) * _int("s_scale", s_scale)
+    return _int("B", B, 1) * _int("S", S) * 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * per_vector
+
+
+def paged_blocks(*, S: int, block_size: int) -> int:
+    """Blocks a paged cache holds for a sequence of S tokens: ⌈S / b⌉."""
+    b = _int("block_size", block_size, 1)
+    return -(-_int("S", S) // b)
+
+
+def paged_slack_tokens(*, S: int, block_size: int) -> int:
+    """Internal fragmentation of a paged sequence: ⌈S / b⌉·b − S token slots reserved but empty (≤ b − 1)."""
+    return paged_blocks(S=S, block_size=block_size) * block_size - S
