@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from minigpt.config import ModelConfig
 from minigpt.corpus import training_stream
 from minigpt.corpus.grammar import PERIOD
-from minigpt.runtime.checkpoint import DATA_DIR, save_checkpoint
+from minigpt.runtime.checkpoint import DATA_DIR, DEFAULT_NAME, save_checkpoint
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.tokenizer import Tokenizer
 
@@ -69,16 +69,18 @@ def learning_rate(step: int, tc: TrainConfig) -> float:
     return tc.lr * (0.01 + 0.99 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def train(config: ModelConfig | None = None, tc: TrainConfig | None = None, *, progress: bool = True
-          ) -> tuple[MiniGPT, Tokenizer, dict[str, Any]]:
-    """Train from scratch on CPU; returns the model, the tokenizer and the training log."""
-    config = config or ModelConfig()
+def train(config: ModelConfig | None = None, tc: TrainConfig | None = None, *, progress: bool = True,
+          init: MiniGPT | None = None) -> tuple[MiniGPT, Tokenizer, dict[str, Any]]:
+    """Train on CPU, from scratch or from `init` (uptraining); returns the model, the tokenizer and the log."""
+    config = init.config if init is not None else (config or ModelConfig())
     tc = tc or TrainConfig()
     tokenizer = Tokenizer.from_grammar()
     if tokenizer.V != config.V:
         raise ValueError(f"config V={config.V} does not match the grammar's vocabulary of {tokenizer.V} words")
     torch.manual_seed(tc.seed)
     model = MiniGPT(config)
+    if init is not None:
+        model.load_state_dict(init.state_dict())
     batches = Batches(tokenizer, config.S_max, tc.corpus_tokens, tc.seed)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -107,6 +109,7 @@ def train(config: ModelConfig | None = None, tc: TrainConfig | None = None, *, p
         "train_log": log,
         "train_seconds": round(time.perf_counter() - start, 1),
         "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
         "tokens_seen": tc.steps * tc.B * config.S_max,
     }
     return model, tokenizer, card
@@ -120,12 +123,28 @@ def main(argv: list[str] | None = None) -> None:
     defaults = TrainConfig()
     parser.add_argument("--steps", type=int, default=defaults.steps)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--warmup", type=int, default=defaults.warmup)
     parser.add_argument("--out", type=Path, default=DATA_DIR, help="directory for minigpt.safetensors/.json")
     parser.add_argument("--threads", type=int, default=2,
                         help="torch CPU threads (the shipped run used 2; results depend on the thread count)")
+    parser.add_argument("--name", default=DEFAULT_NAME, help="checkpoint name: <out>/<name>.safetensors and .json")
+    shape = parser.add_argument_group("model shape (defaults: the shipped MiniGPT)")
+    for field in ("L", "H", "H_kv", "d_h", "d_ffn"):
+        shape.add_argument(f"--{field}", type=int, default=getattr(ModelConfig, field))
+    parser.add_argument("--uptrain-from", metavar="NAME", default=None,
+                        help="start from the shipped checkpoint NAME with its K/V heads mean-pooled to --H_kv "
+                             "(GQA uptraining, Ainslie et al. 2023) instead of from scratch")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    model, tokenizer, card = train(tc=TrainConfig(steps=args.steps, seed=args.seed))
+    config = ModelConfig(L=args.L, H=args.H, H_kv=args.H_kv, d_h=args.d_h, d_ffn=args.d_ffn)
+    init = None
+    if args.uptrain_from is not None:
+        from minigpt.runtime.checkpoint import load_pretrained
+        from minigpt.runtime.gqa import mean_pool_kv_heads
+
+        init = mean_pool_kv_heads(load_pretrained(name=args.uptrain_from).model, args.H_kv)
+    model, tokenizer, card = train(config, TrainConfig(steps=args.steps, seed=args.seed, warmup=args.warmup), init=init)
+    card["uptrained_from"] = args.uptrain_from
     quality = grammaticality(model, tokenizer, 1000, temperature=1.0, seed=0)
     card["quality"] = {
         "grammatical_fraction_T1": quality.fraction,
@@ -134,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         "next_after_Yesterday_I_worked_and_he": greedy_next_word(model, tokenizer, "Yesterday I worked and he"),
         "next_after_Every_day_he": greedy_next_word(model, tokenizer, "Every day he"),
     }
-    weights, meta = save_checkpoint(model, tokenizer, card, args.out)
+    weights, meta = save_checkpoint(model, tokenizer, card, args.out, name=args.name)
     print(f"trained in {card['train_seconds']} s; final loss {card['train_log'][-1]['loss']}; "
           f"grammatical at T=1: {quality.fraction:.1%} of {quality.n_sentences}; wrote {weights} and {meta}")
 

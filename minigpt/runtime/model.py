@@ -12,6 +12,33 @@ from minigpt.config import ModelConfig
 from minigpt.runtime.kv_cache import KVCache
 
 
+def causal_visible(S: int, T: int, device: torch.device) -> torch.Tensor | None:
+    """`[1, T, S+T]`: query i (at position S+i) sees keys 0..S+i; None for T = 1 (it sees every cached key)."""
+    if T == 1:
+        return None
+    i = torch.arange(T, device=device).view(1, T, 1)
+    j = torch.arange(S + T, device=device).view(1, 1, S + T)
+    return j <= S + i  # the offset causal mask: a chunk of T tokens after S cached ones
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, visible: torch.Tensor | None) -> torch.Tensor:
+    """softmax(q·kᵀ/√d_h, masked)·v, the attention term of Eq. (1.1), with grouped key/value heads.
+
+    q `[B, H, T, d_h]`; k, v `[B, H_kv, K, d_h]`; visible `[B or 1, T, K]` (None: every key). The g = H/H_kv
+    query heads that share a K/V head are stacked into one matrix, so K and V are read once per group.
+    """
+    B, H, T, d_h = q.shape
+    H_kv, K = k.shape[1], k.shape[2]
+    g = H // H_kv
+    q = q.reshape(B, H_kv, g * T, d_h)  # [B, H_kv, g·T, d_h]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(d_h)  # [B, H_kv, g·T, K]
+    if visible is not None:
+        scores = scores.view(B, H_kv, g, T, K).masked_fill(~visible[:, None, None], float("-inf"))
+        scores = scores.view(B, H_kv, g * T, K)
+    weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+    return (weights @ v).view(B, H, T, d_h)  # [B, H, T, d_h]
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head attention with H query heads sharing H_kv key/value heads (MHA, GQA or MQA).
 
@@ -33,26 +60,14 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, c.H, c.d_h).transpose(1, 2)  # [B, H, T, d_h]
         k = k.view(B, T, c.H_kv, c.d_h).transpose(1, 2)  # [B, H_kv, T, d_h]
         v = v.view(B, T, c.H_kv, c.d_h).transpose(1, 2)  # [B, H_kv, T, d_h]
+        visible = None
         if cache is not None:
             k, v = cache.update(self.layer, k, v)  # [B, H_kv, S+T, d_h]: the valid prefix only
-        g = c.group_size
-        # Group the g query heads that share one K/V head, so K and V are read once per group.
-        q = q.reshape(B, c.H_kv, g * T, c.d_h)  # [B, H_kv, g·T, d_h]
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c.d_h)  # [B, H_kv, g·T, S+T]
-        visible = cache.visible(T) if cache is not None else None  # [B, T, K]: ragged caches only
-        if visible is not None:  # each sequence its own length: its own mask
-            K = visible.shape[-1]
-            scores = scores.view(B, c.H_kv, g, T, K).masked_fill(~visible[:, None, None], float("-inf"))
-            scores = scores.view(B, c.H_kv, g * T, K)
-        elif T > 1:  # a single new token may see every cached key: no mask needed
-            i = torch.arange(T, device=x.device).view(T, 1)
-            j = torch.arange(S + T, device=x.device).view(1, S + T)
-            future = j > S + i  # [T, S+T]
-            scores = scores.view(B, c.H_kv, g, T, S + T).masked_fill(future, float("-inf"))
-            scores = scores.view(B, c.H_kv, g * T, S + T)
-        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
-        a = weights @ v  # [B, H_kv, g·T, d_h]
-        a = a.view(B, c.H, T, c.d_h).transpose(1, 2).reshape(B, T, c.d)  # [B, T, d]
+            visible = cache.visible(T)  # [B, T, K] for a ragged cache (each sequence its own length)
+        if visible is None:
+            visible = causal_visible(S, T, x.device)
+        a = attention(q, k, v, visible)  # [B, H, T, d_h]
+        a = a.transpose(1, 2).reshape(B, T, c.d)  # [B, T, d]
         return self.out(a)
 
 
