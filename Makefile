@@ -7,6 +7,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 VENDOR  := _build/.assets.stamp
+# MiniGPT in the browser: its weights exported from the shipped checkpoint (never committed) and
+# the page's scripts, published as <site>/minigpt-web/ (html_extra_path).
+WEB     := _build/assets/minigpt-web/minigpt_weights.js
 # Reproducible notebook runs: same hash seed everywhere; MINIGPT_DEVICE (cpu|cuda) passes through.
 export PYTHONHASHSEED := 0
 
@@ -38,7 +41,10 @@ install: $(STAMP)
 $(VENDOR): package.json package-lock.json scripts/vendor_assets.sh
 	scripts/vendor_assets.sh
 
-book: $(STAMP) $(VENDOR)
+$(WEB): $(STAMP) minigpt/data/minigpt.safetensors minigpt/data/minigpt.json minigpt/web_export.py $(wildcard minigpt/web/*)
+	$(BIN)/python -m minigpt.web_export $(dir $@)
+
+book: $(STAMP) $(VENDOR) $(WEB)
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
 lint: $(STAMP)
