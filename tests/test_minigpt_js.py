@@ -260,6 +260,9 @@ def test_unknown_words_get_a_message_and_the_nearest_words(shipped: Pretrained, 
         assert "unknown words" in js["error"] and unknown[0] in js["error"]
         for word in unknown:
             assert len(js["suggestions"][word]) == 3 and all(w in tok.vocab for w in js["suggestions"][word])
+    words = ["yesterday", "wrked", "worked.", "zzz", "Teacher", "<pad", "sheep", "x"]
+    for word, js in zip(words, values(asset, [("nearest", {"word": w, "n": 4}) for w in words]), strict=True):
+        assert js == tok.nearest(word, 4), word  # the Python twin ranks the same way
     assert got[0]["suggestions"]["yesterday"][0] == "Yesterday"
     assert got[0]["suggestions"]["wrked"][0] == "worked"
     assert got[1]["suggestions"]["worked."][0] == "worked"

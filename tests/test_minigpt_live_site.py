@@ -93,6 +93,19 @@ def test_generates_what_python_generates_and_the_cache_grows_row_by_row(prompt, 
     c = shipped.config
     assert cache.get_attribute("data-bytes") == str(costs.kv_cache_bytes(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=4,
                                                                          S=P + D - 1))
+    # Every step's counts are the book's formulas (minigpt.costs), and so are the plot's totals.
+    model = dict(L=c.L, d=c.d, H_kv=c.H_kv, d_h=c.d_h, d_ffn=c.d_ffn, V=c.V)
+    weights = costs.weight_bytes(N_params=sum(p.numel() for p in shipped.model.parameters()), s=4)
+    kv = costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=4)
+    flops = [costs.prefill_flops(P=P, **model)] + [costs.decode_step_flops(S=P + t - 1, **model) for t in range(1, D)]
+    moved = [costs.prefill_bytes(weight_bytes=weights, P=P, d=c.d, s=4, kv_bytes_per_token=kv)]
+    moved += [costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=P + t - 1) for t in range(1, D)]
+    steps = box.locator("table.mgl-steps tbody tr").all()
+    assert [int(r.get_attribute("data-flops")) for r in steps] == flops
+    assert [int(r.get_attribute("data-bytes")) for r in steps] == moved
+    plot = box.locator("svg.mgl-flops")
+    assert int(plot.get_attribute("data-cached")) == costs.generation_flops(P=P, D=D, **model) == sum(flops)
+    assert int(plot.get_attribute("data-uncached")) == costs.no_cache_flops(P=P, D=D, **model)
     assert box.locator("table.mgl-steps tbody tr").count() == D
     assert box.locator("table.mgl-steps tbody tr.mgl-prefill").count() == 1
     assert box.locator(".mgl-cand").count() == 5
@@ -112,6 +125,11 @@ def test_no_cache_mode_recomputes_and_sampling_is_seeded(shipped, live):
     assert box.locator(".mgl-cache").get_attribute("data-S") == "0"
     T = [int(t) for t in box.locator("table.mgl-steps tbody tr td:nth-child(3)").all_text_contents()]
     assert T == list(range(5, 25)), T  # every step is a full forward over all P + t tokens
+    c = shipped.config
+    model = dict(L=c.L, d=c.d, H_kv=c.H_kv, d_h=c.d_h, d_ffn=c.d_ffn, V=c.V)
+    flops = [int(r.get_attribute("data-flops")) for r in box.locator("table.mgl-steps tbody tr").all()]
+    assert flops == [costs.prefill_flops(P=n, **model) for n in T]
+    assert sum(flops) == costs.no_cache_flops(P=5, D=20, **model)
     outputs = []
     for seed in ("3", "3", "4"):
         fill_and_generate(page, prompt, 15, temperature="1.3", top_k="40", seed=seed)

@@ -238,7 +238,7 @@
       const cost = stepCosts(C, c, step, gen.useCache);
       const top = this.F.topCandidates(step.probs, 5);
       this.steps.push(Object.assign({}, step, cost, { top }));
-      const tr = h("tr", { class: "mgl-" + step.phase });
+      const tr = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
       const cells = [String(step.index), step.phase, String(step.T), String(step.S), C.fmt_flops(cost.flops),
         C.fmt_bytes(cost.weights), C.fmt_bytes(cost.cacheRead), C.fmt_bytes(cost.cacheWritten),
         step.ms.toFixed(2) + " ms", tok.vocab[step.token],
@@ -396,6 +396,8 @@
         cached.push(a); uncached.push(b);
       }
       const run = gen.useCache ? "cached" : "uncached";
+      this.flopPlot.setAttribute("data-cached", String(a));
+      this.flopPlot.setAttribute("data-uncached", String(b));
       this.lineChart(this.flopPlot, n, [
         { ys: uncached, color: "#c0392b", label: "no cache" + (run === "uncached" ? " (this run)" : " (formula)"),
           upto: run === "uncached" ? steps.length : n },
