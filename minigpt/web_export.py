@@ -49,7 +49,6 @@ def web_weights(pretrained: Pretrained) -> tuple[dict[str, Any], bytes]:
         "N_params": offset,
         "tensors": tensors,
         "sha256": hashlib.sha256(raw).hexdigest(),
-        "card": {k: pretrained.card[k] for k in ("quality", "torch_version", "tokens_seen") if k in pretrained.card},
     }
     return manifest, raw
 

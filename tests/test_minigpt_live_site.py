@@ -169,6 +169,22 @@ def test_bad_input_gets_a_clear_message_and_the_page_keeps_working(shipped, live
     assert_clean(live)
 
 
+def test_stop_ends_a_generation_and_the_next_one_runs(shipped, live):
+    page, box = live.page, live.page.locator("div.mgl")
+    fill_and_generate(page, "Every day she", 60, pace="250")
+    page.wait_for_function("() => +document.querySelector('div.mgl').getAttribute('data-steps') >= 3")
+    box.locator("button.mgl-stop").click()
+    wait_done(page)
+    steps = int(box.get_attribute("data-steps"))
+    assert 3 <= steps < 60 and "Stopped after" in box.locator(".mgl-status").text_content()
+    assert box.locator(".mgl-cache").get_attribute("data-S") == str(3 + steps - 1)
+    fill_and_generate(page, "Every day she", 4)
+    wait_done(page)
+    assert box.get_attribute("data-output") == python_text(shipped, "Every day she", 4)
+    assert box.locator(".mgl-cache").get_attribute("data-S") == str(3 + 4 - 1)
+    assert_clean(live)
+
+
 def test_fits_a_phone_screen(shipped, server, browser):  # noqa: F811
     visit = open_live(browser, f"{server}/{PAGE}.html", **PHONE)
     page, box = visit.page, visit.page.locator("div.mgl")
