@@ -71,6 +71,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"# MiniGPT in the browser: skipped, {CHROMIUM} is not installed (apt-get install chromium)")
+        return
     from playwright.sync_api import sync_playwright
 
     shapes = [("prefill", P) for P in (5, 16, 64, 127)] + [("decode", S) for S in (5, 16, 64, 127)]

@@ -112,10 +112,15 @@
       // The next-word distribution and the step table.
       this.dist = h("div", { class: "mgl-dist" });
       this.tbody = h("tbody");
-      const head = ["step", "phase", "T", "S", "FLOPs", "weights read", "cache read", "cache written",
-        "time", "next word", "top candidates"];
-      this.table = h("table", { class: "mgl-steps" }, [h("thead", {}, [h("tr", {}, head.map((x) => h("th", { text: x })))]),
-        this.tbody]);
+      const head = [["step", "0 is the prefill"], ["phase", ""], ["T", "tokens fed to this forward pass"],
+        ["S", "tokens already in the cache before it"], ["FLOPs", "Eq. (1.2) or (1.3) with the LM head, 2 per multiply-add"],
+        ["weights read", "N·s: every weight, once per pass"], ["cache read", "S rows of 2·L·H_kv·d_h·s bytes"],
+        ["cache written", "new rows of 2·L·H_kv·d_h·s bytes"],
+        ["bytes moved", "minigpt.costs.prefill_bytes (prefill, no-cache steps) or decode_step_bytes, Eq. (3.5)"],
+        ["time", "measured in this browser around the forward pass"], ["next word", ""],
+        ["top candidates", "the three most likely next words"]];
+      this.table = h("table", { class: "mgl-steps" }, [h("thead", {}, [h("tr", {}, head.map(([x, title]) =>
+        h("th", title ? { text: x, title } : { text: x })))]), this.tbody]);
       this.totals = h("p", { class: "mgl-totals" });
       this.flopPlot = svg("svg", { class: "mgl-plot mgl-flops", viewBox: "0 0 520 250", role: "img",
         "aria-label": "cumulative FLOPs with and without the cache" });
@@ -240,10 +245,10 @@
       this.steps.push(Object.assign({}, step, cost, { top }));
       const tr = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
       const cells = [String(step.index), step.phase, String(step.T), String(step.S), C.fmt_flops(cost.flops),
-        C.fmt_bytes(cost.weights), C.fmt_bytes(cost.cacheRead), C.fmt_bytes(cost.cacheWritten),
+        C.fmt_bytes(cost.weights), C.fmt_bytes(cost.cacheRead), C.fmt_bytes(cost.cacheWritten), C.fmt_bytes(cost.bytes),
         step.ms.toFixed(2) + " ms", tok.vocab[step.token],
         top.slice(0, 3).map((x) => tok.vocab[x.id] + " " + (100 * x.p).toFixed(0) + "%").join(" · ")];
-      cells.forEach((x, i) => tr.appendChild(h("td", { text: x, class: i === 9 ? "mgl-word" : "" })));
+      cells.forEach((x, i) => tr.appendChild(h("td", { text: x, class: i === 10 ? "mgl-word" : "" })));
       this.tbody.appendChild(tr);
       const scroll = this.tbody.parentNode.parentNode;
       scroll.scrollTop = scroll.scrollHeight;
