@@ -76,24 +76,11 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("int8_kv_bytes", dict(kv, S=S, B=B), None),
             ("int8_kv_bytes", dict(kv, S=S, s_scale=4), None),
             ("weight_bytes", dict(N_params=L * 10**9 + 7, s=s), None),
-            ("prefill_bytes", dict(weight_bytes=L * 10**9, P=S, d=64 * H_kv, s=s, B=B), None),
-            (
-                "prefill_bytes",
-                dict(weight_bytes=L * 10**9, P=S, d=64 * H_kv, s=s, kv_bytes_per_token=2 * L * H_kv * d_h * s),
-                None,
-            ),
             (
                 "decode_step_bytes",
                 dict(weight_bytes=L * 10**9, kv_bytes_per_token=2 * L * H_kv * d_h * s, S=S, B=B),
                 None,
             ),
-        ]
-    for model in MODELS.values():
-        shape = dict(L=model.L, d=model.H * model.d_h, V=model.V, S_max=max(model.S_pos, 1), d_ffn=model.d_ffn)
-        calls += [
-            ("param_count", shape, None),
-            ("param_count", dict(shape, H_kv=model.H_kv, d_h=model.d_h, biases=False), None),
-            ("params_by_component", dict(shape, H_kv=model.H_kv, d_h=model.d_h), None),
         ]
     for hw, model in itertools.product(HARDWARE.values(), MODELS.values()):
         w = costs.weight_bytes(N_params=model.N_params, s=2)

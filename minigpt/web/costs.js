@@ -123,22 +123,6 @@
   };
   C.prefill_crossover_P = (a) => N(6n * int(a, "d", 1));
 
-  // ---- Parameters (GPT-2-style MiniGPT, tied LM head) ----
-  C.params_by_component = function (a) {
-    const L = int(a, "L", 1), d = int(a, "d", 1), V = int(a, "V", 1), S_max = int(a, "S_max", 1);
-    const kv = kvWidth(a), f = ffn(a), b = a.biases === undefined || a.biases ? 1n : 0n;
-    const qkv = d * (d + 2n * kv) + b * (d + 2n * kv), out = d * d + b * d;
-    const mlp = d * f + b * f + f * d + b * d;
-    return {
-      token_embedding: N(V * d), position_embedding: N(S_max * d), attention: N(L * (qkv + out)),
-      mlp: N(L * mlp), layer_norms: N(L * 2n * (2n * d) + 2n * d), lm_head: 0,
-    };
-  };
-  C.param_count = function (a) {
-    const parts = C.params_by_component(a);
-    return Object.values(parts).reduce((x, y) => x + y, 0);
-  };
-
   // ---- Chapter 2: bytes ----
   function kvToken(a) {
     return 2n * int(a, "L", 1) * int(a, "H_kv", 1) * int(a, "d_h", 1) * int(a, "s", 1);
@@ -157,11 +141,6 @@
     return int(a, "weight_bytes", 0) + int(a, "B", 1, 1) * int(a, "S", 0) * int(a, "kv_bytes_per_token", 0);
   }
   C.decode_step_bytes = (a) => N(stepBytes(a));
-  C.prefill_bytes = function (a) {
-    const tokens = int(a, "B", 1, 1) * int(a, "P", 1);
-    return N(int(a, "weight_bytes", 0) + 2n * tokens * int(a, "d", 1) * int(a, "s", 1) +
-      tokens * int(a, "kv_bytes_per_token", 0, 0));
-  };
   C.arithmetic_intensity = (a) => num(a, "flops", 0, false) / num(a, "bytes", 0, true);
   C.ridge_point = (a) => num(a, "peak_flops", 0, true) / num(a, "bandwidth", 0, true);
   C.attainable_flops = (a) =>

@@ -30,26 +30,22 @@
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 
   // ---- The costs of one step, from the book's formulas (2 FLOPs per multiply-add, fp32: s = 4) ----
-  function stepCosts(C, c, step, useCache) {
+  // N_params is the number of weights the page loaded (tests/test_minigpt_js.py: = minigpt.costs.param_count).
+  function stepCosts(C, c, N_params, step, useCache) {
     const model = { L: c.L, d: c.d, H_kv: c.H_kv, d_h: c.d_h, d_ffn: c.d_ffn, V: c.V };
-    const s = 4;
-    const N = C.param_count({ L: c.L, d: c.d, V: c.V, S_max: c.S_max, d_ffn: c.d_ffn, H_kv: c.H_kv, d_h: c.d_h });
-    const weights = C.weight_bytes({ N_params: N, s });
-    const kvToken = C.kv_bytes_per_token({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s });
-    const S = step.S;  // tokens already in the cache (0 without one)
-    if (step.phase === "prefill" || !useCache) {
-      const P = step.T;  // without the cache every step is a prefill of all S + 1 tokens
-      const written = useCache ? P * kvToken : 0;
-      return {
-        flops: C.prefill_flops(Object.assign({ L: c.L, P }, model)),
-        weights, cacheRead: 0, cacheWritten: written,
-        bytes: C.prefill_bytes({ weight_bytes: weights, P, d: c.d, s, kv_bytes_per_token: useCache ? kvToken : 0 }),
-      };
-    }
+    const s = 4, shape = { L: c.L, H_kv: c.H_kv, d_h: c.d_h, s };
+    const weights = C.weight_bytes({ N_params, s });
+    const kvToken = C.kv_bytes_per_token(shape);
+    const cached = step.phase === "decode" && useCache;
+    const S = cached ? step.S : 0;  // cached rows this pass reads: none for a prefill or without a cache
     return {
-      flops: C.decode_step_flops(Object.assign({ L: c.L, S }, model)),
-      weights, cacheRead: S * kvToken, cacheWritten: kvToken,
-      bytes: C.decode_step_bytes({ weight_bytes: weights, kv_bytes_per_token: kvToken, S }),
+      // Without the cache every step is a prefill of all S + 1 tokens.
+      flops: cached ? C.decode_step_flops(Object.assign({ S: step.S }, model))
+        : C.prefill_flops(Object.assign({ P: step.T }, model)),
+      weights,
+      cacheRead: C.kv_cache_bytes(Object.assign({ S }, shape)),
+      cacheWritten: useCache ? C.kv_cache_bytes(Object.assign({ S: step.T }, shape)) : 0,
+      bytes: C.decode_step_bytes({ weight_bytes: weights, kv_bytes_per_token: kvToken, S }),  // Eq. (3.5)
     };
   }
 
@@ -116,7 +112,7 @@
         ["S", "tokens already in the cache before it"], ["FLOPs", "Eq. (1.2) or (1.3) with the LM head, 2 per multiply-add"],
         ["weights read", "N·s: every weight, once per pass"], ["cache read", "S rows of 2·L·H_kv·d_h·s bytes"],
         ["cache written", "new rows of 2·L·H_kv·d_h·s bytes"],
-        ["bytes moved", "minigpt.costs.prefill_bytes (prefill, no-cache steps) or decode_step_bytes, Eq. (3.5)"],
+        ["bytes read", "weights + cache read, Eq. (3.5)"],
         ["time", "measured in this browser around the forward pass"], ["next word", ""],
         ["top candidates", "the three most likely next words"]];
       this.table = h("table", { class: "mgl-steps" }, [h("thead", {}, [h("tr", {}, head.map(([x, title]) =>
@@ -240,7 +236,7 @@
 
     show(step) {
       const c = this.c, C = this.C, tok = this.model.tokenizer, gen = this.gen;
-      const cost = stepCosts(C, c, step, gen.useCache);
+      const cost = stepCosts(C, c, this.model.N_params, step, gen.useCache);
       const top = this.F.topCandidates(step.probs, 5);
       this.steps.push(Object.assign({}, step, cost, { top }));
       const tr = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
