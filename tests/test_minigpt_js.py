@@ -323,3 +323,16 @@ def test_seeded_sampling(asset: Path) -> None:
     assert top1 == [2] * 50 and greedy == [2] * 5
     tokens = [[s["token"] for s in g["steps"]] for g in (g5, g5_again, g6)]
     assert tokens[0] == tokens[1] != tokens[2]
+
+
+def test_export_command_writes_every_asset_and_no_temporary_file(tmp_path: Path) -> None:
+    from minigpt.web_export import SCRIPTS, main
+
+    assert main([str(tmp_path / "web")]) == 0
+    written = sorted(p.name for p in (tmp_path / "web").iterdir())
+    assert written == sorted([WEIGHTS_ASSET, *SCRIPTS])
+    source = Path(__file__).resolve().parents[1] / "minigpt" / "web"
+    for name in SCRIPTS:
+        assert (tmp_path / "web" / name).read_text(encoding="utf-8") == (source / name).read_text(encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        main([str(tmp_path / "other"), "--checkpoint", str(tmp_path / "missing")])
