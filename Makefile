@@ -7,6 +7,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 VENDOR  := _build/.assets.stamp
+# MiniGPT in the browser: its weights exported from the shipped checkpoint (never committed) and
+# the page's scripts, published as <site>/minigpt-web/ (html_extra_path).
+WEB     := _build/assets/minigpt-web/minigpt_weights.js
 # Reproducible notebook runs: same hash seed everywhere; MINIGPT_DEVICE (cpu|cuda) passes through.
 export PYTHONHASHSEED := 0
 
@@ -20,7 +23,7 @@ help:
 	@echo "make book        build the static site into _build/html (warnings are errors)"
 	@echo "make test        lint, unit tests, nbval over every notebook, book build, browser check"
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
-	@echo "make bench       speed and memory benchmarks (scripts/bench.py)"
+	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py)"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
 
@@ -38,7 +41,10 @@ install: $(STAMP)
 $(VENDOR): package.json package-lock.json scripts/vendor_assets.sh
 	scripts/vendor_assets.sh
 
-book: $(STAMP) $(VENDOR)
+$(WEB): $(STAMP) minigpt/data/minigpt.safetensors minigpt/data/minigpt.json minigpt/book/web_export.py $(wildcard minigpt/web/*)
+	$(BIN)/python -m minigpt.book.web_export $(dir $@)
+
+book: $(STAMP) $(VENDOR) $(WEB)
 	$(BIN)/jupyter-book build . -n -W --keep-going
 
 lint: $(STAMP)
@@ -64,6 +70,7 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
+	$(BIN)/python scripts/bench_browser.py
 
 clean:
 	rm -rf _build

@@ -92,8 +92,9 @@ def browser():
 class Visit:
     """One page load with its console errors and the requests that tried to leave localhost."""
 
-    def __init__(self, browser, url: str) -> None:
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, url: str, **context_options) -> None:
+        """`context_options` go to `browser.new_context` (e.g. a phone's viewport and is_mobile)."""
+        self.context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **context_options})
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.external: list[str] = []

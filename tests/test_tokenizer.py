@@ -116,3 +116,12 @@ def test_small_custom_vocab() -> None:
     tok = Tokenizer(["<pad>", ".", "hi"])
     assert tok.V == 3 and tok.encode("hi hi .") == [2, 2, 1]
     assert repr(tok) == "Tokenizer(V=3)"
+
+
+def test_unknown_words_come_with_the_nearest_words() -> None:
+    with pytest.raises(ValueError, match="nearest: 'yesterday': Yesterday, .*'wrked': worked, "):
+        TOK.encode("yesterday I wrked .")
+    assert TOK.nearest("worked.", 1) == ["worked"] and TOK.nearest("Teachers", 2)[0] == "teachers"
+    assert "<pad>" not in TOK.nearest("<pad", 5)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        TOK.nearest("he", 0)

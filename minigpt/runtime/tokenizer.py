@@ -84,6 +84,19 @@ class Tokenizer:
             words.append(self._words[index])
         return " ".join(words)
 
+    def nearest(self, word: str, n: int = 3) -> list[str]:
+        """The n vocabulary words nearest to `word`: edit distance ignoring case, then with case, then id.
+
+        "<pad>" is never suggested. `minigpt/web/minigpt_forward.js` (`Tokenizer.nearest`) does the same.
+        """
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        low = word.lower()
+        ranked = sorted(
+            (_edit_distance(low, w.lower()), _edit_distance(word, w), i) for i, w in enumerate(self._words) if i
+        )
+        return [self._words[i] for _, _, i in ranked[:n]]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description, {"kind": "word", "vocab": [...]}, for checkpoints."""
         return {"kind": "word", "vocab": list(self._words)}
@@ -108,6 +121,19 @@ class Tokenizer:
         return f"Tokenizer(V={self.V})"
 
     def _unknown_message(self, unknown: list[str]) -> str:
+        nearest = "; ".join(f"{w!r}: {', '.join(self.nearest(w))}" for w in unknown[:5])
         return (
-            f"unknown words {unknown!r} — the vocabulary has {self.V} words; see minigpt.corpus.grammar.vocabulary()"
+            f"unknown words {unknown!r} — the vocabulary has {self.V} words (case-sensitive, '.' is a word of "
+            f"its own); nearest: {nearest}; see minigpt.corpus.grammar.vocabulary()"
         )
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: the fewest single-character insertions, deletions and substitutions from a to b."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]

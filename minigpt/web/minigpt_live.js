@@ -1,0 +1,498 @@
+// MiniGPT live: the page that runs MiniGPT in the reader's browser and draws its KV cache filling.
+// Needs MiniGPTForward (minigpt_forward.js) and MiniGPTCosts (costs.js) loaded first; loads the
+// weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
+// Every count beside a step comes from MiniGPTCosts, the browser twin of minigpt.costs.
+(function (root) {
+  "use strict";
+  const SCRIPT_URL = document.currentScript && document.currentScript.src;
+  const SVG = "http://www.w3.org/2000/svg";
+  const EXAMPLES = ["Yesterday I worked and he", "Every day she", "Tomorrow the teachers will", "Last night my uncle"];
+
+  function h(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const k in attrs || {}) {
+      if (k === "text") node.textContent = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    }
+    for (const c of children || []) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    return node;
+  }
+
+  function svg(tag, attrs, parent) {
+    const node = document.createElementNS(SVG, tag);
+    for (const k in attrs) node.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  const group = (n) => Math.round(n).toLocaleString("en-US");
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+
+  // ---- The costs of one step, from the book's formulas (2 FLOPs per multiply-add, fp32: s = 4) ----
+  // N_params is the number of weights the page loaded (tests/test_minigpt_js.py: = minigpt.costs.param_count).
+  function stepCosts(C, c, N_params, step, useCache) {
+    const model = { L: c.L, d: c.d, H_kv: c.H_kv, d_h: c.d_h, d_ffn: c.d_ffn, V: c.V };
+    const s = 4, shape = { L: c.L, H_kv: c.H_kv, d_h: c.d_h, s };
+    const weights = C.weight_bytes({ N_params, s });
+    const kvToken = C.kv_bytes_per_token(shape);
+    const cached = step.phase === "decode" && useCache;
+    const S = cached ? step.S : 0;  // cached rows this pass reads: none for a prefill or without a cache
+    return {
+      // Without the cache every step is a prefill of all S + 1 tokens.
+      flops: cached ? C.decode_step_flops(Object.assign({ S: step.S }, model))
+        : C.prefill_flops(Object.assign({ P: step.T }, model)),
+      weights,
+      cacheRead: C.kv_cache_bytes(Object.assign({ S }, shape)),
+      cacheWritten: useCache ? C.kv_cache_bytes(Object.assign({ S: step.T }, shape)) : 0,
+      bytes: C.decode_step_bytes({ weight_bytes: weights, kv_bytes_per_token: kvToken, S }),  // Eq. (3.5)
+    };
+  }
+
+  // FLOPs of step t of a generation of a P-token prompt, with the cache and without it.
+  function flopsBoth(C, c, P, t) {
+    const model = { L: c.L, d: c.d, H_kv: c.H_kv, d_h: c.d_h, d_ffn: c.d_ffn, V: c.V };
+    const cached = t === 0 ? C.prefill_flops(Object.assign({ P }, model, { L: c.L }))
+      : C.decode_step_flops(Object.assign({ S: P + t - 1 }, model, { L: c.L }));
+    return { cached, uncached: C.prefill_flops(Object.assign({ P: P + t }, model, { L: c.L })) };
+  }
+
+  class Live {
+    constructor(box, F, C, model) {
+      this.box = box; this.F = F; this.C = C; this.model = model; this.c = model.config;
+      this.running = false; this.stopRequested = false;
+      this.build();
+      this.reset();
+      box.setAttribute("data-state", "ready");
+    }
+
+    build() {
+      const c = this.c, box = this.box;
+      box.textContent = "";
+      const field = (label, input, hint) => h("label", { class: "mgl-field" },
+        [h("span", { text: label }), input].concat(hint ? [h("small", { text: hint })] : []));
+      this.prompt = h("input", { type: "text", class: "mgl-prompt", value: EXAMPLES[0], autocomplete: "off",
+        autocapitalize: "off", spellcheck: "false", "aria-label": "prompt" });
+      this.D = h("input", { type: "number", class: "mgl-D", value: "12", min: "1", max: String(c.S_max), step: "1" });
+      this.mode = h("select", { class: "mgl-mode" }, [
+        h("option", { value: "cache", text: "with the KV cache" }),
+        h("option", { value: "nocache", text: "no cache: recompute every step" })]);
+      this.temperature = h("input", { type: "number", class: "mgl-temperature", value: "0", min: "0", step: "0.1" });
+      this.topK = h("input", { type: "number", class: "mgl-topk", value: "", min: "1", max: String(c.V), step: "1",
+        placeholder: "all " + c.V });
+      this.seed = h("input", { type: "number", class: "mgl-seed", value: "0", min: "0", step: "1" });
+      this.pace = h("select", { class: "mgl-pace" }, [
+        h("option", { value: "250", text: "watch (250 ms per step)" }),
+        h("option", { value: "40", text: "fast" }),
+        h("option", { value: "0", text: "no pause" })]);
+      this.go = h("button", { type: "button", class: "mgl-generate", text: "Generate" });
+      this.stop = h("button", { type: "button", class: "mgl-stop", text: "Stop", disabled: "" });
+      const examples = h("div", { class: "mgl-examples" }, [h("span", { text: "try: " })].concat(EXAMPLES.map((e) => {
+        const b = h("button", { type: "button", class: "mgl-example", text: e });
+        b.addEventListener("click", () => { this.prompt.value = e; this.message(""); });
+        return b;
+      })));
+      this.msg = h("div", { class: "mgl-message", role: "alert", "aria-live": "polite" });
+      this.text = h("p", { class: "mgl-text", "aria-live": "polite" });
+      this.status = h("p", { class: "mgl-status" });
+      // The cache.
+      this.layerPick = h("select", { class: "mgl-layer" }, [h("option", { value: "all", text: "all " + c.L + " layers" })]
+        .concat(Array.from({ length: c.L }, (_, l) => h("option", { value: String(l), text: "layer " + l }))));
+      this.cacheTitle = h("div", { class: "mgl-cache-title" });
+      this.cacheBytes = h("div", { class: "mgl-cache-bytes" });
+      this.canvas = h("canvas", { class: "mgl-canvas", "aria-label": "KV cache rows" });
+      this.scroller = h("div", { class: "mgl-scroll" }, [this.canvas]);
+      this.cacheBox = h("div", { class: "mgl-cache", "data-S": "0", "data-rows": "0" },
+        [this.cacheTitle, this.cacheBytes, h("label", { class: "mgl-field mgl-inline" },
+          [h("span", { text: "show" }), this.layerPick]), this.scroller]);
+      // The next-word distribution and the step table.
+      this.dist = h("div", { class: "mgl-dist" });
+      this.tbody = h("tbody");
+      const head = [["step", "0 is the prefill"], ["phase", ""], ["T", "tokens fed to this forward pass"],
+        ["S", "tokens already in the cache before it"], ["FLOPs", "Eq. (1.2) or (1.3) with the LM head, 2 per multiply-add"],
+        ["weights read", "N·s: every weight, once per pass"], ["cache read", "S rows of 2·L·H_kv·d_h·s bytes"],
+        ["cache written", "new rows of 2·L·H_kv·d_h·s bytes"],
+        ["bytes read", "weights + cache read, Eq. (3.5)"],
+        ["time", "measured in this browser around the forward pass"], ["next word", ""],
+        ["top candidates", "the three most likely next words"]];
+      this.table = h("table", { class: "mgl-steps" }, [h("thead", {}, [h("tr", {}, head.map(([x, title]) =>
+        h("th", title ? { text: x, title } : { text: x })))]), this.tbody]);
+      this.totals = h("p", { class: "mgl-totals" });
+      this.flopPlot = svg("svg", { class: "mgl-plot mgl-flops", viewBox: "0 0 520 250", role: "img",
+        "aria-label": "cumulative FLOPs with and without the cache" });
+      this.timePlot = svg("svg", { class: "mgl-plot mgl-times", viewBox: "0 0 520 200", role: "img",
+        "aria-label": "measured time per step" });
+
+      box.append(
+        h("div", { class: "mgl-form" }, [
+          field("prompt (words of MiniGPT's vocabulary, '.' as its own word)", this.prompt),
+          examples,
+          h("div", { class: "mgl-row" }, [
+            field("new tokens D", this.D, "D ≤ S_max − P + 1"), field("mode", this.mode),
+            field("temperature", this.temperature, "0 = greedy"), field("top-k", this.topK, "empty = all"),
+            field("seed", this.seed), field("pace", this.pace)]),
+          h("div", { class: "mgl-row" }, [this.go, this.stop])]),
+        this.msg, this.status, this.text,
+        h("div", { class: "mgl-panels" }, [this.cacheBox, h("div", { class: "mgl-dist-box" },
+          [h("div", { class: "mgl-cache-title", text: "next-word distribution" }), this.dist])]),
+        h("div", { class: "mgl-table-scroll" }, [this.table]), this.totals,
+        h("div", { class: "mgl-plots" }, [this.flopPlot, this.timePlot]));
+      this.go.addEventListener("click", () => this.generate());
+      this.stop.addEventListener("click", () => { this.stopRequested = true; });
+      this.prompt.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); this.generate(); } });
+      this.layerPick.addEventListener("change", () => this.drawCache());
+      if (box.clientWidth && box.clientWidth < 560) this.layerPick.value = "0";
+      root.addEventListener("resize", () => this.drawCache());
+    }
+
+    message(text, kind, suggestions) {
+      this.msg.textContent = "";
+      this.msg.setAttribute("data-kind", text ? kind || "info" : "");
+      if (!text) return;
+      this.msg.appendChild(h("span", { text }));
+      for (const [word, near] of Object.entries(suggestions || {})) {
+        const line = h("div", { class: "mgl-suggest" }, [h("span", { text: "“" + word + "”: did you mean " })]);
+        near.forEach((w, i) => {
+          const b = h("button", { type: "button", class: "mgl-suggestion", text: w });
+          b.addEventListener("click", () => this.replaceWord(word, w));
+          line.append(b, i < near.length - 1 ? " " : "?");
+        });
+        this.msg.appendChild(line);
+      }
+    }
+
+    replaceWord(word, replacement) {
+      const words = this.model.tokenizer.words(this.prompt.value).map((w) => (w === word ? replacement : w));
+      this.prompt.value = words.join(" ");
+      this.message("");
+    }
+
+    // Parse the form into a request, or show what is wrong and return null.
+    request() {
+      const c = this.c, tok = this.model.tokenizer;
+      let ids;
+      try {
+        ids = tok.encode(this.prompt.value);
+      } catch (e) {
+        const hint = e.unknown && e.unknown.some((w) => /[.,;:!?]$/.test(w)) ? " Write “.” as its own word." : "";
+        this.message("Not in MiniGPT's vocabulary of " + c.V + " words: " + e.unknown.map((w) => "“" + w + "”")
+          .join(", ") + ". Words are case-sensitive." + hint, "error", e.suggestions);
+        return null;
+      }
+      if (!ids.length) {
+        this.message("Type a prompt first: generation needs at least one prompt token (P ≥ 1).", "error");
+        return null;
+      }
+      const num = (input) => (input.value.trim() === "" ? null : Number(input.value));
+      const D = num(this.D), temperature = num(this.temperature) === null ? 0 : num(this.temperature);
+      const topK = num(this.topK), seed = num(this.seed) === null ? 0 : num(this.seed);
+      const useCache = this.mode.value === "cache";
+      try {
+        if (D === null) throw new RangeError("new tokens D must be an integer >= 1, got nothing");
+        this.F.checkRequest(this.model, ids, D);
+        if (temperature > 0) this.F.rngFromSeed(seed);
+        return new this.F.Generation(this.model, ids, { D, useCache, temperature, topK, seed });
+      } catch (e) {
+        this.message("Cannot generate: " + e.message + ".", "error");
+        return null;
+      }
+    }
+
+    reset() {
+      this.gen = null; this.steps = []; this.tbody.textContent = ""; this.dist.textContent = "";
+      this.text.textContent = ""; this.totals.textContent = ""; this.status.textContent = "";
+      this.box.setAttribute("data-steps", "0");
+      this.box.removeAttribute("data-output");
+      this.drawCache(); this.drawPlots();
+    }
+
+    async generate() {
+      if (this.running) return;
+      const gen = this.request();
+      if (!gen) return;
+      this.message("");
+      this.reset();
+      this.gen = gen;
+      this.running = true; this.stopRequested = false;
+      this.go.disabled = true; this.stop.disabled = false;
+      this.box.setAttribute("data-state", "running");
+      try {
+        const pace = Number(this.pace.value);
+        while (!gen.done && !this.stopRequested) {
+          const step = gen.step();
+          this.show(step);
+          await frame();
+          if (pace) await sleep(pace);
+        }
+        this.status.textContent = this.stopRequested ? "Stopped after " + gen.tokens.length + " of D = " + gen.D +
+          " tokens." : this.summary();
+      } catch (e) {
+        this.message("Generation stopped: " + e.message, "error");
+      } finally {
+        this.running = false; this.go.disabled = false; this.stop.disabled = true;
+        this.box.setAttribute("data-state", "done");
+      }
+    }
+
+    show(step) {
+      const c = this.c, C = this.C, tok = this.model.tokenizer, gen = this.gen;
+      const cost = stepCosts(C, c, this.model.N_params, step, gen.useCache);
+      const top = this.F.topCandidates(step.probs, 5);
+      this.steps.push(Object.assign({}, step, cost, { top }));
+      const tr = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
+      const cells = [String(step.index), step.phase, String(step.T), String(step.S), C.fmt_flops(cost.flops),
+        C.fmt_bytes(cost.weights), C.fmt_bytes(cost.cacheRead), C.fmt_bytes(cost.cacheWritten), C.fmt_bytes(cost.bytes),
+        step.ms.toFixed(2) + " ms", tok.vocab[step.token],
+        top.slice(0, 3).map((x) => tok.vocab[x.id] + " " + (100 * x.p).toFixed(0) + "%").join(" · ")];
+      cells.forEach((x, i) => tr.appendChild(h("td", { text: x, class: i === 10 ? "mgl-word" : "" })));
+      this.tbody.appendChild(tr);
+      const scroll = this.tbody.parentNode.parentNode;
+      scroll.scrollTop = scroll.scrollHeight;
+      // The text: prompt, then the new words.
+      this.text.textContent = "";
+      gen.seq.forEach((id, i) => this.text.append(h("span", {
+        class: i < gen.P ? "mgl-p" : "mgl-new", text: tok.vocab[id] }), " "));
+      this.box.setAttribute("data-output", tok.decode(gen.tokens));
+      this.box.setAttribute("data-steps", String(this.steps.length));
+      this.status.textContent = step.phase === "prefill"
+        ? "Prefill: all P = " + step.T + " prompt tokens in one pass" + (gen.useCache ? ", " + step.T +
+          " rows written to every layer of the cache." : " (no cache: their keys and values are dropped).")
+        : gen.useCache ? "Decode step " + step.index + ": one token against S = " + step.S +
+          " cached tokens, one row appended per layer."
+          : "Step " + step.index + " without a cache: a full forward over all " + step.T + " tokens again.";
+      this.drawDistribution(top);
+      this.drawCache();
+      this.drawPlots();
+    }
+
+    summary() {
+      const C = this.C, steps = this.steps, gen = this.gen;
+      const flops = steps.reduce((a, s) => a + s.flops, 0), ms = steps.reduce((a, s) => a + s.ms, 0);
+      const other = steps.reduce((a, s, t) => a + flopsBoth(C, this.c, gen.P, t)[gen.useCache ? "uncached" : "cached"], 0);
+      const decode = steps.slice(1), decodeMs = decode.reduce((a, s) => a + s.ms, 0);
+      this.totals.textContent = "Total: " + C.fmt_flops(flops) + " counted in " + ms.toFixed(1) + " ms (prefill " +
+        steps[0].ms.toFixed(2) + " ms" + (decode.length ? ", decode steps " + (decodeMs / decode.length).toFixed(2) +
+        " ms on average" : "") + "). " + (gen.useCache ? "Without the cache: " : "With the cache: ") +
+        C.fmt_flops(other) + " (" + (gen.useCache ? other / flops : flops / other).toFixed(1) + "× " +
+        (gen.useCache ? "more" : "fewer") + ").";
+      return "Done: " + gen.tokens.length + " new tokens.";
+    }
+
+    drawDistribution(top) {
+      const tok = this.model.tokenizer, T = this.gen.sampling.temperature;
+      this.dist.textContent = "";
+      this.dist.appendChild(h("small", { text: T > 0 ? "sampled from softmax(logits / " + T + ")" +
+        (this.gen.sampling.topK ? " over the top " + this.gen.sampling.topK : "") + ", seed " + this.seed.value
+        : "greedy: the most likely word is taken; probabilities are softmax(logits)" }));
+      const chosen = this.gen.tokens[this.gen.tokens.length - 1];
+      for (const { id, p } of top) {
+        const bar = h("span", { class: "mgl-bar" });
+        bar.style.width = (100 * p).toFixed(1) + "%";
+        this.dist.appendChild(h("div", { class: "mgl-cand" + (id === chosen ? " mgl-chosen" : "") }, [
+          h("span", { class: "mgl-cand-word", text: tok.vocab[id] }), h("span", { class: "mgl-bar-box" }, [bar]),
+          h("span", { class: "mgl-cand-p", text: (100 * p).toFixed(p > 0.9995 ? 0 : 1) + " %" })]));
+      }
+    }
+
+    // The cache as it is: for each layer, K and V, each H_kv heads × d_h values, one row per token.
+    drawCache() {
+      const c = this.c, C = this.C, gen = this.gen, cache = gen && gen.cache;
+      const S = cache ? cache.S : 0;
+      const layers = this.layerPick.value === "all" ? Array.from({ length: c.L }, (_, l) => l) : [Number(this.layerPick.value)];
+      this.cacheTitle.textContent = "KV cache [L, H_kv, S, d_h] = [" + c.L + ", " + c.H_kv + ", " + S + ", " + c.d_h + "]" +
+        " for keys and for values";
+      const used = C.kv_cache_bytes({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4, S });
+      const allocated = C.kv_cache_bytes({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4, S: c.S_max });
+      this.cacheBytes.textContent = gen && !gen.useCache
+        ? "No cache in this mode: every step recomputes the keys and values of all tokens and drops them."
+        : "S = " + S + " rows × " + group(C.kv_bytes_per_token({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4 })) +
+          " B (2·L·H_kv·d_h·s, fp32) = " + C.fmt_bytes(used) + " used of " + C.fmt_bytes(allocated) +
+          " allocated (S_max = " + c.S_max + ")";
+      this.cacheBox.setAttribute("data-S", String(S));
+      this.cacheBox.setAttribute("data-bytes", String(used));
+      const width = Math.max(this.scroller.clientWidth || 320, 240);
+      const labelW = 72, gapHead = 1, gapKV = 4, gapLayer = 8;
+      const cols = layers.length * 2 * c.H_kv * c.d_h;
+      const gaps = layers.length * (2 * (c.H_kv - 1) * gapHead + gapKV) + (layers.length - 1) * gapLayer;
+      const cell = Math.max(1, Math.floor((width - labelW - gaps - 4) / cols));
+      const rowH = 11, top = 16;
+      const rows = Math.max(S, 1);
+      const dpr = root.devicePixelRatio || 1;
+      const W = labelW + cols * cell + gaps + 4, Hpx = top + rows * rowH + 2;
+      this.canvas.width = Math.round(W * dpr); this.canvas.height = Math.round(Hpx * dpr);
+      this.canvas.style.width = W + "px"; this.canvas.style.height = Hpx + "px";
+      const g = this.canvas.getContext("2d");
+      g.setTransform(dpr, 0, 0, dpr, 0, 0);
+      g.clearRect(0, 0, W, Hpx);
+      g.font = "10px sans-serif"; g.textBaseline = "middle";
+      let drawn = 0;
+      let x = labelW;
+      const starts = [];
+      for (const l of layers) {
+        for (const kv of ["K", "V"]) {
+          starts.push([l, kv, x]);
+          x += c.H_kv * c.d_h * cell + (c.H_kv - 1) * gapHead + (kv === "K" ? gapKV : 0);
+        }
+        x += gapLayer;
+      }
+      g.fillStyle = "#555";
+      for (const [l, kv, x0] of starts) g.fillText("L" + l + " " + kv, x0, 7);
+      if (!cache || S === 0) {
+        g.fillStyle = "#888";
+        g.fillText(cache ? "empty: press Generate" : gen ? "not used" : "empty", 4, top + rowH / 2);
+      } else {
+        const scale = new Float64Array(c.L);
+        for (const l of layers) {
+          let m = 1e-6;
+          for (const a of [cache.k, cache.v]) {
+            for (let hk = 0; hk < c.H_kv; hk++) {
+              const o = cache.index(l, hk, 0);
+              for (let i = 0; i < S * c.d_h; i++) m = Math.max(m, Math.abs(a[o + i]));
+            }
+          }
+          scale[l] = m;
+        }
+        const lastStep = this.steps[this.steps.length - 1];
+        const firstNew = lastStep ? S - (lastStep.phase === "prefill" ? lastStep.T : 1) : S;
+        for (let r = 0; r < S; r++) {
+          const y = top + r * rowH;
+          g.fillStyle = r < gen.P ? "#dbe9f7" : "#fde7cf";
+          g.fillRect(0, y, labelW - 4, rowH - 1);
+          g.fillStyle = "#222";
+          g.fillText(String(r).padStart(3, " ") + " " + this.model.tokenizer.vocab[gen.seq[r]], 2, y + rowH / 2);
+          for (const [l, kv, x0] of starts) {
+            const a = kv === "K" ? cache.k : cache.v;
+            for (let hk = 0; hk < c.H_kv; hk++) {
+              const o = cache.index(l, hk, r);
+              const hx = x0 + hk * (c.d_h * cell + gapHead);
+              for (let i = 0; i < c.d_h; i++) {
+                const v = Math.max(-1, Math.min(1, a[o + i] / scale[l]));
+                const t = Math.round(255 * (1 - Math.abs(v)));
+                g.fillStyle = v >= 0 ? "rgb(255," + t + "," + t + ")" : "rgb(" + t + "," + t + ",255)";
+                g.fillRect(hx + i * cell, y, cell, rowH - 1);
+              }
+            }
+          }
+          if (r >= firstNew) {
+            g.strokeStyle = "#e67e00"; g.lineWidth = 1.5;
+            g.strokeRect(labelW - 2, y + 0.5, W - labelW - 1, rowH - 2);
+          }
+          drawn += 1;
+        }
+      }
+      this.cacheBox.setAttribute("data-rows", String(drawn));
+      this.scroller.scrollTop = this.scroller.scrollHeight;
+    }
+
+    drawPlots() {
+      const C = this.C, c = this.c, gen = this.gen, steps = this.steps;
+      for (const plot of [this.flopPlot, this.timePlot]) while (plot.firstChild) plot.removeChild(plot.firstChild);
+      if (!gen || !steps.length) return;
+      const n = gen.D, P = gen.P;
+      let a = 0, b = 0;
+      const cached = [], uncached = [];
+      for (let t = 0; t < n; t++) {
+        const f = flopsBoth(C, c, P, t);
+        a += f.cached; b += f.uncached;
+        cached.push(a); uncached.push(b);
+      }
+      const run = gen.useCache ? "cached" : "uncached";
+      this.flopPlot.setAttribute("data-cached", String(a));
+      this.flopPlot.setAttribute("data-uncached", String(b));
+      this.lineChart(this.flopPlot, n, [
+        { ys: uncached, color: "#c0392b", label: "no cache" + (run === "uncached" ? " (this run)" : " (formula)"),
+          upto: run === "uncached" ? steps.length : n },
+        { ys: cached, color: "#1f6fb2", label: "KV cache" + (run === "cached" ? " (this run)" : " (formula)"),
+          upto: run === "cached" ? steps.length : n }],
+      "step (0 = prefill)", "cumulative FLOPs", (v) => C.fmt_flops(v).replace(/ ?FLOP$/, ""));
+      this.barChart(this.timePlot, n, steps.map((s) => s.ms), "step (0 = prefill)", "measured ms per step");
+    }
+
+    axes(g, W, H, m, n, yMax, xLabel, yLabel, fmt) {
+      svg("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999" }, g);
+      for (let i = 0; i <= 4; i++) {
+        const v = (yMax * i) / 4, y = H - m.b - ((H - m.t - m.b) * i) / 4;
+        svg("line", { x1: m.l, x2: W - m.r, y1: y, y2: y, stroke: "#eee" }, g);
+        svg("text", { x: m.l - 4, y: y + 4, "text-anchor": "end" }, g).textContent = fmt(v);
+      }
+      const stride = Math.max(1, Math.ceil(n / 8));
+      for (let t = 0; t < n; t += stride) {
+        const x = m.l + ((t + 0.5) / n) * (W - m.l - m.r);
+        svg("text", { x, y: H - m.b + 13, "text-anchor": "middle" }, g).textContent = String(t);
+      }
+      svg("text", { x: (m.l + W - m.r) / 2, y: H - 4, "text-anchor": "middle" }, g).textContent = xLabel;
+      svg("text", { x: 10, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
+        transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")" }, g).textContent = yLabel;
+    }
+
+    lineChart(plot, n, series, xLabel, yLabel, fmt) {
+      const W = 520, H = 250, m = { l: 64, r: 10, t: 36, b: 34 };
+      const yMax = Math.max(...series.map((s) => s.ys[s.ys.length - 1]));
+      const g = svg("g", { "font-size": "11", fill: "currentColor" }, plot);
+      this.axes(g, W, H, m, n, yMax, xLabel, yLabel, fmt);
+      const X = (t) => m.l + ((t + 0.5) / n) * (W - m.l - m.r), Y = (v) => H - m.b - (v / yMax) * (H - m.t - m.b);
+      series.forEach((s, i) => {
+        const pts = s.ys.map((v, t) => X(t).toFixed(1) + "," + Y(v).toFixed(1));
+        svg("polyline", { points: pts.join(" "), fill: "none", stroke: s.color, "stroke-dasharray": "4 3",
+          "stroke-width": 1 }, g);
+        svg("polyline", { points: pts.slice(0, s.upto).join(" "), fill: "none", stroke: s.color, "stroke-width": 2.5,
+          "data-series": s.label }, g);
+        svg("text", { x: m.l, y: 12 + 14 * i, fill: s.color }, g).textContent = "— " + s.label + ": " +
+          this.C.fmt_flops(s.ys[s.ys.length - 1]) + " for D = " + n;
+      });
+    }
+
+    barChart(plot, n, ms, xLabel, yLabel) {
+      const W = 520, H = 200, m = { l: 64, r: 10, t: 12, b: 34 };
+      const yMax = Math.max(...ms, 0.01);
+      const g = svg("g", { "font-size": "11", fill: "currentColor" }, plot);
+      this.axes(g, W, H, m, n, yMax, xLabel, yLabel, (v) => v.toFixed(v < 1 ? 2 : 1));
+      const bw = (W - m.l - m.r) / n;
+      ms.forEach((v, t) => {
+        const y = H - m.b - (v / yMax) * (H - m.t - m.b);
+        svg("rect", { x: m.l + t * bw + bw * 0.15, y, width: Math.max(bw * 0.7, 1), height: H - m.b - y,
+          fill: t === 0 ? "#1f6fb2" : this.gen.useCache ? "#e67e00" : "#c0392b" }, g);
+      });
+    }
+  }
+
+  function loadScript(url) {
+    return new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = url;
+      s.onload = () => resolve();
+      s.onerror = () => reject(new Error("could not load " + url));
+      document.head.appendChild(s);
+    });
+  }
+
+  async function start(box) {
+    if (box.getAttribute("data-state")) return;
+    box.setAttribute("data-state", "loading");
+    box.textContent = "Loading MiniGPT's weights (about 1 MB, from this site)…";
+    try {
+      const F = root.MiniGPTForward, C = root.MiniGPTCosts;
+      if (!F || !C) throw new Error("minigpt_forward.js and costs.js must load before minigpt_live.js");
+      if (!root.MiniGPTWeights) {
+        const base = box.getAttribute("data-assets") || (SCRIPT_URL || "").replace(/[^/]*$/, "");
+        await loadScript(base + "minigpt_weights.js");
+      }
+      const model = F.loadModel(root.MiniGPTWeights);
+      // One warm-up pass of each shape, so the first measured step times the model, not the JIT compiler.
+      new F.Generation(model, [1, 1], { D: 2 }).step();
+      F.forward(model, [1], null, true);
+      box.live = new Live(box, F, C, model);
+    } catch (e) {
+      box.setAttribute("data-state", "error");
+      box.textContent = "MiniGPT could not start: " + e.message +
+        ". The weights are written by the site build (`make book`, minigpt.book.web_export).";
+    }
+  }
+
+  function startAll() {
+    document.querySelectorAll("div.mgl[data-minigpt-live]").forEach(start);
+  }
+  root.MiniGPTLive = { start, startAll, stepCosts };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startAll);
+  else startAll();
+})(typeof globalThis !== "undefined" ? globalThis : this);
