@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from minigpt import MiniGPT, ModelConfig, Pretrained, Tokenizer, costs, load_pretrained
-from minigpt.corpus import generate_sentences
 from minigpt.book.web_export import WEIGHTS_ASSET, export_web_assets, web_weights
+from minigpt.corpus import generate_sentences
 
 NODE = shutil.which("node")
 FORWARD_JS = Path(__file__).resolve().parents[1] / "minigpt" / "web" / "minigpt_forward.js"
