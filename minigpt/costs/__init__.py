@@ -14,7 +14,7 @@ Optional model symbols default to the course page's case: ``H_kv=None, d_h=None`
 attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0`` leaves the LM head
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
-Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic` and `roofline` (3),
+Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
 `wall_clock` and `text_rates` (4), `format` (the prose), `presets` (published models and chips).
 """
 
@@ -44,10 +44,14 @@ from minigpt.costs.memory import (
     max_context,
     weight_bytes,
 )
+from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
 from minigpt.costs.roofline import (
     arithmetic_intensity,
     attainable_flops,
+    attention_bytes,
+    attention_flops,
+    attention_intensity,
     decode_intensity,
     decode_tok_s_ceiling,
     prefill_intensity,
@@ -55,7 +59,7 @@ from minigpt.costs.roofline import (
 )
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
-from minigpt.costs.wall_clock import WallClock, wall_clock
+from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, wall_clock
 
 # The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
 FORMULAS = (
@@ -69,6 +73,8 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
+    "attention_flops", "attention_bytes", "attention_intensity", "tp_allreduce_bytes", "tp_decode_step_time",
+    "cost_per_million_tokens",
 )
 
 __all__ = [
@@ -80,4 +86,6 @@ __all__ = [
     "no_cache_flops", "no_cache_macs_seed", "non_embedding_matrix_params", "of", "param_count",
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
+    "attention_bytes", "attention_flops", "attention_intensity", "cost_per_million_tokens", "tp_allreduce_bytes",
+    "tp_decode_step_time",
 ]

@@ -27,3 +27,12 @@ def wall_clock(*, P: int, D: int, prefill_tok_s: float, decode_tok_s: float) -> 
     total = ttft + decode
     share = decode / total if total else 0.0
     return WallClock(ttft_s=ttft, decode_s=decode, total_s=total, decode_share=share)
+
+
+def cost_per_million_tokens(*, price_per_hour: float, tok_s: float) -> float:
+    """Cost of a million generated tokens, Eq. (4.3): price_per_hour · 10⁶ / (3600 · tok_s).
+
+    `tok_s` is the whole machine's output rate (all B sequences of a batch together) and
+    `price_per_hour` what that machine costs per hour, in any currency.
+    """
+    return _positive("price_per_hour", price_per_hour) * 1e6 / (3600 * _positive("tok_s", tok_s))

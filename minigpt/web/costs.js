@@ -178,6 +178,35 @@
     return { ttft_s, decode_s, total_s, decode_share: total_s ? decode_s / total_s : 0 };
   };
 
+  // ---- Chapter 3: attention's own intensity with a cache (Eq. 3.6) ----
+  function attnFlops(a) {
+    const T = int(a, "T", 1), S = int(a, "S", 0);
+    return 4n * int(a, "L", 1) * int(a, "B", 1, 1) * T * (S + T) * int(a, "d", 1);
+  }
+  function attnBytes(a) {
+    const kv = kvWidth(a), T = int(a, "T", 1), S = int(a, "S", 0), d = int(a, "d", 1);
+    return int(a, "L", 1) * int(a, "B", 1, 1) * (2n * (S + T) * kv + 2n * T * d) * int(a, "s", 1);
+  }
+  C.attention_flops = (a) => N(attnFlops(a));
+  C.attention_bytes = (a) => N(attnBytes(a));
+  C.attention_intensity = function (a) {
+    const one = Object.assign({}, a, { L: 1, B: 1 });
+    return N(attnFlops(one)) / N(attnBytes(one));
+  };
+
+  // ---- Chapter 3: tensor-parallel decode (Eqs. 3.7, 3.8) ----
+  C.tp_allreduce_bytes = (a) => N(2n * int(a, "L", 1) * int(a, "B", 1) * int(a, "d", 1) * int(a, "s", 1));
+  C.tp_decode_step_time = function (a) {
+    const n = N(int(a, "n_gpus", 1));
+    const memory = N(int(a, "bytes_per_step", 1)) / (n * num(a, "bandwidth", 0, true));
+    const link = ((2 * (n - 1)) / n) * N(int(a, "allreduce_bytes", 0)) / num(a, "link_bandwidth", 0, true);
+    return memory + link;
+  };
+
+  // ---- Chapter 4: cost per million output tokens (Eq. 4.3) ----
+  C.cost_per_million_tokens = (a) =>
+    (num(a, "price_per_hour", 0, true) * 1e6) / (3600 * num(a, "tok_s", 0, true));
+
   // ---- Formatting (same strings as the Python side) ----
   function checkN(n) {
     if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
@@ -220,6 +249,7 @@
     "H200": {"name": "H200", "memory_bytes": 150754820096, "bandwidth": 4800000000000.0, "peak_flops": 989000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h200/"},
     "RTX 4090": {"name": "RTX 4090", "memory_bytes": 25769803776, "bandwidth": 1008000000000.0, "peak_flops": 165200000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"},
     "Laptop GPU 8 GB": {"name": "Laptop GPU 8 GB", "memory_bytes": 8589934592, "bandwidth": 400000000000.0, "peak_flops": 20000000000000.0, "peak_flops_dtype": "fp16", "source": "illustrative, not a product: the 8 GB card of the course page 'Prefill vs Decode: two phases of one forward' with ~400 GB/s effective bandwidth; ~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU"},
+    "TPU v5e": {"name": "TPU v5e", "memory_bytes": 17179869184, "bandwidth": 819000000000.0, "peak_flops": 197000000000000.0, "peak_flops_dtype": "bf16", "source": "Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 819 GB/s HBM2 bandwidth, 16 GiB HBM2); https://cloud.google.com/tpu/docs/v5e"},
   };
   // ---- end of presets ----
 
