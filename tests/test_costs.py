@@ -432,3 +432,33 @@ def test_critical_batch_is_the_first_compute_bound_batch():
     # multi-head attention at 4,096 tokens: the asymptote stays below the ridge, no batch reaches it
     assert roofline.critical_batch(MODELS["Llama-2-7B"], S=4096, peak_flops=a100.peak_flops,
                                    bandwidth=a100.bandwidth) is None
+
+
+def test_decode_intensity_limit_is_approached_from_below_as_B_grows():
+    from minigpt.costs import roofline
+    from minigpt.costs.presets import HARDWARE, MODELS
+
+    h100 = HARDWARE["H100 SXM"]
+    for name in ("Llama-2-7B", "Llama-3-8B"):
+        m = MODELS[name]
+        limit = roofline.decode_intensity_limit(m, S=1024)
+        points = [roofline.decode_point(m, S=1024, B=B, peak_flops=h100.peak_flops, bandwidth=h100.bandwidth)
+                  for B in (1, 64, 10**6)]
+        assert points[0].intensity < points[1].intensity < points[2].intensity < limit
+        assert points[2].intensity == pytest.approx(limit, rel=1e-3)
+    with pytest.raises(ValueError, match="S must be"):
+        roofline.decode_intensity_limit(MODELS["MiniGPT"], S=0)
+
+
+@given(P=st.integers(0, 20_000), D=st.integers(0, 600), kv=st.integers(0, 10**6), W=st.integers(1, 10**10),
+       rate=st.floats(1.0, 1e4))
+@settings(max_examples=50)
+def test_decode_time_with_kv_is_the_sum_of_its_steps(P, D, kv, W, rate):
+    """Closed form = the step-by-step sum of Eq. (3.5)'s bytes over the weights' bytes, at the short-context rate."""
+    steps = sum(costs.decode_step_bytes(weight_bytes=W, kv_bytes_per_token=kv, S=P + t - 1) for t in range(1, D + 1))
+    got = costs.decode_time_with_kv(P=P, D=D, decode_tok_s=rate, weight_bytes=W, kv_bytes_per_token=kv)
+    assert math.isclose(got, steps / W / rate, rel_tol=1e-12, abs_tol=1e-15)
+    if kv == 0:
+        assert math.isclose(got, costs.wall_clock(P=P, D=D, prefill_tok_s=1, decode_tok_s=rate).decode_s)
+    with pytest.raises(ValueError, match="weight_bytes"):
+        costs.decode_time_with_kv(P=P, D=D, decode_tok_s=rate, weight_bytes=0, kv_bytes_per_token=kv)

@@ -59,7 +59,7 @@ from minigpt.costs.roofline import (
 )
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
-from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, wall_clock
+from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, decode_time_with_kv, wall_clock
 
 # The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
 FORMULAS = (
@@ -74,7 +74,7 @@ FORMULAS = (
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
     "attention_flops", "attention_bytes", "attention_intensity", "tp_allreduce_bytes", "tp_decode_step_time",
-    "cost_per_million_tokens",
+    "cost_per_million_tokens", "decode_time_with_kv",
 )
 
 __all__ = [
@@ -87,5 +87,5 @@ __all__ = [
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
     "attention_bytes", "attention_flops", "attention_intensity", "cost_per_million_tokens", "tp_allreduce_bytes",
-    "tp_decode_step_time",
+    "tp_decode_step_time", "decode_time_with_kv",
 ]

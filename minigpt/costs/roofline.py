@@ -210,20 +210,30 @@ def attention_intensity(
     return flops / attention_bytes(L=1, T=T, S=S, d=d, s=s, H_kv=H_kv, d_h=d_h)
 
 
+def decode_intensity_limit(model: ModelPreset, *, S: int, s: int = 2) -> float:
+    """The B → ∞ limit of a decode step's intensity: F₁ / (S·b_token), one sequence's FLOPs over its KV bytes.
+
+    F₁ ≈ 2N + 4·L·S·d (Eq. 1.3 at B = 1); the weight bytes of Eq. (3.5), shared by the batch, drop out.
+    """
+    _int("S", S, 1)
+    return model_step_flops(model, T=1, S=S, B=1) / (S * _kv_token(model, s))
+
+
 def critical_batch(
     model: ModelPreset, *, S: int, peak_flops: float, bandwidth: float, s: int = 2,
 ) -> int | None:
     """Smallest B whose decode step (FLOPs over Eq. (3.5)'s bytes) reaches the ridge, Eq. (3.3); None if none does.
 
-    The intensity B·F₁/(N·s + B·S·b_token) rises with B towards F₁/(S·b_token), F₁ = one sequence's
-    FLOPs; B_crit = ⌈I*·N·s / (F₁ − I*·S·b_token)⌉ exists only while that limit exceeds I* = π/BW.
+    The intensity B·F₁/(N·s + B·S·b_token) rises with B towards `decode_intensity_limit`; B_crit =
+    ⌈I*·N·s / (F₁ − I*·S·b_token)⌉ exists only while that limit exceeds the ridge I* = π/BW.
     """
     ridge = ridge_point(peak_flops=peak_flops, bandwidth=bandwidth)
-    flops_1 = model_step_flops(model, T=1, S=_int("S", S), B=1)
+    if _int("S", S) and decode_intensity_limit(model, S=S, s=s) <= ridge:
+        return None
+    flops_1 = model_step_flops(model, T=1, S=S, B=1)
     kv_step = S * _kv_token(model, s)
     weights = weight_bytes(N_params=model.N_params, s=s)
-    if flops_1 <= ridge * kv_step:
-        return None
+
     def compute_bound(B: int) -> bool:  # the bound the roofline points report; guards the ceil against rounding
         return decode_point(model, S=S, B=B, s=s, peak_flops=peak_flops, bandwidth=bandwidth).bound == "compute"
 

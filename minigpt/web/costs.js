@@ -207,6 +207,12 @@
   C.cost_per_million_tokens = (a) =>
     (num(a, "price_per_hour", 0, true) * 1e6) / (3600 * num(a, "tok_s", 0, true));
 
+  C.decode_time_with_kv = function (a) {
+    const P = int(a, "P", 0), D = int(a, "D", 0), W = int(a, "weight_bytes", 1), kv = int(a, "kv_bytes_per_token", 0);
+    const read = D * W + kv * (D * P + (D * (D - 1n)) / 2n);
+    return N(read) / N(W) / num(a, "decode_tok_s", 0, true);
+  };
+
   // ---- Formatting (same strings as the Python side) ----
   function checkN(n) {
     if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
