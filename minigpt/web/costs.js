@@ -98,7 +98,7 @@
   C.no_cache_flops = (a) => N(no_cache_big(a));
   C.cache_saving_factor = (a) => N(no_cache_big(a)) / N(prefill_big(a) + decode_big(a));
 
-  // ---- Chapter 1: seed 002's convention (1 per multiply-add, MHA, d_ffn = 4d, no LM head) ----
+  // ---- Chapter 1: the course page's convention (1 per multiply-add, MHA, d_ffn = 4d, no LM head) ----
   C.prefill_macs = function (a) {
     const L = int(a, "L", 1), P = int(a, "P", 1), d = int(a, "d", 1);
     return N(12n * L * P * d * d + 2n * L * P * P * d);
