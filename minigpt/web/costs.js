@@ -178,6 +178,31 @@
     return { ttft_s, decode_s, total_s, decode_share: total_s ? decode_s / total_s : 0 };
   };
 
+  // ---- Formatting (same strings as the Python side) ----
+  function checkN(n) {
+    if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
+      throw new RangeError("n must be a finite number >= 0, got " + n);
+    }
+  }
+  C.fmt_bytes = function (n, binary) {
+    checkN(n);
+    binary = binary === undefined ? true : binary;
+    const base = binary ? 1024 : 1000;
+    const units = binary ? ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] : ["B", "kB", "MB", "GB", "TB", "PB"];
+    if (n < base) return (Number.isInteger(n) ? String(n) : n.toFixed(0)) + " B";
+    let value = n, unit = 0;
+    while (value >= base && unit < units.length - 1) { value /= base; unit += 1; }
+    return value.toFixed(value < 100 ? 1 : 0) + " " + units[unit];
+  };
+  C.fmt_flops = function (n) {
+    checkN(n);
+    const prefixes = ["", "k", "M", "G", "T", "P", "E", "Z"];
+    let value = n, unit = 0;
+    while (value >= 1000 && unit < prefixes.length - 1) { value /= 1000; unit += 1; }
+    if (unit === 0) return value.toFixed(0) + " FLOP";
+    return value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP";
+  };
+
   // ---- Chapter 3: attention's own intensity with a cache (Eq. 3.6) ----
   function attnFlops(a) {
     const T = int(a, "T", 1), S = int(a, "S", 0);
@@ -207,35 +232,11 @@
   C.cost_per_million_tokens = (a) =>
     (num(a, "price_per_hour", 0, true) * 1e6) / (3600 * num(a, "tok_s", 0, true));
 
+  // ---- Chapter 4: decode time when every step also reads the cache (Eq. 4.1 with Eq. 3.5) ----
   C.decode_time_with_kv = function (a) {
     const P = int(a, "P", 0), D = int(a, "D", 0), W = int(a, "weight_bytes", 1), kv = int(a, "kv_bytes_per_token", 0);
     const read = D * W + kv * (D * P + (D * (D - 1n)) / 2n);
     return N(read) / N(W) / num(a, "decode_tok_s", 0, true);
-  };
-
-  // ---- Formatting (same strings as the Python side) ----
-  function checkN(n) {
-    if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
-      throw new RangeError("n must be a finite number >= 0, got " + n);
-    }
-  }
-  C.fmt_bytes = function (n, binary) {
-    checkN(n);
-    binary = binary === undefined ? true : binary;
-    const base = binary ? 1024 : 1000;
-    const units = binary ? ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] : ["B", "kB", "MB", "GB", "TB", "PB"];
-    if (n < base) return (Number.isInteger(n) ? String(n) : n.toFixed(0)) + " B";
-    let value = n, unit = 0;
-    while (value >= base && unit < units.length - 1) { value /= base; unit += 1; }
-    return value.toFixed(value < 100 ? 1 : 0) + " " + units[unit];
-  };
-  C.fmt_flops = function (n) {
-    checkN(n);
-    const prefixes = ["", "k", "M", "G", "T", "P", "E", "Z"];
-    let value = n, unit = 0;
-    while (value >= 1000 && unit < prefixes.length - 1) { value /= 1000; unit += 1; }
-    if (unit === 0) return value.toFixed(0) + " FLOP";
-    return value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP";
   };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
