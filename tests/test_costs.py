@@ -324,3 +324,141 @@ def test_swiglu_ffn_counts_three_matrices(L, P, D, d_h, H, half_ffn, V):
         assert swiglu == fn(L=L, d=d, d_ffn=3 * half_ffn, V=V, **extra)
     with pytest.raises(ValueError, match="ffn_matrices must be 2"):
         costs.prefill_flops(L=L, P=P, d=d, ffn_matrices=4)
+
+
+# ---- Chapter 3: attention's intensity with a cache (Eq. 3.6), tensor parallelism (Eqs. 3.7-3.8);
+# ---- Chapter 4: cost per million tokens (Eq. 4.3)
+
+
+@pytest.mark.parametrize(("H_kv", "B", "S", "T"), [(4, 1, 0, 5), (4, 3, 10, 1), (2, 2, 7, 4), (1, 3, 20, 1)])
+def test_attention_flops_and_bytes_are_what_minigpt_counts_and_caches(H_kv, B, S, T):
+    """Eq. (3.6)'s FLOPs are FlopCounterMode's bmm FLOPs of a forward; its K/V bytes are the cache's bytes."""
+    import torch
+
+    from minigpt import MiniGPT
+    from minigpt.config import ModelConfig
+    from minigpt.measure import count_flops_by_op
+
+    torch.manual_seed(0)
+    config = ModelConfig(H_kv=H_kv)
+    model = MiniGPT(config).eval()
+    cache = model.new_cache(B=B)
+    with torch.inference_mode():
+        if S:
+            model(torch.randint(0, config.V, (B, S)), cache)
+        counted = count_flops_by_op(lambda: model(torch.randint(0, config.V, (B, T)), cache))["aten.bmm"]
+    shape = dict(L=config.L, T=T, S=S, d=config.d, B=B)
+    assert costs.attention_flops(**shape) == counted
+    s = 4  # fp32
+    q_and_out = 2 * config.L * B * T * config.d * s  # queries read, attention outputs written
+    assert cache.S == S + T
+    assert costs.attention_bytes(**shape, s=s, H_kv=H_kv, d_h=config.d_h) == cache.bytes_used + q_and_out
+    intensity = costs.attention_intensity(T=T, S=S, d=config.d, s=s, H_kv=H_kv, d_h=config.d_h)
+    assert math.isclose(intensity, counted / (cache.bytes_used + q_and_out))
+
+
+@given(T=st.integers(1, 4096), S=st.integers(0, 10**6), s=st.sampled_from([1, 2, 4]), B=st.integers(1, 512),
+       L=st.integers(1, 96))
+def test_attention_intensity_ignores_batch_and_has_the_mha_closed_form(T, S, s, B, L):
+    d = 4096
+    ratio = costs.attention_flops(L=L, T=T, S=S, d=d, B=B) / costs.attention_bytes(L=L, T=T, S=S, d=d, s=s, B=B)
+    intensity = costs.attention_intensity(T=T, S=S, d=d, s=s)
+    assert math.isclose(ratio, intensity, rel_tol=1e-12)
+    K = S + T  # keys attended
+    assert math.isclose(intensity, 2 * T * K / (s * (K + T)), rel_tol=1e-12)
+    # grouped-query attention: g query heads per K/V head lift it; a decode step tends to 2·g/s
+    g = 8
+    gqa = costs.attention_intensity(T=1, S=S, d=d, s=s, H_kv=32 // g, d_h=128)
+    assert math.isclose(gqa, 2 * (S + 1) * g / (s * ((S + 1) + g)), rel_tol=1e-12)
+    assert gqa <= 2 * g / s
+
+
+def test_attention_formulas_reject_bad_inputs():
+    with pytest.raises(ValueError, match="T must be"):
+        costs.attention_flops(L=1, T=0, S=3, d=8)
+    with pytest.raises(ValueError, match="s must be"):
+        costs.attention_bytes(L=1, T=1, S=3, d=8, s=0)
+    with pytest.raises(ValueError, match="H_kv must divide"):
+        costs.attention_intensity(T=1, S=3, d=64, s=2, H_kv=3, d_h=16)
+
+
+def test_tensor_parallel_decode_step():
+    """One GPU is Eq. (3.5) over the bandwidth; n GPUs split the bytes and pay a ring all-reduce."""
+    L, d, s, B = 80, 8192, 2, 4
+    allreduce = costs.tp_allreduce_bytes(L=L, B=B, d=d, s=s)
+    assert allreduce == 2 * L * B * d * s
+    step = 10**9
+    one = costs.tp_decode_step_time(bytes_per_step=step, n_gpus=1, bandwidth=1e12, allreduce_bytes=allreduce,
+                                    link_bandwidth=1e11)
+    assert one == step / 1e12  # nothing to all-reduce on one GPU
+    two = costs.tp_decode_step_time(bytes_per_step=step, n_gpus=2, bandwidth=1e12, allreduce_bytes=allreduce,
+                                    link_bandwidth=1e11)
+    assert math.isclose(two, step / 2e12 + allreduce / 1e11)  # ring on 2 GPUs: 2(n-1)/n = 1 payload
+    eight = costs.tp_decode_step_time(bytes_per_step=step, n_gpus=8, bandwidth=1e12, allreduce_bytes=allreduce,
+                                      link_bandwidth=1e11)
+    assert math.isclose(eight, step / 8e12 + 1.75 * allreduce / 1e11)
+    with pytest.raises(ValueError, match="n_gpus"):
+        costs.tp_decode_step_time(bytes_per_step=step, n_gpus=0, bandwidth=1e12, allreduce_bytes=0,
+                                  link_bandwidth=1e11)
+    with pytest.raises(ValueError, match="link_bandwidth"):
+        costs.tp_decode_step_time(bytes_per_step=step, n_gpus=2, bandwidth=1e12, allreduce_bytes=0,
+                                  link_bandwidth=0)
+
+
+def test_cost_per_million_tokens():
+    # 3600 tok/s for one hour is 12.96 M tokens; at 2.00 an hour a million costs 2/12.96
+    assert math.isclose(costs.cost_per_million_tokens(price_per_hour=2.0, tok_s=3600), 2.0 / 12.96)
+    assert math.isclose(costs.cost_per_million_tokens(price_per_hour=3.0, tok_s=100),
+                        10 * costs.cost_per_million_tokens(price_per_hour=3.0, tok_s=1000))
+    for bad in (dict(price_per_hour=0, tok_s=1), dict(price_per_hour=1, tok_s=-5)):
+        with pytest.raises(ValueError, match=next(k for k, v in bad.items() if v <= 0)):
+            costs.cost_per_million_tokens(**bad)
+
+
+def test_critical_batch_is_the_first_compute_bound_batch():
+    from minigpt.costs import roofline
+    from minigpt.costs.presets import HARDWARE, MODELS
+
+    for model, hw, S in [("Llama-2-7B", "A100 80GB", 128), ("Llama-3-8B", "H100 SXM", 128),
+                         ("Llama-2-7B", "H100 SXM", 1), ("Llama-3-70B", "H200", 1024)]:
+        m, h = MODELS[model], HARDWARE[hw]
+        hw_args = dict(peak_flops=h.peak_flops, bandwidth=h.bandwidth)
+        B = roofline.critical_batch(m, S=S, **hw_args)
+        assert roofline.decode_point(m, S=S, B=B, **hw_args).bound == "compute"
+        assert B == 1 or roofline.decode_point(m, S=S, B=B - 1, **hw_args).bound == "memory"
+    a100 = HARDWARE["A100 80GB"]
+    assert roofline.critical_batch(MODELS["Llama-2-7B"], S=128, peak_flops=a100.peak_flops,
+                                   bandwidth=a100.bandwidth) == 685
+    # multi-head attention at 4,096 tokens: the asymptote stays below the ridge, no batch reaches it
+    assert roofline.critical_batch(MODELS["Llama-2-7B"], S=4096, peak_flops=a100.peak_flops,
+                                   bandwidth=a100.bandwidth) is None
+
+
+def test_decode_intensity_limit_is_approached_from_below_as_B_grows():
+    from minigpt.costs import roofline
+    from minigpt.costs.presets import HARDWARE, MODELS
+
+    h100 = HARDWARE["H100 SXM"]
+    for name in ("Llama-2-7B", "Llama-3-8B"):
+        m = MODELS[name]
+        limit = roofline.decode_intensity_limit(m, S=1024)
+        points = [roofline.decode_point(m, S=1024, B=B, peak_flops=h100.peak_flops, bandwidth=h100.bandwidth)
+                  for B in (1, 64, 10**6)]
+        assert points[0].intensity < points[1].intensity < points[2].intensity < limit
+        assert points[2].intensity == pytest.approx(limit, rel=1e-3)
+    with pytest.raises(ValueError, match="S must be"):
+        roofline.decode_intensity_limit(MODELS["MiniGPT"], S=0)
+
+
+@given(P=st.integers(0, 20_000), D=st.integers(0, 600), kv=st.integers(0, 10**6), W=st.integers(1, 10**10),
+       rate=st.floats(1.0, 1e4))
+@settings(max_examples=50)
+def test_decode_time_with_kv_is_the_sum_of_its_steps(P, D, kv, W, rate):
+    """Closed form = the step-by-step sum of Eq. (3.5)'s bytes over the weights' bytes, at the short-context rate."""
+    steps = sum(costs.decode_step_bytes(weight_bytes=W, kv_bytes_per_token=kv, S=P + t - 1) for t in range(1, D + 1))
+    got = costs.decode_time_with_kv(P=P, D=D, decode_tok_s=rate, weight_bytes=W, kv_bytes_per_token=kv)
+    assert math.isclose(got, steps / W / rate, rel_tol=1e-12, abs_tol=1e-15)
+    if kv == 0:
+        assert math.isclose(got, costs.wall_clock(P=P, D=D, prefill_tok_s=1, decode_tok_s=rate).decode_s)
+    with pytest.raises(ValueError, match="weight_bytes"):
+        costs.decode_time_with_kv(P=P, D=D, decode_tok_s=rate, weight_bytes=0, kv_bytes_per_token=kv)

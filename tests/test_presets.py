@@ -24,6 +24,7 @@ def test_expected_presets_exist():
         "H200",
         "RTX 4090",
         "Laptop GPU 8 GB",
+        "TPU v5e",
     }
     assert all(name == preset.name for name, preset in {**MODELS, **HARDWARE}.items())
 

@@ -14,7 +14,7 @@ Optional model symbols default to the course page's case: ``H_kv=None, d_h=None`
 attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0`` leaves the LM head
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
-Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic` and `roofline` (3),
+Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
 `wall_clock` and `text_rates` (4), `format` (the prose), `presets` (published models and chips).
 """
 
@@ -45,10 +45,14 @@ from minigpt.costs.memory import (
     max_context,
     weight_bytes,
 )
+from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
 from minigpt.costs.roofline import (
     arithmetic_intensity,
     attainable_flops,
+    attention_bytes,
+    attention_flops,
+    attention_intensity,
     decode_intensity,
     decode_tok_s_ceiling,
     prefill_intensity,
@@ -56,7 +60,7 @@ from minigpt.costs.roofline import (
 )
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
-from minigpt.costs.wall_clock import WallClock, wall_clock
+from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, decode_time_with_kv, wall_clock
 
 # The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
 FORMULAS = (
@@ -72,6 +76,8 @@ FORMULAS = (
     "fmt_bytes", "fmt_flops", "fmt_count",
     # Part III: how the cache is stored
     "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "attention_flops", "attention_bytes", "attention_intensity", "tp_allreduce_bytes", "tp_decode_step_time",
+    "cost_per_million_tokens", "decode_time_with_kv",
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "WallClock", "evaluate", "model_args", "of"]

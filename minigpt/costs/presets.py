@@ -179,6 +179,11 @@ HARDWARE: dict[str, HardwarePreset] = {
             "one forward' with ~400 GB/s effective bandwidth; "
             "~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU",
         ),
+        HardwarePreset(
+            "TPU v5e", memory_bytes=16 * GiB, bandwidth=819e9, peak_flops=197e12, peak_flops_dtype="bf16",
+            source="Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 819 GB/s HBM2 bandwidth, "
+            "16 GiB HBM2); https://cloud.google.com/tpu/docs/v5e",
+        ),
     )
 }
 
@@ -202,4 +207,26 @@ FAMILY: dict[str, ModelConfig] = {
 #: Added on a GPU only: about 1.2 B parameters (2.4 GB in bf16), too slow for a shared CPU.
 GPU_EXTRA: dict[str, ModelConfig] = {
     "L24-d2048": ModelConfig(L=24, H=16, H_kv=16, d_h=128, d_ffn=8192, V=600, S_max=256),
+}
+
+
+@dataclass(frozen=True)
+class LinkPreset:
+    """A GPU-to-GPU interconnect: bytes/s each GPU can send (and, at the same time, receive)."""
+
+    name: str
+    bandwidth_per_direction: float
+    source: str
+
+
+#: Interconnects of the tensor-parallel example in Chapter 3 (`minigpt.costs.parallel`).
+LINKS: dict[str, LinkPreset] = {
+    link.name: link
+    for link in (
+        LinkPreset(
+            "NVLink 4 (H100 SXM)", bandwidth_per_direction=450e9,
+            source="NVIDIA H100 Tensor Core GPU datasheet: NVLink 900 GB/s per GPU, the total of both "
+            "directions (18 links), so 450 GB/s each way; https://www.nvidia.com/en-us/data-center/h100/",
+        ),
+    )
 }

@@ -173,3 +173,73 @@ def achieved_bandwidth(*, tok_s: float, bytes_per_step: float, B: int = 1) -> fl
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a number > 0, got {value!r}")
     return bytes_per_step * tok_s / B
+
+
+def attention_flops(*, L: int, T: int, S: int, d: int, B: int = 1) -> int:
+    """Attention-over-the-cache FLOPs, the numerator of Eq. (3.6): 4·L·B·T·(S+T)·d (QKᵀ and weights·V).
+
+    The attention term of Eq. (1.1) summed over L layers: T new queries per sequence against S cached
+    plus T new keys, 2 FLOPs per multiply-add, no saving from the causal mask (MiniGPT computes the
+    whole score matrix and masks it).
+    """
+    return 4 * _int("L", L, 1) * _int("B", B, 1) * _int("T", T, 1) * (_int("S", S) + T) * _int("d", d, 1)
+
+
+def attention_bytes(
+    *, L: int, T: int, S: int, d: int, s: int, H_kv: int | None = None, d_h: int | None = None, B: int = 1,
+) -> int:
+    """Attention's bytes, the denominator of Eq. (3.6): L·B·(2·(S+T)·H_kv·d_h + 2·T·d)·s.
+
+    Per layer and sequence: the keys and values of all S+T positions read from the cache, the T queries
+    read and the T attention outputs written. The weights of the projections are not attention's bytes.
+    """
+    kv = _kv_width(d, H_kv, d_h)
+    per_layer = 2 * (_int("S", S) + _int("T", T, 1)) * kv + 2 * T * d
+    return _int("L", L, 1) * _int("B", B, 1) * per_layer * _int("s", s, 1)
+
+
+def attention_intensity(
+    *, T: int, S: int, d: int, s: int, H_kv: int | None = None, d_h: int | None = None,
+) -> float:
+    """Attention's intensity with a cache, Eq. (3.6): 2·T·(S+T)·d / (s·((S+T)·H_kv·d_h + T·d)).
+
+    L and B cancel: every sequence reads its own cache, so batching adds bytes as fast as FLOPs. For
+    multi-head attention it is 2·T·(S+T) / (s·(S+2T)), i.e. T·K/(K+T) in bf16 with K = S+T keys.
+    """
+    flops = attention_flops(L=1, T=T, S=S, d=d)
+    return flops / attention_bytes(L=1, T=T, S=S, d=d, s=s, H_kv=H_kv, d_h=d_h)
+
+
+def decode_intensity_limit(model: ModelPreset, *, S: int, s: int = 2) -> float:
+    """The B → ∞ limit of a decode step's intensity: F₁ / (S·b_token), one sequence's FLOPs over its KV bytes.
+
+    F₁ ≈ 2N + 4·L·S·d (Eq. 1.3 at B = 1); the weight bytes of Eq. (3.5), shared by the batch, drop out.
+    """
+    _int("S", S, 1)
+    return model_step_flops(model, T=1, S=S, B=1) / (S * _kv_token(model, s))
+
+
+def critical_batch(
+    model: ModelPreset, *, S: int, peak_flops: float, bandwidth: float, s: int = 2,
+) -> int | None:
+    """Smallest B whose decode step (FLOPs over Eq. (3.5)'s bytes) reaches the ridge, Eq. (3.3); None if none does.
+
+    The intensity B·F₁/(N·s + B·S·b_token) rises with B towards `decode_intensity_limit`; B_crit =
+    ⌈I*·N·s / (F₁ − I*·S·b_token)⌉ exists only while that limit exceeds the ridge I* = π/BW.
+    """
+    ridge = ridge_point(peak_flops=peak_flops, bandwidth=bandwidth)
+    if _int("S", S) and decode_intensity_limit(model, S=S, s=s) <= ridge:
+        return None
+    flops_1 = model_step_flops(model, T=1, S=S, B=1)
+    kv_step = S * _kv_token(model, s)
+    weights = weight_bytes(N_params=model.N_params, s=s)
+
+    def compute_bound(B: int) -> bool:  # the bound the roofline points report; guards the ceil against rounding
+        return decode_point(model, S=S, B=B, s=s, peak_flops=peak_flops, bandwidth=bandwidth).bound == "compute"
+
+    B = max(1, math.ceil(ridge * weights / (flops_1 - ridge * kv_step)))
+    while not compute_bound(B):
+        B += 1
+    while B > 1 and compute_bound(B - 1):
+        B -= 1
+    return B

@@ -98,7 +98,7 @@
   C.no_cache_flops = (a) => N(no_cache_big(a));
   C.cache_saving_factor = (a) => N(no_cache_big(a)) / N(prefill_big(a) + decode_big(a));
 
-  // ---- Chapter 1: seed 002's convention (1 per multiply-add, MHA, d_ffn = 4d, no LM head) ----
+  // ---- Chapter 1: the course page's convention (1 per multiply-add, MHA, d_ffn = 4d, no LM head) ----
   C.prefill_macs = function (a) {
     const L = int(a, "L", 1), P = int(a, "P", 1), d = int(a, "d", 1);
     return N(12n * L * P * d * d + 2n * L * P * P * d);
@@ -222,6 +222,41 @@
   }
   C.paged_blocks = (a) => N(pagedBlocks(a));
   C.paged_slack_tokens = (a) => N(pagedBlocks(a) * int(a, "block_size", 1) - int(a, "S", 0));
+  // ---- Chapter 3: attention's own intensity with a cache (Eq. 3.6) ----
+  function attnFlops(a) {
+    const T = int(a, "T", 1), S = int(a, "S", 0);
+    return 4n * int(a, "L", 1) * int(a, "B", 1, 1) * T * (S + T) * int(a, "d", 1);
+  }
+  function attnBytes(a) {
+    const kv = kvWidth(a), T = int(a, "T", 1), S = int(a, "S", 0), d = int(a, "d", 1);
+    return int(a, "L", 1) * int(a, "B", 1, 1) * (2n * (S + T) * kv + 2n * T * d) * int(a, "s", 1);
+  }
+  C.attention_flops = (a) => N(attnFlops(a));
+  C.attention_bytes = (a) => N(attnBytes(a));
+  C.attention_intensity = function (a) {
+    const one = Object.assign({}, a, { L: 1, B: 1 });
+    return N(attnFlops(one)) / N(attnBytes(one));
+  };
+
+  // ---- Chapter 3: tensor-parallel decode (Eqs. 3.7, 3.8) ----
+  C.tp_allreduce_bytes = (a) => N(2n * int(a, "L", 1) * int(a, "B", 1) * int(a, "d", 1) * int(a, "s", 1));
+  C.tp_decode_step_time = function (a) {
+    const n = N(int(a, "n_gpus", 1));
+    const memory = N(int(a, "bytes_per_step", 1)) / (n * num(a, "bandwidth", 0, true));
+    const link = ((2 * (n - 1)) / n) * N(int(a, "allreduce_bytes", 0)) / num(a, "link_bandwidth", 0, true);
+    return memory + link;
+  };
+
+  // ---- Chapter 4: cost per million output tokens (Eq. 4.3) ----
+  C.cost_per_million_tokens = (a) =>
+    (num(a, "price_per_hour", 0, true) * 1e6) / (3600 * num(a, "tok_s", 0, true));
+
+  // ---- Chapter 4: decode time when every step also reads the cache (Eq. 4.1 with Eq. 3.5) ----
+  C.decode_time_with_kv = function (a) {
+    const P = int(a, "P", 0), D = int(a, "D", 0), W = int(a, "weight_bytes", 1), kv = int(a, "kv_bytes_per_token", 0);
+    const read = D * W + kv * (D * P + (D * (D - 1n)) / 2n);
+    return N(read) / N(W) / num(a, "decode_tok_s", 0, true);
+  };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
@@ -240,6 +275,7 @@
     "H200": {"name": "H200", "memory_bytes": 150754820096, "bandwidth": 4800000000000.0, "peak_flops": 989000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h200/"},
     "RTX 4090": {"name": "RTX 4090", "memory_bytes": 25769803776, "bandwidth": 1008000000000.0, "peak_flops": 165200000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"},
     "Laptop GPU 8 GB": {"name": "Laptop GPU 8 GB", "memory_bytes": 8589934592, "bandwidth": 400000000000.0, "peak_flops": 20000000000000.0, "peak_flops_dtype": "fp16", "source": "illustrative, not a product: the 8 GB card of the course page 'Prefill vs Decode: two phases of one forward' with ~400 GB/s effective bandwidth; ~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU"},
+    "TPU v5e": {"name": "TPU v5e", "memory_bytes": 17179869184, "bandwidth": 819000000000.0, "peak_flops": 197000000000000.0, "peak_flops_dtype": "bf16", "source": "Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 819 GB/s HBM2 bandwidth, 16 GiB HBM2); https://cloud.google.com/tpu/docs/v5e"},
   };
   // ---- end of presets ----
 
