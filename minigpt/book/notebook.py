@@ -52,6 +52,8 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     from IPython.core.formatters import format_display_data
     from IPython.display import display as ipy_display
 
+    if type(value).__name__ == "Figure":  # no book here to paste it into (Colab): show the figure itself
+        display = True
     bundle, metadata = format_display_data(value)
     prefix = "" if display else GLUE_PREFIX
     metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
