@@ -27,6 +27,8 @@ from minigpt.costs.flops import (
     generation_flops,
     layer_flops,
     lm_head_flops,
+    no_cache_attention_share,
+    no_cache_crossover_D,
     no_cache_flops,
     no_cache_macs_seed,
     prefill_attention_share,
@@ -34,7 +36,7 @@ from minigpt.costs.flops import (
     prefill_flops,
     prefill_macs,
 )
-from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops
+from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops, fmt_sig
 from minigpt.costs.memory import (
     fits_in_memory,
     int8_kv_bytes,
@@ -69,15 +71,17 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
+    "no_cache_attention_share", "no_cache_crossover_D",  # Chapter 6
 )
 
 __all__ = [
     "FORMULAS", "MODEL_SYMBOLS", "WallClock", "arithmetic_intensity", "attainable_flops",
     "cache_saving_factor", "decode_flops", "decode_intensity", "decode_macs_seed", "decode_step_bytes",
     "decode_step_flops", "decode_step_macs", "decode_tok_s_ceiling", "evaluate", "fits_in_memory",
-    "fmt_bytes", "fmt_count", "fmt_flops", "generation_flops", "int8_kv_bytes", "kv_bytes_per_token",
+    "fmt_bytes", "fmt_count", "fmt_flops", "fmt_sig", "generation_flops", "int8_kv_bytes", "kv_bytes_per_token",
     "kv_cache_bytes", "layer_flops", "lm_head_flops", "max_batch", "max_context", "model_args",
-    "no_cache_flops", "no_cache_macs_seed", "non_embedding_matrix_params", "of", "param_count",
+    "no_cache_attention_share", "no_cache_crossover_D", "no_cache_flops", "no_cache_macs_seed",
+    "non_embedding_matrix_params", "of", "param_count",
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
 ]

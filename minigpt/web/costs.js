@@ -203,6 +203,15 @@
     return value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP";
   };
 
+  // ---- Chapter 6: where attention takes over the no-cache total (course page's form) ----
+  C.no_cache_attention_share = function (a) {
+    const P = int(a, "P", 1), D = int(a, "D", 1), d = int(a, "d", 1);
+    const tokens = D * P + (D * (D - 1n)) / 2n;
+    const squares = D * P * P + P * D * (D - 1n) + ((D - 1n) * D * (2n * D - 1n)) / 6n;
+    return N(squares) / N(6n * d * tokens + squares);
+  };
+  C.no_cache_crossover_D = (a) => N(9n * int(a, "d", 1));
+
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the guide 'Prefill vs decode: how generation runs')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128},
