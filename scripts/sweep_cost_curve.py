@@ -13,9 +13,11 @@ Three measurements, all on seeded random weights (time does not depend on the we
 * ``width``: one decode step at S = 64 for models of growing width d (L = 4), to find where the
   time per step stops being per-call overhead and starts tracking FLOPs.
 
-The machine, dtype, torch version and thread count are recorded with the results. It runs on one
-CPU thread by default (on a shared machine, more threads contend and time gets slower and noisier);
-on 2 busy CPU cores the whole sweep takes about two minutes. Chapter 6 loads the JSON and fits it.
+The machine, dtype, torch version, thread count and clock are recorded with the results, and so is
+the sweep's own duration (``sweep_seconds``: under a minute on one thread of a busy 2-core CPU). It
+runs on one CPU thread by default (on a shared machine, more threads contend and time gets slower and
+noisier); ``--clock thread`` times the calling thread's CPU time instead of the wall clock. Chapter 6
+loads the JSON and fits it.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ def build(config: ModelConfig, device: torch.device, dtype: torch.dtype) -> Mini
 
 
 @torch.no_grad()
-def time_step(model: MiniGPT, S: int, cached: bool, repeats: int) -> dict[str, float]:
-    """Median and min seconds of the step that sees S earlier tokens."""
+def time_step(model: MiniGPT, S: int, cached: bool, repeats: int, clock: measure.Clock) -> dict[str, float]:
+    """Median and min seconds of the step that sees S earlier tokens (`measure.time_fn` on `clock`)."""
     device = model.device
     g = torch.Generator().manual_seed(SEED + S)
     tokens = torch.randint(model.config.V, (1, S + 1), generator=g).to(device)
@@ -75,21 +77,22 @@ def time_step(model: MiniGPT, S: int, cached: bool, repeats: int) -> dict[str, f
     else:
         def step() -> None:
             model(tokens, last_only=True)
-    t = measure.time_fn(step, warmup=2, repeats=repeats, device=device)
+    t = measure.time_fn(step, warmup=2, repeats=repeats, device=device, clock=clock)
     return {"S": S, "median_s": t.median_s, "min_s": t.min_s}
 
 
 @torch.no_grad()
-def time_generation(model: MiniGPT, P: int, D: int, cached: bool) -> list[float]:
-    """Seconds of each of the D steps of one greedy generation (step 0 is the prefill)."""
+def time_generation(model: MiniGPT, P: int, D: int, cached: bool, clock: measure.Clock) -> list[float]:
+    """Seconds of each of the D steps of one greedy generation (step 0 is the prefill), on `clock`."""
     g = torch.Generator().manual_seed(SEED)
     prompt = torch.randint(model.config.V, (P,), generator=g).tolist()
+    now_s = time.thread_time if clock == "thread" else time.perf_counter  # as measure.time_fn reads them
     times = []
     tokens = stream(model, prompt, D, use_cache=cached)
-    start = time.perf_counter()
+    start = now_s()
     for _ in tokens:
         measure.sync(model.device)
-        now = time.perf_counter()
+        now = now_s()
         times.append(now - start)
         start = now
     return times
@@ -107,6 +110,7 @@ def main() -> None:
         "script": "scripts/sweep_cost_curve.py",
         "environment": measure.environment(device, dtype),
         "seed": SEED,
+        "clock": args.clock,
         "roofline": measure.probe(device=device, dtype=dtype),
         "configs": {name: cfg.to_dict() for name, cfg in CONFIGS.items()},
         "step": {},
@@ -118,12 +122,12 @@ def main() -> None:
         model = build(cfg, device, dtype)
         for cached in (True, False):
             Ss, repeats = STEP_PLAN[(name, cached)]
-            rows = [time_step(model, S, cached, repeats) for S in Ss]
+            rows = [time_step(model, S, cached, repeats, args.clock) for S in Ss]
             result["step"][f"{name}/{'cache' if cached else 'no_cache'}"] = rows
             print(f"step {name} cached={cached}: {len(rows)} points, {time.perf_counter() - began:.0f} s", flush=True)
         P, D, runs = TOTALS_PLAN[name]
         for cached in (True, False):
-            per_run = [time_generation(model, P, D, cached) for _ in range(runs)]
+            per_run = [time_generation(model, P, D, cached, args.clock) for _ in range(runs)]
             result["totals"][f"{name}/{'cache' if cached else 'no_cache'}"] = {"P": P, "D": D, "step_s": per_run}
             print(f"totals {name} cached={cached}: {time.perf_counter() - began:.0f} s", flush=True)
         del model
@@ -131,7 +135,7 @@ def main() -> None:
     for d in WIDTHS:
         cfg = width_config(d)
         model = build(cfg, device, dtype)
-        row = time_step(model, WIDTH_S, True, 9)
+        row = time_step(model, WIDTH_S, True, 9, args.clock)
         flops = costs.of(cfg).decode_step_flops(S=WIDTH_S)
         cache = model.new_cache(1)
         model(torch.zeros((1, WIDTH_S), dtype=torch.long, device=device), cache)

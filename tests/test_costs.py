@@ -462,3 +462,31 @@ def test_decode_time_with_kv_is_the_sum_of_its_steps(P, D, kv, W, rate):
         assert math.isclose(got, costs.wall_clock(P=P, D=D, prefill_tok_s=1, decode_tok_s=rate).decode_s)
     with pytest.raises(ValueError, match="weight_bytes"):
         costs.decode_time_with_kv(P=P, D=D, decode_tok_s=rate, weight_bytes=0, kv_bytes_per_token=kv)
+@given(P=st.integers(1, 300), D=st.integers(1, 300), d=st.integers(1, 256))
+def test_no_cache_attention_share_is_the_brute_force_split_of_eq_1_5(P, D, d):
+    """Chapter 6: attention's share of the no-cache total equals its share of the sum of per-step macs."""
+    lengths = range(P, P + D)
+    attention = sum(2 * n * n * d for n in lengths)
+    matrices = sum(12 * n * d * d for n in lengths)
+    assert math.isclose(costs.no_cache_attention_share(P=P, D=D, d=d), attention / (attention + matrices))
+    assert attention + matrices == costs.no_cache_macs_seed(L=1, P=P, D=D, d=d)
+
+
+@pytest.mark.parametrize("d", [1, 64, 512, 4096])
+def test_no_cache_crossover_is_9d_for_a_one_token_prompt(d):
+    """The share passes ½ between D = 9d − 1 and D = 9d (exactly ½ at 9d − ½); one step's crossover is 6d."""
+    D = costs.no_cache_crossover_D(d=d)
+    assert D == 9 * d == 1.5 * costs.prefill_crossover_P(d=d)
+    assert costs.no_cache_attention_share(P=1, D=D - 1, d=d) < 0.5 < costs.no_cache_attention_share(P=1, D=D, d=d)
+    with pytest.raises(ValueError, match="d must be"):
+        costs.no_cache_crossover_D(d=0)
+
+
+def test_fmt_sig_rounds_to_significant_digits():
+    assert costs.fmt_sig(2 / 3) == 0.666667
+    assert costs.fmt_sig(123_456_789, 3) == 123_000_000.0
+    assert costs.fmt_sig(-0.000123456, 2) == -0.00012
+    with pytest.raises(ValueError, match="x must be a finite number"):
+        costs.fmt_sig(float("nan"))
+    with pytest.raises(ValueError, match="digits must be"):
+        costs.fmt_sig(1.0, 0)

@@ -27,6 +27,8 @@ from minigpt.costs.flops import (
     generation_flops,
     layer_flops,
     lm_head_flops,
+    no_cache_attention_share,
+    no_cache_crossover_D,
     no_cache_flops,
     no_cache_macs_seed,
     prefill_attention_share,
@@ -34,7 +36,7 @@ from minigpt.costs.flops import (
     prefill_flops,
     prefill_macs,
 )
-from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops
+from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops, fmt_sig
 from minigpt.costs.kv_storage import paged_blocks, paged_slack_tokens, quantized_kv_bytes
 from minigpt.costs.memory import (
     fits_in_memory,
@@ -78,6 +80,7 @@ FORMULAS = (
     "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
     "attention_flops", "attention_bytes", "attention_intensity", "tp_allreduce_bytes", "tp_decode_step_time",
     "cost_per_million_tokens", "decode_time_with_kv",
+    "no_cache_attention_share", "no_cache_crossover_D",  # Chapter 6
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "WallClock", "evaluate", "model_args", "of"]

@@ -155,3 +155,20 @@ def prefill_attention_share(*, P: int, d: int) -> float:
 def prefill_crossover_P(*, d: int) -> int:
     """Prompt length where the two terms of Eq. (1.2) are equal: 12·P·d² = 2·P²·d at P = 6·d."""
     return 6 * _int("d", d, 1)
+
+
+def no_cache_attention_share(*, P: int, D: int, d: int) -> float:
+    """Attention's share of the no-cache total, Eq. (1.5) in the course page's form (MHA, d_ffn = 4d, no LM
+    head): Σ 2·n²·d / Σ (12·n·d² + 2·n²·d) over the forward lengths n = P..P+D−1; ½ near D = 9d (Eq. (6.4))."""
+    _int("P", P, 1)
+    _int("D", D, 1)
+    _int("d", d, 1)
+    tokens = D * P + D * (D - 1) // 2  # sum of n
+    squares = D * P * P + P * D * (D - 1) + (D - 1) * D * (2 * D - 1) // 6  # sum of n²
+    return squares / (6 * d * tokens + squares)
+
+
+def no_cache_crossover_D(*, d: int) -> int:
+    """Generation length where attention becomes half of the no-cache total (Eq. (6.4)): 12·d²·D² = (4/3)·d·D³
+    at D = 9·d for a short prompt (P = 1: exactly ½ at D = 9d − ½); one step's terms cross at 6·d (Eq. (1.2))."""
+    return 9 * _int("d", d, 1)

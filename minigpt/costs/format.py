@@ -56,3 +56,13 @@ def fmt_count(n: float) -> str:
         value, unit = value / 1000, unit + 1
     decimals = 2 if value < 10 else 1 if value < 100 else 0
     return f"{_fixed(value, decimals)} {suffixes[unit]}"
+
+
+def fmt_sig(x: float, digits: int = 6) -> float:
+    """`x` rounded to `digits` significant digits, for glued values: nbval compares them exactly, and the
+    last bits of a float differ between BLAS builds and devices."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise ValueError(f"x must be a finite number, got {x!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be an integer >= 1, got {digits!r}")
+    return float(f"{x:.{digits}g}")

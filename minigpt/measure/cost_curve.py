@@ -18,38 +18,35 @@ import numpy as np
 import torch
 
 from minigpt import costs
-from minigpt.config import ModelConfig
+from minigpt.costs.shape import ModelShape
 from minigpt.measure import count_flops
 from minigpt.runtime.generate import decode_step
 from minigpt.runtime.model import MiniGPT
 
 STEP_POWERS: dict[bool, tuple[int, ...]] = {True: (0, 1), False: (0, 1, 2)}
-"""Powers of S in one step's cost, Eq. (1.3) with the cache (True) and Eq. (1.2) at P = S + 1 without."""
+"""Powers of S in one step's cost: Eq. (6.1) with the cache (True), Eq. (6.2) without."""
 
 TOTAL_POWERS: dict[bool, tuple[int, ...]] = {True: (0, 1, 2), False: (0, 1, 2, 3)}
 """Powers of D in a generation's cost, Eq. (1.2) + (1.4) with the cache (True) and Eq. (1.5) without."""
 
 
-def _model_args(config: ModelConfig) -> dict[str, int]:
-    sym = config.symbols()
-    return dict(L=sym["L"], d=sym["d"], H_kv=sym["H_kv"], d_h=sym["d_h"], d_ffn=sym["d_ffn"], V=sym["V"])
+def step_flops(config: ModelShape, *, S: int, cached: bool) -> int:
+    """FLOPs of the step that sees S earlier tokens: Eq. (6.1) with the cache (Eq. (1.3)), Eq. (6.2) without
+    (Eq. (1.2) at P = S + 1).
 
-
-def step_flops(config: ModelConfig, *, S: int, cached: bool) -> int:
-    """FLOPs of the step that sees S earlier tokens: Eq. (1.3) with the cache, Eq. (1.2) at P = S + 1 without.
-
-    Both include the LM head at one position (Eq. (1.6)), as generation computes it.
+    Both include the LM head at one position (Eq. (1.6)), as generation computes it. `config` is any
+    model shape `costs.of` takes (a `ModelConfig` or a `ModelPreset`, SwiGLU included).
     """
     if cached:
-        return costs.decode_step_flops(S=S, **_model_args(config))
-    return costs.prefill_flops(P=S + 1, **_model_args(config))
+        return costs.of(config).decode_step_flops(S=S)
+    return costs.of(config).prefill_flops(P=S + 1)
 
 
-def total_flops(config: ModelConfig, *, P: int, D: int, cached: bool) -> int:
+def total_flops(config: ModelShape, *, P: int, D: int, cached: bool) -> int:
     """FLOPs of generating D tokens after a P-token prompt: Eq. (1.2) + Eq. (1.4) cached, Eq. (1.5) not."""
     if cached:
-        return costs.generation_flops(P=P, D=D, **_model_args(config))
-    return costs.no_cache_flops(P=P, D=D, **_model_args(config))
+        return costs.of(config).generation_flops(P=P, D=D)
+    return costs.of(config).no_cache_flops(P=P, D=D)
 
 
 def polynomial_coefficients(f: Callable[[int], int], powers: Sequence[int], start: int = 0) -> list[Fraction]:
@@ -77,12 +74,12 @@ def polynomial_coefficients(f: Callable[[int], int], powers: Sequence[int], star
     return coeffs
 
 
-def step_coefficients(config: ModelConfig, *, cached: bool) -> list[Fraction]:
+def step_coefficients(config: ModelShape, *, cached: bool) -> list[Fraction]:
     """Exact coefficients in S of `step_flops` on `STEP_POWERS[cached]` (constant, S, S²)."""
     return polynomial_coefficients(lambda S: step_flops(config, S=S, cached=cached), STEP_POWERS[cached])
 
 
-def total_coefficients(config: ModelConfig, *, P: int, cached: bool) -> list[Fraction]:
+def total_coefficients(config: ModelShape, *, P: int, cached: bool) -> list[Fraction]:
     """Exact coefficients in D of `total_flops` on `TOTAL_POWERS[cached]` (constant, D, D², D³)."""
     return polynomial_coefficients(
         lambda D: total_flops(config, P=P, D=D, cached=cached), TOTAL_POWERS[cached], start=1

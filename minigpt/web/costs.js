@@ -257,6 +257,14 @@
     const read = D * W + kv * (D * P + (D * (D - 1n)) / 2n);
     return N(read) / N(W) / num(a, "decode_tok_s", 0, true);
   };
+  // ---- Chapter 6: where attention takes over the no-cache total (course page's form) ----
+  C.no_cache_attention_share = function (a) {
+    const P = int(a, "P", 1), D = int(a, "D", 1), d = int(a, "d", 1);
+    const tokens = D * P + (D * (D - 1n)) / 2n;
+    const squares = D * P * P + P * D * (D - 1n) + ((D - 1n) * D * (2n * D - 1n)) / 6n;
+    return N(squares) / N(6n * d * tokens + squares);
+  };
+  C.no_cache_crossover_D = (a) => N(9n * int(a, "d", 1));
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
