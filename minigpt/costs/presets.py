@@ -88,8 +88,8 @@ def _minigpt() -> ModelPreset:
     return ModelPreset(
         name="MiniGPT", L=cfg.L, H=cfg.H, H_kv=cfg.H_kv, d_h=cfg.d_h, d_ffn=cfg.d_ffn, V=cfg.V,
         N_params=cfg.param_count,
-        source="this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the guide "
-        "'Prefill vs decode: how generation runs')",
+        source="this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page "
+        "'Prefill vs Decode: two phases of one forward')",
         S_pos=cfg.S_max, S_max=cfg.S_max,
     )
 
@@ -175,8 +175,8 @@ HARDWARE: dict[str, HardwarePreset] = {
         HardwarePreset(
             "Laptop GPU 8 GB", memory_bytes=8 * GiB, bandwidth=400e9, peak_flops=20e12,
             peak_flops_dtype="fp16",
-            source="illustrative, not a product: the 8 GB card of the course page 'Prefill vs Decode: two phases of "
-            "one forward' with ~400 GB/s effective bandwidth; "
+            source="illustrative, not a product: the 8 GB card of the guide 'Prefill vs decode: how generation "
+            "runs' with ~400 GB/s effective bandwidth; "
             "~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU",
         ),
         HardwarePreset(
