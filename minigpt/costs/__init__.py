@@ -15,9 +15,16 @@ attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0``
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
 Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic` and `roofline` (3),
-`wall_clock` and `text_rates` (4), `format` (the prose), `presets` (published models and chips).
+`wall_clock` and `text_rates` (4), `batching` (7), `format` (the prose), `presets` (published models and chips).
 """
 
+from minigpt.costs.batching import (
+    batching_gain,
+    decode_step_time,
+    decode_tok_s,
+    ideal_batching_tok_s,
+    kv_read_share,
+)
 from minigpt.costs.flops import (
     cache_saving_factor,
     decode_flops,
@@ -34,14 +41,27 @@ from minigpt.costs.flops import (
     prefill_flops,
     prefill_macs,
 )
-from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops
+from minigpt.costs.format import (
+    fmt_bytes,
+    fmt_count,
+    fmt_duration,
+    fmt_fixed,
+    fmt_flops,
+    fmt_int,
+    fmt_memory_fit,
+    fmt_percent,
+)
 from minigpt.costs.memory import (
+    MemoryFit,
     fits_in_memory,
     int8_kv_bytes,
     kv_bytes_per_token,
     kv_cache_bytes,
+    kv_heads,
     max_batch,
     max_context,
+    memory_budget,
+    memory_fit,
     weight_bytes,
 )
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
@@ -52,9 +72,12 @@ from minigpt.costs.roofline import (
     decode_tok_s_ceiling,
     prefill_intensity,
     ridge_point,
+    roofline_bound,
+    roofline_time,
 )
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
-from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
+from minigpt.costs.text_rates import chars_per_second
+from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
 from minigpt.costs.wall_clock import WallClock, wall_clock
 
 # The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
@@ -69,6 +92,10 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
+    # the explorers' formulas (Chapters 1-4, 7) and formatters
+    "last_decode_step_floor_s", "memory_budget", "kv_heads", "memory_fit", "roofline_time", "roofline_bound",
+    "decode_step_time", "decode_tok_s", "batching_gain", "ideal_batching_tok_s", "kv_read_share", "chars_per_second",
+    "fmt_fixed", "fmt_int", "fmt_percent", "fmt_duration", "fmt_memory_fit",
 )
 
 __all__ = [
@@ -80,4 +107,7 @@ __all__ = [
     "no_cache_flops", "no_cache_macs_seed", "non_embedding_matrix_params", "of", "param_count",
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
+    "MemoryFit", "batching_gain", "chars_per_second", "decode_step_time", "decode_tok_s", "fmt_duration",
+    "fmt_fixed", "fmt_int", "fmt_memory_fit", "fmt_percent", "ideal_batching_tok_s", "kv_heads", "kv_read_share",
+    "last_decode_step_floor_s", "memory_budget", "memory_fit", "roofline_bound", "roofline_time",
 ]
