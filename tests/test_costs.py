@@ -397,8 +397,9 @@ def test_decode_step_time_max_and_additive_forms():
         weight_flops = flops - 4 * B * m.L * (S + 1) * m.d  # Eq. (1.3) without attention over the cache
         if (moved - B * S * kv) / hw.bandwidth >= weight_flops / hw.peak_flops:  # the matmuls memory-bound too
             assert math.isclose(t_add, t_max)
-    big = dict(m.symbols(), N_params=m.N_params, s=2, S=32768, B=1024, **chip)
-    assert costs.decode_step_time(**big, overlap=False) > 1.2 * costs.decode_step_time(**big)
+    # matmuls compute-bound and KV reads of the same order: the max form is ~1.4x optimistic here
+    big = dict(m.symbols(), N_params=m.N_params, s=2, S=128, B=1024, **chip)
+    assert costs.decode_step_time(**big, overlap=False) > 1.3 * costs.decode_step_time(**big)
     with pytest.raises(ValueError, match="s_kv must be given"):
         costs.decode_step_time(**dict(big, s=0.5))
     assert costs.decode_step_time(**dict(big, s=0.5, s_kv=2)) < costs.decode_step_time(**big)
