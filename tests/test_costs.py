@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -490,3 +491,89 @@ def test_fmt_sig_rounds_to_significant_digits():
         costs.fmt_sig(float("nan"))
     with pytest.raises(ValueError, match="digits must be"):
         costs.fmt_sig(1.0, 0)
+# ---- the explorers' formulas (minigpt.book.explorers names them; costs.js twins in test_costs_js.py) ----
+
+
+def test_last_decode_step_floor_is_weights_plus_cache_over_bandwidth():
+    L, d, V, P, D, bw = 4, 64, 600, 2, 3, 1e12
+    weights = (12 * L * d * d + V * d) * 2
+    cache = (P + D - 2) * 2 * L * d * 2
+    assert costs.last_decode_step_floor_s(L=L, d=d, V=V, P=P, D=D, bandwidth=bw) == (weights + cache) / bw
+    assert costs.last_decode_step_floor_s(L=L, d=d, V=V, P=P, D=1, bandwidth=bw) == 0.0  # no decode step
+
+
+def test_fractional_weight_bytes_and_quantized_cache_scales():
+    assert costs.weight_bytes(N_params=7, s=0.5) == 4  # int4: rounded up to whole bytes
+    assert costs.weight_bytes(N_params=8, s=0.5) == 4 and costs.weight_bytes(N_params=8, s=2) == 16
+    per_token = costs.kv_bytes_per_token(L=4, H_kv=2, d_h=16, s=1, s_scale=2)
+    assert per_token == 2 * 4 * 2 * (16 + 2)
+    assert costs.int8_kv_bytes(L=4, H_kv=2, d_h=16, S=10, B=3) == 30 * per_token
+    assert costs.kv_cache_bytes(L=4, H_kv=2, d_h=16, s=1, S=10, B=3, s_scale=2) == 30 * per_token
+
+
+def test_kv_heads_schemes():
+    assert [costs.kv_heads(H=32, H_kv=8, scheme=s) for s in ("published", "mha", "gqa", "mqa")] == [8, 32, 4, 1]
+    assert costs.kv_heads(H=4, H_kv=4, scheme="gqa") == 1  # fewer than 8 query heads: one group
+
+
+def test_memory_fit_agrees_with_the_budget_formulas():
+    budget = dict(memory_bytes=80 * 2**30, weight_bytes=13_500_000_000, kv_bytes_per_token=524_288, reserve=0.1)
+    fit = costs.memory_fit(**budget, S=4096, B=8)
+    assert fit == costs.MemoryFit(
+        weights_fit=True, fits=costs.fits_in_memory(**budget, S=4096, B=8),
+        max_context=costs.max_context(**budget, B=8), max_batch=costs.max_batch(**budget, S=4096))
+    assert costs.memory_budget(memory_bytes=1000, reserve=0.25) == 750
+    tight = costs.memory_fit(memory_bytes=1000, weight_bytes=1001, kv_bytes_per_token=1, S=1)
+    assert not tight.weights_fit and not tight.fits and tight.max_batch == 0
+    assert costs.fmt_memory_fit(fit) == costs.fmt_memory_fit(dataclasses.asdict(fit))
+    assert costs.fmt_memory_fit(tight) == "weights alone do not fit"
+
+
+def test_roofline_time_and_bound_are_the_roofline_point():
+    point = costs.roofline.roofline_point("x", flops=3e12, bytes=2e10, peak_flops=312e12, bandwidth=2.039e12)
+    assert costs.roofline_time(flops=3e12, bytes=2e10, peak_flops=312e12, bandwidth=2.039e12) == point.time_s
+    assert costs.roofline_bound(intensity=point.intensity, peak_flops=312e12, bandwidth=2.039e12) == point.bound
+    assert costs.roofline_bound(intensity=153.0, peak_flops=306.0, bandwidth=2.0) == "compute"  # at the ridge
+
+
+def test_decode_step_time_max_and_additive_forms():
+    """Eq. (7.2): the max form is the roofline of Eqs. (7.1) and (1.3); the additive form is never faster,
+    at most 2x slower, and equal while the weight matmuls are memory-bound too."""
+    from minigpt.costs.presets import HARDWARE, MODELS
+
+    m, hw = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    chip = dict(bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
+    for B, S in [(1, 128), (8, 1024), (256, 4096), (1024, 32768)]:
+        shape = dict(m.symbols(), N_params=m.N_params, s=2, S=S, B=B, **chip)
+        flops = costs.decode_step_flops(**m.symbols(), S=S, B=B)
+        kv = costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2)
+        moved = costs.decode_step_bytes(weight_bytes=costs.weight_bytes(N_params=m.N_params, s=2),
+                                        kv_bytes_per_token=kv, S=S, B=B)
+        t_max = costs.decode_step_time(**shape)
+        t_add = costs.decode_step_time(**shape, overlap=False)
+        assert t_max == costs.roofline_time(flops=flops, bytes=moved, **chip)
+        assert t_max * (1 - 1e-12) <= t_add <= 2 * t_max  # (W + KV)/BW vs W/BW + KV/BW: one rounding apart
+        assert costs.decode_tok_s(**shape) == B / t_max
+        assert math.isclose(costs.batching_gain(**shape), (B / t_max) / costs.decode_tok_s(**dict(shape, B=1)))
+        assert costs.ideal_batching_tok_s(**shape) == B / costs.decode_step_time(**dict(shape, B=1))
+        assert math.isclose(costs.kv_read_share(weight_bytes=moved - B * S * kv, kv_bytes_per_token=kv, S=S, B=B),
+                            B * S * kv / moved)
+        weight_flops = flops - 4 * B * m.L * (S + 1) * m.d  # Eq. (1.3) without attention over the cache
+        if (moved - B * S * kv) / hw.bandwidth >= weight_flops / hw.peak_flops:  # the matmuls memory-bound too
+            assert math.isclose(t_add, t_max)
+    # matmuls compute-bound and KV reads of the same order: the max form is ~1.4x optimistic here
+    big = dict(m.symbols(), N_params=m.N_params, s=2, S=128, B=1024, **chip)
+    assert costs.decode_step_time(**big, overlap=False) > 1.3 * costs.decode_step_time(**big)
+    with pytest.raises(ValueError, match="s_kv must be given"):
+        costs.decode_step_time(**dict(big, s=0.5))
+    assert costs.decode_step_time(**dict(big, s=0.5, s_kv=2)) < costs.decode_step_time(**big)
+
+
+def test_explorer_formatters():
+    assert costs.fmt_fixed(1234.56, 1, "×") == "1,234.6×"
+    assert costs.fmt_int(2.5) == "3" and costs.fmt_int(1_048_576, " tokens") == "1,048,576 tokens"
+    assert costs.fmt_percent(0.857) == "85.7%" and costs.fmt_percent(0.25, decimals=0) == "25%"
+    assert [costs.fmt_duration(x) for x in (0, 4.73e-7, 0.00498, 0.0443, 12.34)] == [
+        "0.00 s", "473 ns", "4.98 ms", "44.3 ms", "12.3 s"]
+    assert costs.fmt_flops(393_216, exact=True) == "393,216 (393.2 kFLOP)"
+    assert costs.fmt_bytes(2.039e12, binary=False, suffix="/s") == "2.0 TB/s"

@@ -1,4 +1,9 @@
-"""minigpt/web/costs.js (the browser sliders) computes what minigpt/costs/ computes."""
+"""minigpt/web/costs.js (the browser sliders) computes what minigpt/costs/ computes.
+
+The public API of `minigpt.costs` is enumerated: every name of `costs.FORMULAS` must have a twin in
+costs.js and be called on the grid below; every other public name must be listed in `PYTHON_ONLY`
+with the reason it needs no twin.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import json
 import math
 import shutil
 import subprocess
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import pytest
@@ -29,8 +34,21 @@ const out = calls.map(([name, kwargs, args]) => {
     return {error: String(e.message)};
   }
 });
-process.stdout.write(JSON.stringify({out, MODELS: C.MODELS, HARDWARE: C.HARDWARE}));
+const functions = Object.keys(C).filter((k) => typeof C[k] === "function");
+process.stdout.write(JSON.stringify({out, functions, MODELS: C.MODELS, HARDWARE: C.HARDWARE}));
 """
+
+# Public names of minigpt.costs without a JS twin, and why none is needed.
+PYTHON_ONLY = {
+    "FORMULAS": "the list of names this test enumerates",
+    "fmt_sig": "rounds glued values in the notebooks (Python side only); the page shows what was glued",
+    "MODEL_SYMBOLS": "explorers.py expands a model's symbols into named arguments before the page sees them",
+    "evaluate": "model-shape binding for Python callers; an explorer's spec holds the expanded arguments",
+    "of": "model-shape binding for Python callers (see evaluate)",
+    "model_args": "model-shape binding for Python callers (see evaluate)",
+    "WallClock": "a result type: the JS twin of wall_clock returns the same fields as a plain object",
+    "MemoryFit": "a result type: the JS twin of memory_fit returns the same fields as a plain object",
+}
 
 SHAPES = [
     dict(d=64),
@@ -63,6 +81,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("no_cache_macs_seed", dict(L=L, P=P, D=D, d=d), None),
             ("prefill_attention_share", dict(P=P, d=d), None),
             ("prefill_crossover_P", dict(d=d), None),
+            ("non_embedding_matrix_params", {k: v for k, v in dict(shape, L=L).items()
+                                             if k in ("L", "d", "d_ffn", "H_kv", "d_h")}, None),
+            ("last_decode_step_floor_s", dict(L=L, d=d, V=shape.get("V", 0), P=P, D=D, bandwidth=1.6e12), None),
+            ("last_decode_step_floor_s", dict(L=L, d=d, V=600, P=P, D=1, bandwidth=5e10, s=4), None),
         ]
     for L, H_kv, d_h, s, S, B in [
         (4, 4, 16, 4, 5, 1),
@@ -82,10 +104,49 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                 None,
             ),
         ]
+    for L, d, V, S_max, extra in [(4, 64, 600, 128, {}), (2, 48, 100, 16, dict(H_kv=1, d_h=16, d_ffn=100)),
+                                  (12, 768, 50257, 1024, dict(biases=False))]:
+        model = dict(L=L, d=d, V=V, S_max=S_max, **extra)
+        calls += [("params_by_component", model, None), ("param_count", model, None)]
+    for model, s in itertools.product(MODELS.values(), (1, 2, 4)):
+        sym = model.symbols()
+        for P, S, B in [(1, 0, 1), (128, 1024, 8), (4096, 32768, 64)]:
+            calls += [
+                ("prefill_intensity", dict(sym, P=P, B=B, s=s, N_params=model.N_params), None),
+                ("decode_intensity", dict(sym, S=S, B=B, s=s, N_params=model.N_params), None),
+                ("prefill_bytes", dict(weight_bytes=model.N_params * s, P=P, d=model.d, s=s, B=B,
+                                       kv_bytes_per_token=2 * model.L * model.H_kv * model.d_h * s), None),
+                ("prefill_bytes", dict(weight_bytes=model.N_params * s, P=P, d=model.d, s=s), None),
+                ("kv_bytes_per_token", dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=s, s_scale=s - 1), None),
+                ("kv_cache_bytes", dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=s, S=S, B=B, s_scale=2), None),
+                ("weight_bytes", dict(N_params=model.N_params, s=s / 2), None),  # 0.5: int4
+                ("weight_bytes", dict(N_params=model.N_params + 1, s=0.5), None),  # rounds up
+            ]
+        for scheme in ("published", "mha", "gqa", "mqa"):
+            calls.append(("kv_heads", dict(H=model.H, H_kv=model.H_kv, scheme=scheme), None))
     for hw, model in itertools.product(HARDWARE.values(), MODELS.values()):
         w = costs.weight_bytes(N_params=model.N_params, s=2)
         kv = costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
         budget = dict(memory_bytes=hw.memory_bytes, weight_bytes=w, kv_bytes_per_token=kv)
+        chip = dict(bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
+        for S, B, s, s_kv, overlap in [(1, 1, 2, None, True), (1024, 8, 2, None, False), (8192, 256, 1, 2, True),
+                                       (131072, 1024, 0.5, 1, False), (0, 64, 4, None, True)]:
+            step = dict(model.symbols(), N_params=model.N_params, s=s, s_kv=s_kv, S=S, B=B, overlap=overlap, **chip)
+            calls += [(name, step, None) for name in
+                      ("decode_step_time", "decode_tok_s", "batching_gain", "ideal_batching_tok_s")]
+            calls.append(("kv_read_share", dict(weight_bytes=w, kv_bytes_per_token=kv, S=S, B=B), None))
+        flops = costs.decode_step_flops(**model.symbols(), S=4096, B=16)
+        for flop_count, moved in [(flops, w), (0, w), (flops, 0), (2 * model.N_params * 4096, w)]:
+            calls.append(("roofline_time", dict(flops=flop_count, bytes=moved, **chip), None))
+        for intensity in (0, 1.5, hw.peak_flops / hw.bandwidth, 1e4):
+            calls.append(("roofline_bound", dict(intensity=intensity, **chip), None))
+        calls += [
+            ("memory_budget", dict(memory_bytes=hw.memory_bytes), None),
+            ("memory_budget", dict(memory_bytes=hw.memory_bytes, reserve=0.15), None),
+            ("memory_fit", dict(budget, S=8192), None),
+            ("memory_fit", dict(budget, S=131072, B=16, reserve=0.1), None),
+            ("memory_fit", dict(budget, weight_bytes=hw.memory_bytes + 1, S=1), None),
+        ]
         calls += [
             ("ridge_point", dict(peak_flops=hw.peak_flops, bandwidth=hw.bandwidth), None),
             ("attainable_flops", dict(intensity=1.5, peak_flops=hw.peak_flops, bandwidth=hw.bandwidth), None),
@@ -123,7 +184,24 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         2**53 + 1,
     ]
     for n in sizes:
-        calls += [("fmt_bytes", {}, [n]), ("fmt_bytes", {}, [n, False]), ("fmt_flops", {}, [n])]
+        calls += [
+            ("fmt_bytes", {}, [n]), ("fmt_bytes", {}, [n, {"binary": False, "suffix": "/s"}]), ("fmt_flops", {}, [n]),
+            ("fmt_flops", {}, [n, {"exact": True}]), ("fmt_flops", {}, [n, {"suffix": "/s"}]), ("fmt_count", {}, [n]),
+            ("fmt_fixed", {}, [n]), ("fmt_fixed", {}, [n, {"decimals": 2, "suffix": " ms"}]), ("fmt_int", {}, [n]),
+            ("fmt_percent", {}, [n / 3e4]), ("fmt_percent", {}, [n / 7e3, {"decimals": 0}]),
+            ("fmt_duration", {}, [n / 1e9]), ("fmt_duration", {}, [n]),
+        ]
+    for x in (0.5, 2.5, 0.125, 1.005, 99.95, 999.5, 0.0004567, 5e-10, -3.25):
+        calls += [("fmt_fixed", {}, [x, {"decimals": 2}]), ("fmt_int", {}, [x, {"suffix": " tok/s"}]),
+                  ("fmt_percent", {}, [x])]
+        if x >= 0:
+            calls += [("fmt_duration", {}, [x]), ("fmt_count", {}, [x])]
+    for fit in (dict(weights_fit=False, fits=False, max_context=0, max_batch=0),
+                dict(weights_fit=True, fits=False, max_context=1234, max_batch=0),
+                dict(weights_fit=True, fits=True, max_context=1_048_576, max_batch=17)):
+        calls.append(("fmt_memory_fit", {}, [fit]))
+    calls += [("chars_per_second", dict(tok_s=t, chars_per_token=c), None)
+              for t, c in [(40, 4.1), (0, 3.0), (123.4, 0.9)]]
     for L, H_kv, d_h, S, B in [(4, 4, 16, 128, 1), (32, 8, 128, 8192, 16), (80, 8, 128, 10**6, 64)]:
         kv = dict(L=L, H_kv=H_kv, d_h=d_h, S=S, B=B)
         calls += [
@@ -131,6 +209,30 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("quantized_kv_bytes", dict(kv, bits=4, group_size=min(32, d_h)), None),
             ("quantized_kv_bytes", dict(kv, bits=4, group_size=d_h, s_scale=4), None),
         ]
+    for L, T, S, d, H_kv, d_h, s, B in [(4, 1, 5, 64, 4, 16, 4, 1), (32, 1, 4095, 4096, 8, 128, 2, 8),
+                                         (80, 512, 8192, 8192, 8, 128, 2, 3), (96, 7, 0, 12288, None, None, 1, 64)]:
+        calls += [
+            ("attention_flops", dict(L=L, T=T, S=S, d=d, B=B), None),
+            ("attention_bytes", dict(L=L, T=T, S=S, d=d, s=s, H_kv=H_kv, d_h=d_h, B=B), None),
+            ("attention_intensity", dict(T=T, S=S, d=d, s=s, H_kv=H_kv, d_h=d_h), None),
+            ("tp_allreduce_bytes", dict(L=L, B=B, d=d, s=s), None),
+        ]
+    calls += [
+        ("tp_decode_step_time",
+         dict(bytes_per_step=b, n_gpus=n, bandwidth=bw, allreduce_bytes=a, link_bandwidth=lk), None)
+        for b, n, bw, a, lk in [(141_000_000_000, 2, 3.35e12, 1_310_720, 450e9), (10**9, 1, 1e12, 0, 1e9),
+                                (7 * 10**9, 8, 2e12, 10**7, 300e9)]
+    ]
+    calls += [("cost_per_million_tokens", dict(price_per_hour=p, tok_s=t), None)
+              for p, t in [(2.0, 40.0), (3.5, 12_345.6), (0.01, 1)]]
+    calls += [
+        ("decode_time_with_kv", dict(P=P, D=D, decode_tok_s=r, weight_bytes=w, kv_bytes_per_token=k), None)
+        for P, D, r, w, k in [(1000, 300, 40.0, 16 * 10**9, 131_072), (12_000, 500, 25.0, 14 * 10**9, 524_288),
+                              (1, 1, 1.0, 1, 0)]
+    ]
+    for P, D, d in [(1, 1, 64), (16, 100, 64), (4096, 1000, 4096), (2, 10**5, 12288)]:
+        calls += [("no_cache_attention_share", dict(P=P, D=D, d=d), None),
+                  ("no_cache_crossover_D", dict(d=d), None)]
     for S, b in [(0, 1), (1, 16), (16, 16), (17, 16), (1000, 7), (10**6, 256)]:
         calls += [("paged_blocks", dict(S=S, block_size=b), None),
                   ("paged_slack_tokens", dict(S=S, block_size=b), None)]
@@ -152,8 +254,13 @@ def node_results():
 
 
 def _python(name, kwargs, args):
-    result = getattr(costs, name)(*args) if args else getattr(costs, name)(**kwargs)
-    return asdict(result) if name == "wall_clock" else result
+    fn = getattr(costs, name)
+    if args:  # a formatter: the value, then its options as one object (Python: keywords)
+        options = args[1] if len(args) > 1 else {}
+        result = fn(args[0], **options)
+    else:
+        result = fn(**kwargs)
+    return asdict(result) if is_dataclass(result) else result
 
 
 def _same(py, js) -> bool:
@@ -166,10 +273,25 @@ def _same(py, js) -> bool:
     return math.isclose(py, js, rel_tol=1e-12)
 
 
+def test_every_public_name_has_a_twin_or_a_reason(node_results):
+    _, results = node_results
+    public = set(costs.__all__)
+    assert set(costs.FORMULAS) <= public, f"in FORMULAS but not public: {set(costs.FORMULAS) - public}"
+    unexplained = public - set(costs.FORMULAS) - set(PYTHON_ONLY)
+    assert not unexplained, f"public names of minigpt.costs with no JS twin and no reason in PYTHON_ONLY: {unexplained}"
+    assert not set(PYTHON_ONLY) & set(costs.FORMULAS), "a name cannot be both mirrored and Python-only"
+    missing = [name for name in costs.FORMULAS if name not in results["functions"]]
+    assert not missing, f"costs.FORMULAS without a twin in costs.js: {missing}"
+
+
+def test_every_formula_is_checked_on_the_grid(node_results):
+    calls, _ = node_results
+    unchecked = set(costs.FORMULAS) - {name for name, _, _ in calls}
+    assert not unchecked, f"formulas with no parity call in _calls(): {sorted(unchecked)}"
+
+
 def test_every_mirrored_function_agrees(node_results):
     calls, results = node_results
-    names = {name for name, _, _ in calls}
-    assert len(names) >= 26
     for (name, kwargs, args), got in zip(calls, results["out"], strict=True):
         assert "error" not in got, f"{name}({kwargs or args}) raised in JS: {got.get('error')}"
         expected = _python(name, kwargs, args)
@@ -191,6 +313,19 @@ def test_js_rejects_bad_inputs_like_python():
         ("decode_flops", dict(L=4, P=2, D=0, d=64), None),
         ("kv_bytes_per_token", dict(L=4, H_kv=4, d_h=16, s=1.5), None),
         ("ridge_point", dict(peak_flops=0, bandwidth=1), None),
+        ("weight_bytes", dict(N_params=10, s=0), None),
+        ("weight_bytes", dict(N_params=10, s=-0.5), None),
+        ("kv_bytes_per_token", dict(L=4, H_kv=4, d_h=16, s=2, s_scale=-1), None),
+        ("kv_heads", dict(H=32, H_kv=8, scheme="gqa-4"), None),
+        ("memory_budget", dict(memory_bytes=10, reserve=1.0), None),
+        ("roofline_time", dict(flops=-1, bytes=1, peak_flops=1, bandwidth=1), None),
+        ("roofline_bound", dict(intensity=1, peak_flops=1, bandwidth=0), None),
+        ("last_decode_step_floor_s", dict(L=4, d=64, V=600, P=0, D=3, bandwidth=1e9), None),
+        ("last_decode_step_floor_s", dict(L=4, d=64, V=600, P=2, D=1, bandwidth=0), None),
+        ("decode_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=0.5, bandwidth=1e9, peak_flops=1e12), None),
+        ("decode_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12,
+                                  overlap="yes"), None),
+        ("chars_per_second", dict(tok_s=-1, chars_per_token=4), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

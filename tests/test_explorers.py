@@ -1,8 +1,10 @@
-"""minigpt.book.explorers: the HTML an explorer writes (deterministic, complete, self-contained) and the
-pure helpers of explorer.js under node. (costs.js against costs.py is tests/test_costs_js.py.)"""
+"""minigpt.book.explorers: the HTML an explorer writes (deterministic, complete, initial values computed
+in Python, scripts inlined only for a live kernel), its checks, and explorer.js under node on every
+committed explorer. (costs.js against costs.py is tests/test_costs_js.py; the pages are tests/test_site.py.)"""
 
 from __future__ import annotations
 
+import html as htmllib
 import json
 import math
 import re
@@ -10,11 +12,27 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from minigpt.book.explorers import LOG_STEPS, Output, Plot, Series, Slider, explorer, explorer_html
+from minigpt import costs
+from minigpt.book.explorers import (
+    JS_ENV,
+    LOG_STEPS,
+    Output,
+    Plot,
+    Series,
+    Slider,
+    explorer,
+    explorer_html,
+    initial_values,
+)
+from minigpt.config import ModelConfig
 
-WEB = Path(__file__).resolve().parent.parent / "minigpt" / "web"
+ROOT = Path(__file__).resolve().parent.parent
+WEB = ROOT / "minigpt" / "web"
+NODE = shutil.which("node")
+SHAPE = ModelConfig().symbols()
 
 
 def _demo(**kw) -> str:
@@ -22,10 +40,13 @@ def _demo(**kw) -> str:
         id="prefill",
         title="Prefill FLOPs",
         sliders=[Slider("P", "prompt tokens <i>P</i>", 1, 4096, value=128, log=True),
-                 Slider("model", "model", options=[("MiniGPT", {"L": 4}), ("big", {"L": 32})])],
-        outputs=[Output("prefill_flops", "prefill FLOPs", "C.prefill_flops({L, P, d, V})", fmt="C.fmt_flops(x)")],
-        plot=Plot("P", 1, 4096, [Series("prefill", "C.prefill_flops({L, P, d, V})")], log_x=True, log_y=True),
-        constants={"L": 4, "d": 64, "V": 600},
+                 Slider("m", "model", options=[("MiniGPT", SHAPE), ("wide", dict(SHAPE, d=128, d_h=32))])],
+        outputs=[Output("flops", "prefill FLOPs", fn="prefill_flops", model="m", args={"P": "P"}, fmt="fmt_flops"),
+                 Output("share", "attention share", fn="prefill_attention_share", args={"P": "P", "d": "m.d"},
+                        fmt=("fmt_percent", {"decimals": 2}))],
+        plot=Plot("P", 1, 4096, [Series("prefill", fn="prefill_flops", model="m", args={"P": "P"})],
+                  log_x=True, log_y=True, y_fmt="fmt_flops"),
+        inline=False,
     )
     args.update(kw)
     return explorer_html(**args)
@@ -37,20 +58,77 @@ def _spec(html: str) -> dict:
     return json.loads(m.group(1).replace("<\\/", "</"))
 
 
-def test_html_is_deterministic_and_complete() -> None:
-    html = _demo()
-    assert html == _demo(), "two renders differ: nbval compares this output"
-    assert 'data-explorer="prefill"' in html
-    assert 'data-slider="P"' in html and 'name="P"' in html
-    assert 'data-slider="model"' in html and "<select" in html
-    assert 'data-output="prefill_flops"' in html
-    assert 'class="mgx-plot"' in html
-    assert "MiniGPTCosts" in html and "MiniGPTExplorer" in html, "costs.js and explorer.js are inlined"
-    assert re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html) is None, "loads something from outside"
-    assert re.search(r"[0-9a-f]{32}", html) is None, "looks like a random id"
-    spec = _spec(html)
-    assert spec["constants"] == {"L": 4, "d": 64, "V": 600}
-    assert [s["name"] for s in spec["sliders"]] == ["P", "model"]
+def _shown(html: str) -> dict[str, tuple[str, str]]:
+    """Output name -> (data-value, text) as the HTML holds them."""
+    found = re.findall(r'data-output="([^"]+)" data-value="([^"]*)">([^<]*)</span>', html)
+    return {name: (htmllib.unescape(value), htmllib.unescape(text)) for name, value, text in found}
+
+
+def test_html_is_deterministic_and_shows_python_values() -> None:
+    page = _demo()
+    assert page == _demo(), "two renders differ: nbval compares this output"
+    assert 'data-explorer="prefill"' in page and 'data-slider="P"' in page and "<select" in page
+    assert 'class="mgx-plot"' in page
+    assert "<script>" not in page and "mgx-inline" not in page and "MiniGPTCosts" not in page, "inline=False inlines"
+    assert re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page) is None, "loads something from outside"
+    assert re.search(r"[0-9a-f]{32}", page) is None, "looks like a random id"
+    flops = costs.of(SHAPE).prefill_flops(P=128)
+    share = costs.prefill_attention_share(P=128, d=64)
+    assert _shown(page) == {"flops": (str(flops), costs.fmt_flops(flops)),
+                            "share": (json.dumps(share), costs.fmt_percent(share, decimals=2))}
+
+
+def test_model_shortcut_expands_into_named_arguments() -> None:
+    call = Output("f", "f", fn="prefill_flops", model="m", args={"P": "P", "V": 0}).call()
+    assert call == {"fn": "prefill_flops", "key": None, "args": {
+        "L": "m.L", "H_kv": "m.H_kv", "d_h": "m.d_h", "d": "m.d", "d_ffn": "m.d_ffn", "ffn_matrices": "m.ffn_matrices",
+        "V": 0, "P": "P"}}
+    spec = _spec(_demo())
+    assert spec["outputs"][0]["args"]["ffn_matrices"] == "m.ffn_matrices"
+    assert spec["outputs"][1]["fmt"] == {"fn": "fmt_percent", "args": {"decimals": 2}}
+
+
+def test_outputs_read_earlier_outputs_fields_and_literals() -> None:
+    sliders = [Slider("B", "B", 1, 64, value=4)]
+    outputs = [
+        Output("w", "weights", fn="weight_bytes", args={"N_params": 1000, "s": 0.5}, fmt="fmt_bytes"),
+        Output("fit", "fit", fn="memory_fit", args={"memory_bytes": 10_000, "weight_bytes": "w",
+                                                    "kv_bytes_per_token": 10, "S": 100, "B": "B"},
+               fmt="fmt_memory_fit"),
+        Output("ctx", "longest context", value="fit.max_context", fmt="fmt_int"),
+    ]
+    env = initial_values({}, sliders, outputs)
+    assert env["w"] == 500 and env["fit"]["max_batch"] == 9 and env["ctx"] == 237
+    assert _shown(explorer_html("t", "t", sliders, outputs, inline=False))["fit"][1] == (
+        "fits; longest context 237, largest batch 9")
+
+
+def test_scripts_are_inlined_only_for_a_kernel(monkeypatch) -> None:
+    monkeypatch.delenv(JS_ENV, raising=False)
+    live = _demo(inline=None)
+    assert live.count('<script class="mgx-inline">') == 3 and "MiniGPTCosts" in live and "MiniGPTExplorer" in live
+    monkeypatch.setenv(JS_ENV, "site")
+    assert _demo(inline=None) == _demo(inline=False)
+    monkeypatch.setenv(JS_ENV, "cdn")
+    with pytest.raises(ValueError, match=JS_ENV):
+        _demo(inline=None)
+    # nbval's sanitizer turns the live output into the committed one
+    cfg = (ROOT / "tests" / "nbval_sanitize.cfg").read_text()
+    regex = re.search(r"\[explorer_inline_js\]\nregex: (.*)\n", cfg).group(1)
+    assert re.sub(regex, "", live) == _demo(inline=False)
+
+
+def test_committed_outputs_carry_no_javascript() -> None:
+    explorers = 0
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for out in cell.get("outputs", []):
+                page = out.get("data", {}).get("text/html", "")
+                if "mgx-explorer" in page:
+                    explorers += 1
+                    assert "<script>" not in page and "mgx-inline" not in page, f"{path.name} inlines the JS"
+                    assert "hide-input" in cell.metadata.get("tags", []), f"{path.name}: explorer cell not hidden"
+    assert explorers >= 5
 
 
 def test_log_slider_position() -> None:
@@ -60,14 +138,16 @@ def test_log_slider_position() -> None:
 
 
 def test_script_end_tag_is_escaped() -> None:
-    html = _demo(title="x", outputs=[Output("o", "o", "'</script>'")])
-    body = html.split("<script", 1)[1]
-    assert "'</script>'" not in body.split('class="mgx-spec">', 1)[1].split("</script>", 1)[0]
+    page = _demo(plot=Plot("P", 1, 4096, [Series("</script><b>", fn="prefill_flops", model="m", args={"P": "P"})]))
+    spec_text = page.split('class="mgx-spec">', 1)[1].split("</script>", 1)[0]
+    assert "</script><b>" not in spec_text and _spec(page)["plot"]["series"][0]["label"] == "</script><b>"
 
 
 def test_explorer_returns_ipython_html() -> None:
-    obj = explorer("e1", "t", [Slider("x", "x", 0, 1, value=0.5, step=0.1)], [Output("y", "y", "2 * x")])
-    assert "data-explorer=\"e1\"" in obj._repr_html_()
+    obj = explorer("e1", "t", [Slider("x", "x", 0, 1, value=0.5, step=0.1)],
+                   [Output("y", "y", fn="ridge_point", args={"peak_flops": "x", "bandwidth": 2}, fmt="fmt_fixed")],
+                   inline=False)
+    assert 'data-explorer="e1"' in obj._repr_html_() and ">0.3</span>" in obj._repr_html_()
 
 
 @pytest.mark.parametrize(
@@ -78,10 +158,28 @@ def test_explorer_returns_ipython_html() -> None:
         (lambda: Slider("x", "x", 0, 10, value=11), "must lie"),
         (lambda: Slider("x", "x", 0, 10, value=1, log=True), "min > 0"),
         (lambda: Slider("x", "x", options=[("a", 1)], value=2), "not one of"),
-        (lambda: Plot("x", 1, 0, [Series("s", "x")]), "x range"),
+        (lambda: Slider("x", "x", 0, 10, value=1, fmt="x.toFixed(1)"), "formatter"),
+        (lambda: Slider("x", "x", 0, 10, value=1, sets={"y": "bandwidth"}), "needs options"),
+        (lambda: Plot("x", 1, 0, [Series("s", value="x")]), "x range"),
+        (lambda: Output("o", "o", fn="C.prefill_flops({L, P, d})"), "not a formula"),
+        (lambda: Output("o", "o", fn="prefill_flops", args={"L": 1, "P": 2, "Q": 3}), "no argument"),
+        (lambda: Output("o", "o", fn="prefill_flops", args={"L": 1}), r"needs \['P', 'd'\]"),
+        (lambda: Output("o", "o", fn="prefill_flops", model="m", args={"P": "2 * P"}), "must name a value"),
+        (lambda: Output("o", "o", fn="prefill_flops", model="m", args={"P": [1]}), "literal"),
+        (lambda: Output("o", "o"), "exactly one"),
+        (lambda: Output("o", "o", fn="fmt_bytes", args={"n": 1}), "not a formula"),
+        (lambda: Output("o", "o", value="x", fmt=("fmt_bytes", {"decimals": 1})), "no option"),
         (lambda: _demo(id="Bad Id"), "explorer id"),
         (lambda: _demo(constants={"P": 1}), "distinct"),
-        (lambda: _demo(plot=Plot("Q", 1, 2, [Series("s", "Q")])), "plot.x"),
+        (lambda: _demo(outputs=[Output("o", "o", value="later"), Output("later", "l", value="P", fmt="fmt_int")]),
+         "earlier output"),
+        (lambda: _demo(outputs=[Output("o", "o", value="P")]), "give fmt"),
+        (lambda: _demo(outputs=[Output("o", "o", fn="prefill_flops", model="m", args={"P": 0}, fmt="fmt_flops")]),
+         "fails at the initial values: P must be"),
+        (lambda: _demo(plot=Plot("Q", 1, 2, [Series("s", value="P")])), "plot.x"),
+        (lambda: _demo(sliders=[Slider("hw", "hw", options=[("a", {"bandwidth": 2.0})], sets={"bw": "bandwidth"}),
+                                Slider("bw", "bw", 1, 10, value=3), Slider("P", "P", 1, 9, value=2),
+                                Slider("m", "m", options=[("x", SHAPE)])]), "starts at 3"),
     ],
 )
 def test_errors_say_what_is_allowed(make, message) -> None:
@@ -89,7 +187,62 @@ def test_errors_say_what_is_allowed(make, message) -> None:
         make()
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def _committed_explorers() -> list[tuple[str, str]]:
+    found = []
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for out in cell.get("outputs", []):
+                page = out.get("data", {}).get("text/html", "")
+                for box in re.findall(r'<div class="mgx-explorer".*?</script></div>', page, re.S):
+                    found.append((path.stem, box))
+    return found
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node")
+def test_explorer_js_reproduces_every_committed_explorer() -> None:
+    """explorer.js + costs.js, at each committed explorer's initial values, compute and print what Python did."""
+    cases = []
+    for page_name, box in _committed_explorers():
+        values = {}
+        for name, raw in re.findall(r'data-slider="([^"]+)" data-value="([^"]*)"', box):
+            raw = htmllib.unescape(raw)
+            try:
+                values[name] = json.loads(raw)
+            except json.JSONDecodeError:
+                values[name] = raw  # a string option is written as itself
+        cases.append({"page": page_name, "spec": _spec(box), "values": values, "shown": _shown(box)})
+    assert len(cases) >= 5
+    script = f"""
+      const C = require({json.dumps(str(WEB / "costs.js"))});
+      require({json.dumps(str(WEB / "explorer.js"))});
+      const E = globalThis.MiniGPTExplorer;
+      const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const out = cases.map(({{spec, values}}) => {{
+        const {{env, errors}} = E.evaluateAll(spec, values, C);
+        const shown = {{}};
+        for (const o of spec.outputs) {{
+          const v = env[o.name];
+          shown[o.name] = [v === undefined ? null : v, E.format(o.fmt, v, C)];
+        }}
+        return {{errors, shown}};
+      }});
+      process.stdout.write(JSON.stringify(out));
+    """
+    proc = subprocess.run([NODE, "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True)
+    for case, got in zip(cases, json.loads(proc.stdout), strict=True):
+        assert got["errors"] == {}, f"{case['page']} {case['spec']['id']}: {got['errors']}"
+        assert set(got["shown"]) == set(case["shown"])
+        for name, (value, text) in case["shown"].items():
+            js_value, js_text = got["shown"][name]
+            python_value = value if isinstance(js_value, str) else json.loads(value)
+            if isinstance(python_value, float | int) and not isinstance(python_value, bool):
+                assert math.isclose(python_value, js_value, rel_tol=1e-12), (case["page"], name, value, js_value)
+            else:
+                assert python_value == js_value, (case["page"], name, value, js_value)
+            assert js_text == text, f"{case['page']} {name}: shown {text!r} by Python, {js_text!r} by JS"
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node")
 def test_js_helpers_under_node() -> None:
     script = f"""
       require({json.dumps(str(WEB / "costs.js"))});
@@ -99,10 +252,12 @@ def test_js_helpers_under_node() -> None:
       console.log(JSON.stringify({{
         ends: [E.valueAt(s, 0), E.valueAt(s, {LOG_STEPS})],
         mid: E.valueAt(s, {Slider("P", "P", 1, 4096, value=128, log=True).position()}),
+        pos: E.positionOf(s, 128),
         lin: E.valueAt({{min: 0, max: 1, step: 0.1}}, 0.34),
         compact: [E.compact(999), E.compact(12345), E.compact(2.5e9)],
       }}));
     """
-    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([NODE, "-e", script], capture_output=True, text=True, check=True).stdout
     got = json.loads(out)
-    assert got == {"ends": [1, 4096], "mid": 128, "lin": 0.3, "compact": ["999", "12.3k", "2.5G"]}
+    assert got == {"ends": [1, 4096], "mid": 128, "pos": Slider("P", "P", 1, 4096, value=128, log=True).position(),
+                   "lin": 0.3, "compact": ["999", "12.3k", "2.5G"]}

@@ -15,9 +15,11 @@ attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0``
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
 Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
-`wall_clock` and `text_rates` (4), `format` (the prose), `presets` (published models and chips).
+`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` (Part III), `format` (the prose),
+`presets` (published models and chips).
 """
 
+from minigpt.costs.batching import batching_gain, decode_step_time, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
     cache_saving_factor,
     decode_flops,
@@ -36,15 +38,29 @@ from minigpt.costs.flops import (
     prefill_flops,
     prefill_macs,
 )
-from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops, fmt_sig
+from minigpt.costs.format import (
+    fmt_bytes,
+    fmt_count,
+    fmt_duration,
+    fmt_fixed,
+    fmt_flops,
+    fmt_int,
+    fmt_memory_fit,
+    fmt_percent,
+    fmt_sig,
+)
 from minigpt.costs.kv_storage import paged_blocks, paged_slack_tokens, quantized_kv_bytes
 from minigpt.costs.memory import (
+    MemoryFit,
     fits_in_memory,
     int8_kv_bytes,
     kv_bytes_per_token,
     kv_cache_bytes,
+    kv_heads,
     max_batch,
     max_context,
+    memory_budget,
+    memory_fit,
     weight_bytes,
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
@@ -59,9 +75,12 @@ from minigpt.costs.roofline import (
     decode_tok_s_ceiling,
     prefill_intensity,
     ridge_point,
+    roofline_bound,
+    roofline_time,
 )
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
-from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
+from minigpt.costs.text_rates import chars_per_second
+from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
 from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, decode_time_with_kv, wall_clock
 
 # The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
@@ -76,11 +95,16 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
-    # Part III: how the cache is stored
-    "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    # the explorers' formulas (Chapters 1-4, 7) and formatters
+    "last_decode_step_floor_s", "memory_budget", "kv_heads", "memory_fit", "roofline_time", "roofline_bound",
+    "decode_step_time", "decode_tok_s", "batching_gain", "ideal_batching_tok_s", "kv_read_share", "chars_per_second",
+    "fmt_fixed", "fmt_int", "fmt_percent", "fmt_duration", "fmt_memory_fit",
+    # Chapter 3: attention's intensity, tensor parallelism; Chapter 4: cost per token; Chapter 6: crossovers
     "attention_flops", "attention_bytes", "attention_intensity", "tp_allreduce_bytes", "tp_decode_step_time",
     "cost_per_million_tokens", "decode_time_with_kv",
-    "no_cache_attention_share", "no_cache_crossover_D",  # Chapter 6
+    "no_cache_attention_share", "no_cache_crossover_D",
+    # Part III: how the cache is stored
+    "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
 )
 
-__all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "WallClock", "evaluate", "model_args", "of"]
+__all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

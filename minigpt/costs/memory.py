@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from minigpt.costs._check import _fraction, _int
+from minigpt.costs._check import _fraction, _int, _positive
 from minigpt.costs.traffic import decode_step_bytes
 
 
-def weight_bytes(*, N_params: int, s: int) -> int:
-    """Weight bytes, Eq. (2.3): N·s."""
-    return _int("N_params", N_params) * _int("s", s, 1)
+def weight_bytes(*, N_params: int, s: float) -> int:
+    """Weight bytes, Eq. (2.3): N·s; a fractional s (int4: 0.5 bytes per value) rounds up to whole bytes."""
+    _int("N_params", N_params)
+    if isinstance(s, int) and not isinstance(s, bool):
+        return N_params * _int("s", s, 1)
+    return math.ceil(N_params * _positive("s", s))
 
 
-def kv_bytes_per_token(*, L: int, H_kv: int, d_h: int, s: int) -> int:
-    """KV-cache bytes per token, Eq. (2.1): 2·L·H_kv·d_h·s (a key and a value per layer per KV head)."""
-    return 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * _int("d_h", d_h, 1) * _int("s", s, 1)
+def kv_bytes_per_token(*, L: int, H_kv: int, d_h: int, s: int, s_scale: int = 0) -> int:
+    """KV-cache bytes per token, Eq. (2.1): 2·L·H_kv·d_h·s (a key and a value per layer per KV head).
+
+    A quantized cache stores an s_scale-byte scale with each d_h-vector: 2·L·H_kv·(d_h·s + s_scale).
+    """
+    per_vector = _int("d_h", d_h, 1) * _int("s", s, 1) + _int("s_scale", s_scale)
+    return 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * per_vector
 
 
-def kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, B: int = 1) -> int:
-    """KV-cache bytes for B sequences of S tokens, Eq. (2.2): B·S·2·L·H_kv·d_h·s."""
-    return _int("B", B, 1) * _int("S", S) * kv_bytes_per_token(L=L, H_kv=H_kv, d_h=d_h, s=s)
+def kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, B: int = 1, s_scale: int = 0) -> int:
+    """KV-cache bytes for B sequences of S tokens, Eq. (2.2): B·S·2·L·H_kv·d_h·s (+ scales, see Eq. 2.1)."""
+    return _int("B", B, 1) * _int("S", S) * kv_bytes_per_token(L=L, H_kv=H_kv, d_h=d_h, s=s, s_scale=s_scale)
 
 
 def int8_kv_bytes(*, L: int, H_kv: int, d_h: int, S: int, B: int = 1, s_scale: int = 2) -> int:
@@ -28,13 +36,11 @@ def int8_kv_bytes(*, L: int, H_kv: int, d_h: int, S: int, B: int = 1, s_scale: i
 
     One scale (default 2 bytes, fp16) per d_h-vector: B·S·2·L·H_kv·(d_h + s_scale).
     """
-    _int("s_scale", s_scale)
-    per_token = 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * (_int("d_h", d_h, 1) + s_scale)
-    return _int("B", B, 1) * _int("S", S) * per_token
+    return kv_cache_bytes(L=L, H_kv=H_kv, d_h=d_h, s=1, S=S, B=B, s_scale=s_scale)
 
 
 def _budget(memory_bytes: int, reserve: float) -> int:
-    return math.floor(_int("memory_bytes", memory_bytes) * (1 - _fraction("reserve", reserve)))
+    return memory_budget(memory_bytes=memory_bytes, reserve=reserve)
 
 
 def fits_in_memory(
@@ -64,3 +70,47 @@ def max_batch(
     _int("kv_bytes_per_token", kv_bytes_per_token, 1)
     free = _budget(memory_bytes, reserve) - weight_bytes
     return max(0, free // (_int("S", S, 1) * kv_bytes_per_token))
+
+
+def memory_budget(*, memory_bytes: int, reserve: float = 0.0) -> int:
+    """Bytes left for weights and Eq. (2.2)'s cache, Chapter 2: ⌊(1 − reserve)·memory_bytes⌋."""
+    return math.floor(_int("memory_bytes", memory_bytes) * (1 - _fraction("reserve", reserve)))
+
+
+KV_HEAD_SCHEMES = ("published", "mha", "gqa", "mqa")
+
+
+def kv_heads(*, H: int, H_kv: int, scheme: str = "published") -> int:
+    """The H_kv of Eq. (2.1) under an attention scheme, Chapter 2: the published H_kv, MHA (H),
+    GQA with groups of 8 query heads (max(1, H // 8)), or MQA (1)."""
+    _int("H", H, 1)
+    _int("H_kv", H_kv, 1)
+    if scheme not in KV_HEAD_SCHEMES:
+        raise ValueError(f"scheme must be one of {list(KV_HEAD_SCHEMES)}, got {scheme!r}")
+    return {"published": H_kv, "mha": H, "gqa": max(1, H // 8), "mqa": 1}[scheme]
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """One device against a model and a workload, Chapter 2: do the weights fit, do weights + Eq. (2.2)
+    fit, and the longest context (at B) and the largest batch (at S) that do."""
+
+    weights_fit: bool
+    fits: bool
+    max_context: int
+    max_batch: int
+
+
+def memory_fit(
+    *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1,
+    reserve: float = 0.0,
+) -> MemoryFit:
+    """A device row of Chapter 2's budget, Eqs. (2.2)–(2.3): `fits_in_memory`, `max_context`, `max_batch`."""
+    budget = dict(memory_bytes=memory_bytes, weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token,
+                  reserve=reserve)
+    return MemoryFit(
+        weights_fit=weight_bytes <= memory_budget(memory_bytes=memory_bytes, reserve=reserve),
+        fits=fits_in_memory(**budget, S=S, B=B),
+        max_context=max_context(**budget, B=B),
+        max_batch=max_batch(**budget, S=S),
+    )

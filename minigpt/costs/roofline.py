@@ -110,11 +110,11 @@ def roofline_point(label: str, *, flops: float, bytes: float, peak_flops: float,
     """Place a workload of `flops` FLOPs moving `bytes` bytes under the roofline, Eqs. (3.1)–(3.3)."""
     intensity = arithmetic_intensity(flops=flops, bytes=bytes)
     attainable = attainable_flops(intensity=intensity, peak_flops=peak_flops, bandwidth=bandwidth)
-    ridge = ridge_point(peak_flops=peak_flops, bandwidth=bandwidth)
-    time_s = max(flops / peak_flops, bytes / bandwidth)
+    bound = roofline_bound(intensity=intensity, peak_flops=peak_flops, bandwidth=bandwidth)
+    time_s = roofline_time(flops=flops, bytes=bytes, peak_flops=peak_flops, bandwidth=bandwidth)
     return RooflinePoint(
         label=label, flops=flops, bytes=bytes, intensity=intensity, attainable_flops=attainable,
-        bound="memory" if intensity < ridge else "compute", time_s=time_s,
+        bound=bound, time_s=time_s,
     )
 
 
@@ -243,3 +243,17 @@ def critical_batch(
     while B > 1 and compute_bound(B - 1):
         B -= 1
     return B
+def roofline_time(*, flops: float, bytes: float, peak_flops: float, bandwidth: float) -> float:
+    """Lower bound on a workload's time under the roofline, Eq. (3.3): max(flops / peak_flops, bytes / bandwidth)."""
+    if isinstance(flops, bool) or not isinstance(flops, (int, float)) or flops < 0:
+        raise ValueError(f"flops must be a number >= 0, got {flops!r}")
+    if isinstance(bytes, bool) or not isinstance(bytes, (int, float)) or bytes < 0:
+        raise ValueError(f"bytes must be a number >= 0, got {bytes!r}")
+    return max(flops / _positive("peak_flops", peak_flops), bytes / _positive("bandwidth", bandwidth))
+
+
+def roofline_bound(*, intensity: float, peak_flops: float, bandwidth: float) -> str:
+    """Which roof of Eq. (3.3) binds: "memory" below the ridge point (Eq. 3.2), "compute" at or above it."""
+    if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or intensity < 0:
+        raise ValueError(f"intensity must be a number >= 0, got {intensity!r}")
+    return "memory" if intensity < ridge_point(peak_flops=peak_flops, bandwidth=bandwidth) else "compute"

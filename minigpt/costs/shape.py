@@ -4,8 +4,8 @@ A model (a `minigpt.config.ModelConfig`, a `minigpt.costs.presets.ModelPreset`, 
 describes itself by its symbols, ``L, H_kv, d_h, d, d_ffn, V, ffn_matrices`` (`MODEL_SYMBOLS`).
 `evaluate(fn, model, **given)` calls a formula with the symbols its signature names plus the ones
 given (the workload: P, D, S, B, s, ...); `of(model)` binds a model once, so that
-``costs.of(config).prefill_flops(P=16)`` reads like the equation. ``minigpt/web/costs.js`` has the
-same two (``C.evaluate(name, model, given)``, ``C.of(model)``).
+``costs.of(config).prefill_flops(P=16)`` reads like the equation. The browser needs neither: an
+explorer's ``model=`` is expanded into named arguments in Python (`minigpt.book.explorers`).
 """
 
 from __future__ import annotations

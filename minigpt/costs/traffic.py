@@ -3,7 +3,8 @@ decode step must read and write at least."""
 
 from __future__ import annotations
 
-from minigpt.costs._check import _int
+from minigpt.costs._check import _int, _positive
+from minigpt.costs.params import non_embedding_matrix_params
 
 
 def decode_step_bytes(*, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1) -> int:
@@ -27,3 +28,18 @@ def prefill_bytes(
     _int("kv_bytes_per_token", kv_bytes_per_token)
     tokens = _int("B", B, 1) * _int("P", P, 1)
     return weight_bytes + 2 * tokens * _int("d", d, 1) * _int("s", s, 1) + tokens * kv_bytes_per_token
+
+
+def last_decode_step_floor_s(*, L: int, d: int, V: int, P: int, D: int, bandwidth: float, s: int = 2) -> float:
+    """Memory floor of the last decode step, Chapter 1's traffic table: the bytes it must read over bandwidth.
+
+    A MiniGPT-shaped model (MHA, d_ffn = 4d) of 12·L·d² + V·d parameters at s bytes each, plus the
+    cache of S = P + D − 2 tokens at 2·L·d·s bytes each (Eq. 3.5); 0.0 when D = 1 (no decode step).
+    """
+    _int("P", P, 1)
+    if _int("D", D, 1) == 1:
+        _positive("bandwidth", bandwidth)
+        return 0.0
+    weights = (non_embedding_matrix_params(L=L, d=d) + _int("V", V) * d) * _int("s", s, 1)
+    moved = decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=2 * L * d * s, S=P + D - 2)
+    return moved / _positive("bandwidth", bandwidth)

@@ -125,16 +125,17 @@
 
   // ---- Chapter 2: bytes ----
   function kvToken(a) {
-    return 2n * int(a, "L", 1) * int(a, "H_kv", 1) * int(a, "d_h", 1) * int(a, "s", 1);
+    const perVector = int(a, "d_h", 1) * int(a, "s", 1) + int(a, "s_scale", 0, 0);
+    return 2n * int(a, "L", 1) * int(a, "H_kv", 1) * perVector;
   }
-  C.weight_bytes = (a) => N(int(a, "N_params", 0) * int(a, "s", 1));
+  C.weight_bytes = function (a) {
+    const n = int(a, "N_params", 0);
+    if (Number.isInteger(a.s)) return N(n * int(a, "s", 1));
+    return Math.ceil(N(n) * num(a, "s", 0, true)); // a fractional s (int4: 0.5) rounds up
+  };
   C.kv_bytes_per_token = (a) => N(kvToken(a));
   C.kv_cache_bytes = (a) => N(int(a, "B", 1, 1) * int(a, "S", 0) * kvToken(a));
-  C.int8_kv_bytes = function (a) {
-    const s_scale = int(a, "s_scale", 0, 2);
-    const perToken = 2n * int(a, "L", 1) * int(a, "H_kv", 1) * (int(a, "d_h", 1) + s_scale);
-    return N(int(a, "B", 1, 1) * int(a, "S", 0) * perToken);
-  };
+  C.int8_kv_bytes = (a) => C.kv_cache_bytes(Object.assign({}, a, { s: 1, s_scale: N(int(a, "s_scale", 0, 2)) }));
 
   // ---- Chapter 3: roofline ----
   function stepBytes(a) {
@@ -157,6 +158,7 @@
     }
     return BigInt(Math.floor(N(memory) * (1 - reserve)));
   }
+  C.memory_budget = (a) => N(budget(a));
   function floorDiv(free, per) {
     return free <= 0n ? 0 : N(free / per); // BigInt division truncates: floor for non-negative
   }
@@ -178,29 +180,182 @@
     return { ttft_s, decode_s, total_s, decode_share: total_s ? decode_s / total_s : 0 };
   };
 
-  // ---- Formatting (same strings as the Python side) ----
+  // ---- Chapter 2: parameters (the GPT-2-style MiniGPT, tied LM head) ----
+  function paramsBig(a) {
+    const L = int(a, "L", 1), d = int(a, "d", 1), V = int(a, "V", 1), S_max = int(a, "S_max", 1);
+    const kv = kvWidth(a), f = ffn(a), b = a.biases === undefined || a.biases ? 1n : 0n;
+    const qkv = d * (d + 2n * kv) + b * (d + 2n * kv), out = d * d + b * d, mlp = d * f + b * f + f * d + b * d;
+    return {
+      token_embedding: V * d, position_embedding: S_max * d, attention: L * (qkv + out), mlp: L * mlp,
+      layer_norms: L * 2n * (2n * d) + 2n * d, lm_head: 0n,
+    };
+  }
+  C.params_by_component = function (a) {
+    const parts = paramsBig(a), out = {};
+    for (const k in parts) out[k] = N(parts[k]);
+    return out;
+  };
+  C.param_count = (a) => N(Object.values(paramsBig(a)).reduce((x, y) => x + y, 0n));
+  C.non_embedding_matrix_params = function (a) {
+    const L = int(a, "L", 1), d = int(a, "d", 1);
+    return N(L * (d * (d + 2n * kvWidth(a)) + d * d + 2n * d * ffn(a)));
+  };
+
+  // ---- Chapter 3: prefill traffic and intensities ----
+  function prefillBytesBig(a) {
+    const tokens = int(a, "B", 1, 1) * int(a, "P", 1);
+    return int(a, "weight_bytes", 0) + 2n * tokens * int(a, "d", 1) * int(a, "s", 1) +
+      tokens * int(a, "kv_bytes_per_token", 0, 0);
+  }
+  C.prefill_bytes = (a) => N(prefillBytesBig(a));
+  C.prefill_intensity = function (a) {
+    const moved = C.prefill_bytes(Object.assign({}, a, { weight_bytes: C.weight_bytes(a), kv_bytes_per_token: 0 }));
+    return C.arithmetic_intensity({ flops: C.prefill_flops(a), bytes: moved });
+  };
+  C.decode_intensity = function (a) {
+    const kv = N(2n * int(a, "L", 1) * kvWidth(a) * int(a, "s", 1));
+    const moved = C.decode_step_bytes(Object.assign({}, a, { weight_bytes: C.weight_bytes(a), kv_bytes_per_token: kv }));
+    return C.arithmetic_intensity({ flops: C.decode_step_flops(a), bytes: moved });
+  };
+
+  // ---- The explorers' formulas (Chapters 1-4, 7) ----
+  function nonNeg(a, name) {
+    const value = a[name];
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+      throw new RangeError(name + " must be a number >= 0, got " + value);
+    }
+    return value;
+  }
+  C.last_decode_step_floor_s = function (a) {
+    const L = int(a, "L", 1), d = int(a, "d", 1), V = int(a, "V", 0), P = int(a, "P", 1), D = int(a, "D", 1);
+    const s = int(a, "s", 1, 2), bandwidth = num(a, "bandwidth", 0, true);
+    if (D === 1n) return 0;
+    const weights = (L * (12n * d * d) + V * d) * s;
+    return N(weights + (P + D - 2n) * 2n * L * d * s) / bandwidth;
+  };
+  const KV_HEAD_SCHEMES = ["published", "mha", "gqa", "mqa"];
+  C.kv_heads = function (a) {
+    const H = N(int(a, "H", 1)), H_kv = N(int(a, "H_kv", 1));
+    const scheme = a.scheme === undefined ? "published" : a.scheme;
+    if (!KV_HEAD_SCHEMES.includes(scheme)) {
+      throw new RangeError("scheme must be one of " + KV_HEAD_SCHEMES.join(", ") + ", got " + scheme);
+    }
+    return {published: H_kv, mha: H, gqa: Math.max(1, Math.floor(H / 8)), mqa: 1}[scheme];
+  };
+  C.memory_fit = (a) => ({
+    weights_fit: int(a, "weight_bytes", 0) <= budget(a),
+    fits: C.fits_in_memory(a),
+    max_context: C.max_context(a),
+    max_batch: C.max_batch(a),
+  });
+  C.roofline_time = (a) =>
+    Math.max(nonNeg(a, "flops") / num(a, "peak_flops", 0, true), nonNeg(a, "bytes") / num(a, "bandwidth", 0, true));
+  C.roofline_bound = (a) => (nonNeg(a, "intensity") < C.ridge_point(a) ? "memory" : "compute");
+  C.decode_step_time = function (a) {
+    let s_kv = a.s_kv;
+    if (s_kv === undefined || s_kv === null) {
+      if (!Number.isInteger(a.s)) throw new RangeError("s_kv must be given (an integer >= 1) when s is fractional, got s=" + a.s);
+      s_kv = a.s;
+    }
+    const overlap = a.overlap === undefined ? true : a.overlap;
+    if (typeof overlap !== "boolean") throw new RangeError("overlap must be true (Eq. 7.2's max) or false (the additive form), got " + overlap);
+    const flops = C.decode_step_flops(a);
+    const L = int(a, "L", 1), S = int(a, "S", 0), B = int(a, "B", 1, 1), d = int(a, "d", 1);
+    const kvToken = 2n * L * kvWidth(a) * int({ s_kv }, "s_kv", 1);
+    const weights = C.weight_bytes(a);
+    const peak = { peak_flops: a.peak_flops, bandwidth: a.bandwidth };
+    if (overlap) {
+      return C.roofline_time(Object.assign({ flops, bytes: weights + N(B * S * kvToken) }, peak));
+    }
+    const attention = N(4n * B * L * (S + 1n) * d);
+    return C.roofline_time(Object.assign({ flops: flops - attention, bytes: weights }, peak)) + N(B * S * kvToken) / a.bandwidth;
+  };
+  C.decode_tok_s = (a) => N(int(a, "B", 1, 1)) / C.decode_step_time(a);
+  C.batching_gain = (a) => C.decode_tok_s(a) / C.decode_tok_s(Object.assign({}, a, { B: 1 }));
+  C.ideal_batching_tok_s = (a) => N(int(a, "B", 1, 1)) / C.decode_step_time(Object.assign({}, a, { B: 1 }));
+  C.kv_read_share = function (a) {
+    const total = stepBytes(a);
+    return total ? N(total - int(a, "weight_bytes", 0)) / N(total) : 0;
+  };
+  C.chars_per_second = function (a) {
+    if (!(a.tok_s >= 0) || !(a.chars_per_token >= 0)) {
+      throw new RangeError("tok_s and chars_per_token must be >= 0, got " + a.tok_s + " and " + a.chars_per_token);
+    }
+    return a.tok_s * a.chars_per_token;
+  };
+
+  // ---- Formatting (same strings as the Python side; options as one object, e.g. {binary: false}) ----
   function checkN(n) {
     if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
       throw new RangeError("n must be a finite number >= 0, got " + n);
     }
   }
-  C.fmt_bytes = function (n, binary) {
+  function opt(o, name, fallback) {
+    return o && o[name] !== undefined ? o[name] : fallback;
+  }
+  function grouped(text) {
+    const [whole, frac] = text.split(".");
+    const g = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return frac === undefined ? g : g + "." + frac;
+  }
+  C.fmt_bytes = function (n, o) {
     checkN(n);
-    binary = binary === undefined ? true : binary;
+    const binary = opt(o, "binary", true), suffix = opt(o, "suffix", "");
     const base = binary ? 1024 : 1000;
     const units = binary ? ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] : ["B", "kB", "MB", "GB", "TB", "PB"];
-    if (n < base) return (Number.isInteger(n) ? String(n) : n.toFixed(0)) + " B";
+    if (n < base) return (Number.isInteger(n) ? String(n) : n.toFixed(0)) + " B" + suffix;
     let value = n, unit = 0;
     while (value >= base && unit < units.length - 1) { value /= base; unit += 1; }
-    return value.toFixed(value < 100 ? 1 : 0) + " " + units[unit];
+    return value.toFixed(value < 100 ? 1 : 0) + " " + units[unit] + suffix;
   };
-  C.fmt_flops = function (n) {
+  C.fmt_flops = function (n, o) {
     checkN(n);
+    const suffix = opt(o, "suffix", "");
     const prefixes = ["", "k", "M", "G", "T", "P", "E", "Z"];
     let value = n, unit = 0;
     while (value >= 1000 && unit < prefixes.length - 1) { value /= 1000; unit += 1; }
-    if (unit === 0) return value.toFixed(0) + " FLOP";
-    return value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP";
+    const text = unit === 0 ? value.toFixed(0) + " FLOP" + suffix
+      : value.toFixed(value < 10 ? 2 : 1) + " " + prefixes[unit] + "FLOP" + suffix;
+    if (opt(o, "exact", false) && Number.isInteger(n) && n < 2 ** 53) return grouped(String(n)) + " (" + text + ")";
+    return text;
+  };
+  C.fmt_count = function (n) {
+    checkN(n);
+    if (n < 1e6) {
+      const r = Math.abs(n % 1) === 0.5 ? 2 * Math.round(n / 2) : Math.round(n); // Python's round: ties to even
+      return grouped(String(r));
+    }
+    const suffixes = ["", "K", "M", "B", "T"];
+    let value = n, unit = 0;
+    while (value >= 1000 && unit < suffixes.length - 1) { value /= 1000; unit += 1; }
+    return value.toFixed(value < 10 ? 2 : value < 100 ? 1 : 0) + " " + suffixes[unit];
+  };
+  function finite(x) {
+    if (typeof x !== "number" || !Number.isFinite(x)) throw new RangeError("x must be a finite number, got " + x);
+    return x;
+  }
+  function toFixed(x, decimals) {
+    // toFixed switches to exponent notation from 1e21; doubles that large are integers: print them exactly.
+    if (Math.abs(x) < 1e21) return x.toFixed(decimals);
+    return BigInt(x).toString() + (decimals ? "." + "0".repeat(decimals) : "");
+  }
+  C.fmt_fixed = (x, o) => grouped(toFixed(finite(x), opt(o, "decimals", 1))) + opt(o, "suffix", "");
+  C.fmt_int = (x, o) => C.fmt_fixed(x, { decimals: 0, suffix: opt(o, "suffix", "") });
+  C.fmt_percent = (x, o) => C.fmt_fixed(100 * finite(x), { decimals: opt(o, "decimals", 1), suffix: "%" });
+  C.fmt_duration = function (seconds) {
+    checkN(seconds);
+    let value = seconds, unit = "s";
+    for (const smaller of ["ms", "µs", "ns"]) {
+      if (value >= 1 || value === 0) break;
+      value *= 1000;
+      unit = smaller;
+    }
+    return toFixed(value, value < 10 ? 2 : value < 100 ? 1 : 0) + " " + unit;
+  };
+  C.fmt_memory_fit = function (fit) {
+    if (!fit.weights_fit) return "weights alone do not fit";
+    return (fit.fits ? "fits" : "does not fit") + "; longest context " + grouped(String(fit.max_context)) +
+      ", largest batch " + grouped(String(fit.max_batch));
   };
 
   // ---- Part III: how the cache is stored (minigpt/costs/kv_storage.py) ----

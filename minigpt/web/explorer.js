@@ -1,17 +1,62 @@
 // MiniGPTExplorer: analytic explorers that recompute in the browser, with no kernel.
-// minigpt/book/explorers.py writes the HTML (sliders, outputs, an optional plot, and a JSON spec) and
-// inlines this file and costs.js after it; `MiniGPTExplorer.initAll()` wires up every explorer on
-// the page that is not wired yet. Expressions in the spec are JavaScript, evaluated with the cost
-// module as `C` and every constant and slider value bound to its name.
+// minigpt/book/explorers.py writes the HTML (sliders, outputs with their initial values computed in
+// Python, an optional plot, and a JSON spec). Every output and series of the spec is a call of a
+// MiniGPTCosts function (costs.js) with named arguments: a string argument names a constant, a slider
+// or an earlier output ("m.L" reads a field), anything else is a literal. On the book's site this file
+// and costs.js are loaded once per page and wire every explorer when the page has loaded; in a kernel
+// they are inlined after the explorer, which calls `MiniGPTExplorer.initAll()`.
 (function (root) {
   "use strict";
   if (root.MiniGPTExplorer) return;  // several explorers on one page share one copy
 
   const SVG = "http://www.w3.org/2000/svg";
 
-  function compile(names, expr) {
-    // eslint-disable-next-line no-new-func
-    return new Function("C", ...names, '"use strict"; return (' + expr + ");");
+  const MISSING = undefined;
+
+  function lookup(ref, env) {
+    const [root, ...fields] = ref.split(".");
+    if (!(root in env)) throw new Error(ref + " names no constant, slider or output");
+    let value = env[root];
+    for (const f of fields) {
+      value = value !== null && typeof value === "object" && f in value ? value[f] : MISSING;
+      if (value === MISSING) return MISSING;
+    }
+    return value;
+  }
+
+  // One call of the spec (explorers.py `_evaluate` is its twin).
+  function evaluate(call, env, C) {
+    if ("value" in call) return lookup(call.value, env);
+    const args = {};
+    for (const k in call.args) {
+      const v = typeof call.args[k] === "string" ? lookup(call.args[k], env) : call.args[k];
+      if (v !== MISSING) args[k] = v;
+    }
+    const fn = C[call.fn];
+    if (typeof fn !== "function") throw new Error("costs.js has no function " + call.fn);
+    const result = fn(args);
+    return call.key !== null && call.key !== undefined ? result[call.key] : result;
+  }
+
+  // Constants, slider values, then every output in order (an output may read earlier ones).
+  function evaluateAll(spec, values, C) {
+    const env = Object.assign({}, spec.constants, values), errors = {};
+    for (const o of spec.outputs) {
+      try {
+        env[o.name] = evaluate(o, env, C);
+      } catch (err) {
+        env[o.name] = MISSING;
+        errors[o.name] = String(err && err.message ? err.message : err);
+      }
+    }
+    return {env, errors};
+  }
+
+  function format(fmt, x, C) {
+    if (fmt) return C[fmt.fn](x, fmt.args);
+    if (typeof x === "boolean") return x ? "yes" : "no";
+    if (typeof x === "string") return x;
+    return compact(x);
   }
 
   function group(x) {
@@ -46,6 +91,10 @@
     if (!s.log) return snap(pos, s);
     return snap(s.min * Math.pow(s.max / s.min, pos / LOG_STEPS), s);
   }
+  function positionOf(s, value) {
+    if (!s.log) return value;
+    return Math.round(LOG_STEPS * Math.log(value / s.min) / Math.log(s.max / s.min));
+  }
 
   function niceTicks(lo, hi, log) {
     if (log) {
@@ -71,7 +120,8 @@
     return node;
   }
 
-  function drawPlot(svg, plot, env, C, names, sliders) {
+  function drawPlot(svg, spec, values, C) {
+    const plot = spec.plot, sliders = spec.sliders;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     const W = 520, H = 280, m = {l: 84, r: 12, t: 10, b: 40};
     const n = plot.points;
@@ -84,12 +134,19 @@
       if (xSlider) x = snap(x, {min: Math.min(xSlider.min, plot.x_min), max: Math.max(xSlider.max, plot.x_max), step: xSlider.step});
       if (!xs.length || x !== xs[xs.length - 1]) xs.push(x);
     }
+    // Every output is recomputed at each x: a series may read outputs that depend on x.
+    const envs = xs.map((x) => {
+      const at = Object.assign({}, values);
+      at[plot.x] = x;
+      return evaluateAll(spec, at, C).env;
+    });
     const series = plot.series.map((s) => {
-      const fn = compile(names, s.expr);
-      const ys = xs.map((x) => {
-        const vals = names.map((k) => (k === plot.x ? x : env[k]));
+      const ys = xs.map((x, j) => {
         let y;
-        try { y = +fn(C, ...vals); } catch (err) { return null; }
+        try {
+          if (s.until && !(x <= lookup(s.until, envs[j]))) return null;
+          y = +evaluate(s, envs[j], C);
+        } catch (err) { return null; }
         return Number.isFinite(y) && (!plot.log_y || y > 0) ? y : null;
       });
       return {label: s.label, ys};
@@ -105,7 +162,7 @@
     const Y = (y) => H - m.b - (ty(y) - ty(lo)) / (ty(hi) - ty(lo)) * (H - m.t - m.b);
     const g = el("g", {"font-size": "11", fill: "currentColor"}, svg);
     el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999"}, g);
-    const fmtY = plot.y_fmt ? compile(["x"], plot.y_fmt).bind(null, C) : compact;
+    const fmtY = (y) => format(plot.y_fmt, y, C);
     for (const t of niceTicks(plot.x_min, plot.x_max, plot.log_x)) {
       el("line", {x1: X(t), x2: X(t), y1: m.t, y2: H - m.b, stroke: "#ddd"}, g);
       el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = compact(t);
@@ -132,7 +189,7 @@
       el("line", {x1: m.l + 8, x2: m.l + 24, y1: ly - 4, y2: ly - 4, stroke: colors[i % colors.length], "stroke-width": "2"}, g);
       el("text", {x: m.l + 28, y: ly}, g).textContent = s.label;
     });
-    const xc = env[plot.x];
+    const xc = Object.assign({}, spec.constants, values)[plot.x];
     if (typeof xc === "number" && xc >= plot.x_min && xc <= plot.x_max) {
       el("line", {x1: X(xc), x2: X(xc), y1: m.t, y2: H - m.b, stroke: "#555", "stroke-dasharray": "4 3",
         "data-marker": plot.x}, g);
@@ -141,57 +198,74 @@
 
   function init(box) {
     if (box.getAttribute("data-ready")) return;
-    box.setAttribute("data-ready", "1");
     const C = root.MiniGPTCosts;
+    if (!C) return;  // costs.js not loaded (yet): the initial values computed in Python stay
+    box.setAttribute("data-ready", "1");
     const spec = JSON.parse(box.querySelector("script.mgx-spec").textContent);
-    const names = Object.keys(spec.constants).concat(spec.sliders.map((s) => s.name));
-    const outputs = spec.outputs.map((o) => ({
-      o, value: compile(names, o.expr), fmt: o.fmt ? compile(["x"], o.fmt) : null,
-      node: box.querySelector('[data-output="' + o.name + '"]'),
-    }));
+    const stale = box.querySelector(".mgx-static");
+    if (stale) stale.remove();
     const svg = box.querySelector("svg.mgx-plot");
+    const holder = (name) => box.querySelector('[data-slider="' + name + '"]');
+    const input = (name) => holder(name).querySelector("input, select");
 
     // Current slider values: the declared ones until the reader moves a slider (a log slider's
     // position is rounded, so reading it back could shift the declared value slightly).
     const current = {};
-    for (const s of spec.sliders) {
-      current[s.name] = s.options && s.value === null ? s.options[0][1] : s.value;
-    }
+    for (const s of spec.sliders) current[s.name] = s.options && s.value === null ? s.options[0][1] : s.value;
 
     function update() {
-      const env = Object.assign({}, spec.constants);
       for (const s of spec.sliders) {
-        const holder = box.querySelector('[data-slider="' + s.name + '"]');
-        const v = current[s.name];
-        env[s.name] = v;
-        holder.setAttribute("data-value", typeof v === "object" ? JSON.stringify(v) : String(v));
-        const shown = holder.querySelector(".mgx-value");
-        if (shown) shown.textContent = s.fmt ? compile(["x"], s.fmt)(C, v) : (typeof v === "number" ? group(v) : "");
+        const v = current[s.name], h = holder(s.name);
+        h.setAttribute("data-value", typeof v === "string" ? v : JSON.stringify(v));
+        const shown = h.querySelector(".mgx-value");
+        if (shown) shown.textContent = s.fmt ? format(s.fmt, v, C) : (typeof v === "number" ? group(v) : "");
       }
-      const vals = names.map((k) => env[k]);
-      for (const out of outputs) {
-        try {
-          const x = out.value(C, ...vals);
-          out.node.setAttribute("data-value", typeof x === "number" ? String(x) : JSON.stringify(x));
-          out.node.textContent = out.fmt ? out.fmt(C, x) : (typeof x === "number" ? compact(x) : String(x));
-          out.node.removeAttribute("data-error");
-        } catch (err) {
-          out.node.setAttribute("data-error", String(err && err.message ? err.message : err));
-          out.node.setAttribute("data-value", "");
-          out.node.textContent = "— (" + (err && err.message ? err.message : err) + ")";
+      const {env, errors} = evaluateAll(spec, current, C);
+      for (const o of spec.outputs) {
+        const node = box.querySelector('[data-output="' + o.name + '"]');
+        let error = errors[o.name], text;
+        if (!error) {
+          try { text = format(o.fmt, env[o.name], C); } catch (err) { error = String(err && err.message ? err.message : err); }
+        }
+        if (error) {
+          node.setAttribute("data-error", error);
+          node.setAttribute("data-value", "");
+          node.textContent = "— (" + error + ")";
+        } else {
+          const x = env[o.name];
+          node.setAttribute("data-value", typeof x === "string" ? x : JSON.stringify(x));
+          node.textContent = text;
+          node.removeAttribute("data-error");
         }
       }
-      if (svg && spec.plot) drawPlot(svg, spec.plot, env, C, names, spec.sliders);
+      if (svg && spec.plot) drawPlot(svg, spec, current, C);
     }
 
     for (const s of spec.sliders) {
-      const input = box.querySelector('[data-slider="' + s.name + '"]').querySelector("input, select");
+      const control = input(s.name);
       const moved = () => {
-        current[s.name] = s.options ? s.options[+input.value][1] : valueAt(s, +input.value);
+        current[s.name] = s.options ? s.options[+control.value][1] : valueAt(s, +control.value);
+        const chosen = current[s.name];
+        // A select that sets other sliders (a chip: bandwidth, peak) moves them to its option's fields.
+        if (s.options && chosen !== null && typeof chosen === "object") {
+          for (const target in s.sets || {}) {
+            const t = spec.sliders.find((x) => x.name === target);
+            current[target] = chosen[s.sets[target]];
+            input(target).value = String(positionOf(t, current[target]));
+          }
+        }
+        // Moving a slider that a select sets by hand selects that select's "custom" (null) option.
+        if (!s.options) {
+          for (const sel of spec.sliders) {
+            if (!sel.options || !(sel.sets && s.name in sel.sets)) continue;
+            const custom = sel.options.findIndex((o) => o[1] === null);
+            if (custom >= 0) { current[sel.name] = null; input(sel.name).value = String(custom); }
+          }
+        }
         update();
       };
-      input.addEventListener("input", moved);
-      input.addEventListener("change", moved);
+      control.addEventListener("input", moved);
+      control.addEventListener("change", moved);
     }
     update();
   }
@@ -200,5 +274,10 @@
     document.querySelectorAll("div.mgx-explorer").forEach(init);
   }
 
-  root.MiniGPTExplorer = {init, initAll, compact, valueAt};
+  root.MiniGPTExplorer = {init, initAll, compact, format, valueAt, positionOf, evaluate, evaluateAll};
+  // On the book's site this file is loaded in the page's head: wire the explorers once the page is parsed.
+  if (typeof document !== "undefined") {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initAll);
+    else initAll();
+  }
 })(typeof globalThis !== "undefined" ? globalThis : this);

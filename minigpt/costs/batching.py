@@ -1,0 +1,84 @@
+"""Batched decode, Chapter 7: the time of one decode step of B sequences (Eq. 7.2) under its two
+assumptions, the throughput it gives, the gain over B = 1, and the KV cache's share of the bytes read.
+
+Eq. (7.2) takes the slower of the memory and the compute limit for the whole step,
+``max(bytes / BW, F / π)`` with bytes by Eq. (7.1) and F by Eq. (1.3) times B: it assumes the KV-cache
+reads overlap with the weight matmuls' compute (`overlap=True`). Attention over the cache runs at about
+one FLOP per byte, far below any ridge point, so it is bandwidth-bound whatever B is; if it does not
+overlap with the matmuls, its time adds (`overlap=False`):
+``max(N s / BW, F_weights / π) + B·S·b_token / BW``, up to 2× slower when both terms are equal.
+"""
+
+from __future__ import annotations
+
+from minigpt.costs._check import _int, _kv_width
+from minigpt.costs.flops import decode_step_flops
+from minigpt.costs.memory import weight_bytes
+from minigpt.costs.roofline import roofline_time
+from minigpt.costs.traffic import decode_step_bytes
+
+
+def decode_step_time(
+    *, L: int, S: int, d: int, N_params: int, s: float, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
+    ffn_matrices: int = 2, s_kv: int | None = None, overlap: bool = True,
+) -> float:
+    """Decode-step time, Eq. (7.2): max(bytes/BW, F/π) (`overlap=True`), or the additive form
+    max(N·s/BW, F_weights/π) + B·S·b_token/BW (`overlap=False`); weights at s, the cache at s_kv (default s)
+    bytes per value."""
+    if s_kv is None:
+        if not isinstance(s, int):
+            raise ValueError(f"s_kv must be given (an integer >= 1) when s is fractional, got s={s!r}")
+        s_kv = s
+    if not isinstance(overlap, bool):
+        raise ValueError(f"overlap must be True (Eq. 7.2's max) or False (the additive form), got {overlap!r}")
+    flops = decode_step_flops(L=L, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
+    kv_token = 2 * L * _kv_width(d, H_kv, d_h) * _int("s_kv", s_kv, 1)
+    weights = weight_bytes(N_params=N_params, s=s)
+    if overlap:
+        moved = decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv_token, S=S, B=B)
+        return roofline_time(flops=flops, bytes=moved, peak_flops=peak_flops, bandwidth=bandwidth)
+    attention = 4 * B * L * (S + 1) * d  # Eq. (1.1)'s attention term at T = 1: bandwidth-bound, under the KV time
+    matmuls = roofline_time(flops=flops - attention, bytes=weights, peak_flops=peak_flops, bandwidth=bandwidth)
+    return matmuls + B * S * kv_token / bandwidth
+
+
+def decode_tok_s(
+    *, L: int, S: int, d: int, N_params: int, s: float, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
+    ffn_matrices: int = 2, s_kv: int | None = None, overlap: bool = True,
+) -> float:
+    """Decode throughput ceiling, Eq. (7.2): B / t(B, S) tokens per second over all B sequences."""
+    t = decode_step_time(L=L, S=S, d=d, N_params=N_params, s=s, bandwidth=bandwidth, peak_flops=peak_flops,
+                         H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices, s_kv=s_kv,
+                         overlap=overlap)
+    return B / t
+
+
+def batching_gain(
+    *, L: int, S: int, d: int, N_params: int, s: float, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
+    ffn_matrices: int = 2, s_kv: int | None = None, overlap: bool = True,
+) -> float:
+    """Throughput gain of batching, Eq. (7.2): tok/s(B, S) / tok/s(1, S)."""
+    shape = dict(L=L, S=S, d=d, N_params=N_params, s=s, bandwidth=bandwidth, peak_flops=peak_flops, H_kv=H_kv,
+                 d_h=d_h, d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices, s_kv=s_kv, overlap=overlap)
+    return decode_tok_s(**shape, B=B) / decode_tok_s(**shape, B=1)
+
+
+def kv_read_share(*, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1) -> float:
+    """Share of a decode step's bytes that are KV-cache reads, Eq. (7.1): B·S·b_token / (N·s + B·S·b_token)."""
+    total = decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=S, B=B)
+    return (total - weight_bytes) / total if total else 0.0
+
+
+def ideal_batching_tok_s(
+    *, L: int, S: int, d: int, N_params: int, s: float, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
+    ffn_matrices: int = 2, s_kv: int | None = None, overlap: bool = True,
+) -> float:
+    """Linear batching, Eq. (7.2) at B = 1 times B: B / t(1, S), the ceiling if a step of B took as long as one."""
+    t1 = decode_step_time(L=L, S=S, d=d, N_params=N_params, s=s, bandwidth=bandwidth, peak_flops=peak_flops,
+                          H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=1, ffn_matrices=ffn_matrices, s_kv=s_kv,
+                          overlap=overlap)
+    return _int("B", B, 1) / t1
