@@ -324,3 +324,36 @@ def test_swiglu_ffn_counts_three_matrices(L, P, D, d_h, H, half_ffn, V):
         assert swiglu == fn(L=L, d=d, d_ffn=3 * half_ffn, V=V, **extra)
     with pytest.raises(ValueError, match="ffn_matrices must be 2"):
         costs.prefill_flops(L=L, P=P, d=d, ffn_matrices=4)
+
+
+def test_sliding_window_cache_stops_growing_at_the_window():
+    """Eq. (2.4): Mistral 7B's 4,096-token window bounds its cache at 4,096 tokens' worth per sequence."""
+    kv = dict(L=32, H_kv=8, d_h=128, s=2)
+    for S in [1, 4095, 4096]:
+        assert costs.window_kv_cache_bytes(**kv, S=S, window=4096, B=3) == costs.kv_cache_bytes(**kv, S=S, B=3)
+    for S in [4097, 32_768, 10**6]:
+        assert costs.window_kv_cache_bytes(**kv, S=S, window=4096) == 512 * 1024**2
+    with pytest.raises(ValueError, match="window"):
+        costs.window_kv_cache_bytes(**kv, S=10, window=0)
+
+
+def test_latent_kv_bytes_per_token():
+    """Eq. (2.5): DeepSeek-V3 caches 512 + 64 values per layer and token, 61 layers, bf16."""
+    assert costs.latent_kv_bytes_per_token(L=61, d_c=512, d_rope=64, s=2) == 61 * 576 * 2 == 70_272
+    with pytest.raises(ValueError, match="d_c"):
+        costs.latent_kv_bytes_per_token(L=61, d_c=0, d_rope=64, s=2)
+
+
+def test_moe_active_params_and_expected_experts():
+    """Eqs. (2.6)-(2.7): a dense model is the E = k case; a batch reads more experts than one token does."""
+    dense = dict(N_params=10**9, L=4, d=64, d_ffn=256)
+    assert costs.moe_active_params(**dense, experts=1, active_experts=1) == 10**9
+    assert costs.moe_active_params(**dense, experts=8, active_experts=2) == 10**9 - 4 * 6 * 3 * 64 * 256
+    assert costs.moe_expected_experts(experts=8, active_experts=2, B=1) == 2
+    assert costs.moe_expected_experts(experts=8, active_experts=2, B=2) == pytest.approx(8 * (1 - 0.75**2))
+    grow = [costs.moe_expected_experts(experts=8, active_experts=2, B=B) for B in range(1, 64)]
+    assert all(a < b for a, b in zip(grow, grow[1:], strict=False)) and 7.99 < grow[-1] < 8
+    with pytest.raises(ValueError, match="active_experts"):
+        costs.moe_expected_experts(experts=2, active_experts=3)
+    with pytest.raises(ValueError, match="N_params"):
+        costs.moe_active_params(N_params=10, L=4, d=64, d_ffn=256, experts=8, active_experts=2)

@@ -40,9 +40,13 @@ from minigpt.costs.memory import (
     int8_kv_bytes,
     kv_bytes_per_token,
     kv_cache_bytes,
+    latent_kv_bytes_per_token,
     max_batch,
     max_context,
+    moe_active_params,
+    moe_expected_experts,
     weight_bytes,
+    window_kv_cache_bytes,
 )
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
 from minigpt.costs.roofline import (
@@ -69,6 +73,7 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
+    "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
 )
 
 __all__ = [
@@ -80,4 +85,5 @@ __all__ = [
     "no_cache_flops", "no_cache_macs_seed", "non_embedding_matrix_params", "of", "param_count",
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
+    "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
 ]
