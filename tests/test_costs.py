@@ -357,3 +357,13 @@ def test_moe_active_params_and_expected_experts():
         costs.moe_expected_experts(experts=2, active_experts=3)
     with pytest.raises(ValueError, match="N_params"):
         costs.moe_active_params(N_params=10, L=4, d=64, d_ffn=256, experts=8, active_experts=2)
+
+
+@given(L=st.integers(1, 8), P=st.integers(1, 300), H=st.sampled_from([1, 2, 4, 8]), g=st.sampled_from([1, 2]),
+       d_h=st.sampled_from([8, 16]), V=st.integers(0, 700), B=st.integers(1, 4), m=st.sampled_from([2, 3]))
+def test_prefill_terms_sum_to_eq_1_2(L, P, H, g, d_h, V, B, m):
+    """The terms of Eq. (1.2) add up to prefill_flops, for MHA and GQA, GELU and SwiGLU."""
+    model = dict(L=L, P=P, d=H * g * d_h, H_kv=H, d_h=d_h, d_ffn=3 * d_h, V=V, B=B, ffn_matrices=m)
+    terms = costs.prefill_flops_by_term(**model)
+    assert sum(terms.values()) == costs.prefill_flops(**model)
+    assert terms["attention"] == L * 4 * B * P * P * model["d"] and terms["lm_head"] == 2 * B * model["d"] * V

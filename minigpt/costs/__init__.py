@@ -32,6 +32,7 @@ from minigpt.costs.flops import (
     prefill_attention_share,
     prefill_crossover_P,
     prefill_flops,
+    prefill_flops_by_term,
     prefill_macs,
 )
 from minigpt.costs.format import fmt_bytes, fmt_count, fmt_flops
@@ -74,6 +75,7 @@ FORMULAS = (
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
+    "prefill_flops_by_term",
 )
 
 __all__ = [
@@ -86,4 +88,5 @@ __all__ = [
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
+    "prefill_flops_by_term",
 ]

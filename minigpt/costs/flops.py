@@ -155,3 +155,21 @@ def prefill_attention_share(*, P: int, d: int) -> float:
 def prefill_crossover_P(*, d: int) -> int:
     """Prompt length where the two terms of Eq. (1.2) are equal: 12·P·d² = 2·P²·d at P = 6·d."""
     return 6 * _int("d", d, 1)
+
+
+def prefill_flops_by_term(
+    *, L: int, P: int, d: int, H_kv: int | None = None, d_h: int | None = None,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
+) -> dict[str, int]:
+    """The terms of Eq. (1.2), in FLOPs: QKV projections, attention (QKᵀ and AV), output projection, FFN, LM head."""
+    _int("L", L, 1)
+    _int("P", P, 1)
+    _int("B", B, 1)
+    kv, tokens = _kv_width(d, H_kv, d_h), B * P
+    return {
+        "qkv": L * tokens * 2 * d * (d + 2 * kv),
+        "attention": L * 4 * B * P * P * d,
+        "output": L * tokens * 2 * d * d,
+        "ffn": L * tokens * 2 * _ffn_matrices(ffn_matrices) * d * _ffn(d, d_ffn),
+        "lm_head": lm_head_flops(d=d, V=V, T=1, B=B),
+    }

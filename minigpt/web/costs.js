@@ -227,6 +227,18 @@
     return N(E) * (1 - Math.pow(1 - N(k) / N(E), N(int(a, "B", 1, 1))));
   };
 
+  // ---- Chapter 1: the terms of Eq. (1.2) ----
+  C.prefill_flops_by_term = function (a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), B = int(a, "B", 1, 1), d = int(a, "d", 1);
+    const tokens = B * P;
+    return {
+      qkv: N(L * tokens * 2n * d * (d + 2n * kvWidth(a))),
+      attention: N(L * 4n * B * P * P * d),
+      output: N(L * tokens * 2n * d * d),
+      ffn: N(L * tokens * 2n * ffnMatrices(a) * d * ffn(a)),
+      lm_head: N(lm_head_big(Object.assign({}, a, { T: 1 }))),
+    };
+  };
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the guide 'Prefill vs decode: how generation runs')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
