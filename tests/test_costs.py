@@ -367,3 +367,15 @@ def test_prefill_terms_sum_to_eq_1_2(L, P, H, g, d_h, V, B, m):
     terms = costs.prefill_flops_by_term(**model)
     assert sum(terms.values()) == costs.prefill_flops(**model)
     assert terms["attention"] == L * 4 * B * P * P * model["d"] and terms["lm_head"] == 2 * B * model["d"] * V
+
+
+def test_moe_decode_params_grows_from_active_to_all():
+    """Eq. (2.8): a batch of one reads the active parameters (Eq. 2.6); a large batch reads nearly all."""
+    mixtral = dict(N_params=46_700_000_000, L=32, d=4096, d_ffn=14336, experts=8, active_experts=2)
+    assert costs.moe_decode_params(**mixtral) == pytest.approx(costs.moe_active_params(**mixtral), rel=1e-12)
+    reads = [costs.moe_decode_params(**mixtral, B=B) for B in (1, 2, 8, 64)]
+    assert all(a < b for a, b in zip(reads, reads[1:], strict=False))
+    assert reads[-1] == pytest.approx(46_700_000_000, rel=1e-6)
+    expert = 32 * 3 * 4096 * 14336
+    extra = costs.moe_expected_experts(experts=8, active_experts=2, B=2) - 2
+    assert reads[1] == pytest.approx(reads[0] + extra * expert)

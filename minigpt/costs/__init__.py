@@ -45,6 +45,7 @@ from minigpt.costs.memory import (
     max_batch,
     max_context,
     moe_active_params,
+    moe_decode_params,
     moe_expected_experts,
     weight_bytes,
     window_kv_cache_bytes,
@@ -75,7 +76,7 @@ FORMULAS = (
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
-    "prefill_flops_by_term",
+    "prefill_flops_by_term", "moe_decode_params",
 )
 
 __all__ = [
@@ -88,5 +89,5 @@ __all__ = [
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
-    "prefill_flops_by_term",
+    "prefill_flops_by_term", "moe_decode_params",
 ]

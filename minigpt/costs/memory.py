@@ -1,4 +1,4 @@
-"""Bytes of weights and of the KV cache (Eqs. 2.1–2.7, 2.9), and what fits a memory budget (Eq. 2.8), Chapter 2."""
+"""Bytes of weights and of the KV cache (Eqs. 2.1–2.8, 2.10), and what fits a memory budget (Eq. 2.9), Chapter 2."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, B: int = 1) -
 
 
 def int8_kv_bytes(*, L: int, H_kv: int, d_h: int, S: int, B: int = 1, s_scale: int = 2) -> int:
-    """Int8 KV bytes, Eq. (2.9): Eq. (2.2) with s = 1 plus an s_scale-byte scale per token, layer, KV head and K/V.
+    """Int8 KV bytes, Eq. (2.10): Eq. (2.2) with s = 1 plus an s_scale-byte scale per token, layer, KV head and K/V.
 
     One scale (default 2 bytes, fp16) per d_h-vector: B·S·2·L·H_kv·(d_h + s_scale).
     """
@@ -41,7 +41,7 @@ def fits_in_memory(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1,
     reserve: float = 0.0,
 ) -> bool:
-    """Whether the budget of Eq. (2.8) holds: N·s + B·S·kv_bytes_per_token ≤ (1 − reserve)·memory_bytes."""
+    """Whether the budget of Eq. (2.9) holds: N·s + B·S·kv_bytes_per_token ≤ (1 − reserve)·memory_bytes."""
     used = decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=S, B=B)
     return used <= _budget(memory_bytes, reserve)
 
@@ -49,7 +49,7 @@ def fits_in_memory(
 def max_context(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, B: int = 1, reserve: float = 0.0,
 ) -> int:
-    """Largest S within the budget of Eq. (2.8): ⌊(budget − N·s) / (B·kv_bytes_per_token)⌋, 0 if none."""
+    """Largest S within the budget of Eq. (2.9): ⌊(budget − N·s) / (B·kv_bytes_per_token)⌋, 0 if none."""
     _int("weight_bytes", weight_bytes)
     _int("kv_bytes_per_token", kv_bytes_per_token, 1)
     free = _budget(memory_bytes, reserve) - weight_bytes
@@ -59,7 +59,7 @@ def max_context(
 def max_batch(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, reserve: float = 0.0,
 ) -> int:
-    """Largest B within the budget of Eq. (2.8): ⌊(budget − N·s) / (S·kv_bytes_per_token)⌋, 0 if none."""
+    """Largest B within the budget of Eq. (2.9): ⌊(budget − N·s) / (S·kv_bytes_per_token)⌋, 0 if none."""
     _int("weight_bytes", weight_bytes)
     _int("kv_bytes_per_token", kv_bytes_per_token, 1)
     free = _budget(memory_bytes, reserve) - weight_bytes
@@ -100,3 +100,18 @@ def moe_expected_experts(*, experts: int, active_experts: int, B: int = 1) -> fl
     if k > E:
         raise ValueError(f"active_experts must be <= experts = {E}, got {k}")
     return E * (1 - (1 - k / E) ** _int("B", B, 1))
+
+
+def moe_decode_params(
+    *, N_params: int, L: int, d: int, d_ffn: int, experts: int, active_experts: int, B: int = 1,
+    ffn_matrices: int = 3,
+) -> float:
+    """Parameters a decode step of B tokens reads, uniform routing, Eq. (2.8): N − L·m·d·d_ffn·E·(1 − k/E)^B.
+
+    Eq. (2.6) at B = 1; every expert a layer's B tokens reach is read once (Eq. 2.7 experts per layer).
+    """
+    idle = experts - moe_expected_experts(experts=experts, active_experts=active_experts, B=B)
+    active = moe_active_params(N_params=N_params, L=L, d=d, d_ffn=d_ffn, experts=experts,
+                               active_experts=active_experts, ffn_matrices=ffn_matrices)
+    per_expert = L * ffn_matrices * d * d_ffn
+    return active + (experts - active_experts - idle) * per_expert

@@ -226,6 +226,13 @@
     const [E, k] = experts(a);
     return N(E) * (1 - Math.pow(1 - N(k) / N(E), N(int(a, "B", 1, 1))));
   };
+  C.moe_decode_params = function (a) {
+    const [E, k] = experts(a);
+    const m = a.ffn_matrices === undefined || a.ffn_matrices === null ? 3n : ffnMatrices(a);
+    const idle = N(E) - C.moe_expected_experts(a);
+    const perExpert = int(a, "L", 1) * m * int(a, "d", 1) * int(a, "d_ffn", 1);
+    return C.moe_active_params(a) + (N(E - k) - idle) * N(perExpert);
+  };
 
   // ---- Chapter 1: the terms of Eq. (1.2) ----
   C.prefill_flops_by_term = function (a) {
