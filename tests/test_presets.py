@@ -99,6 +99,8 @@ def test_mixture_of_experts_preset_reproduces_total_and_active_counts():
     assert m.estimated_params == pytest.approx(m.N_params, rel=0.005)
     assert m.active_params == pytest.approx(12.9e9, rel=0.005)
     assert MODELS["Llama-2-7B"].active_params == MODELS["Llama-2-7B"].N_params  # dense: every parameter
+    assert MODELS["Llama-2-7B"].read_params(B=64) == MODELS["Llama-2-7B"].N_params
+    assert m.read_params(B=1) == pytest.approx(m.active_params) and m.read_params(B=64) < m.N_params
 
 
 def test_sliding_window_and_latent_presets():
@@ -108,3 +110,4 @@ def test_sliding_window_and_latent_presets():
     assert (v3.L, v3.d_c, v3.d_rope) == (61, 512, 64) and v3.source
     # DeepSeek-V2's comparison: the latent cache equals GQA with 2.25 groups, (d_c + d_rope) = 4.5·d_h.
     assert (v3.d_c + v3.d_rope) / v3.d_h == 4.5
+    assert v3.kv_bytes_per_token(s=2) == 61 * 576 * 2 and v3.mha_kv_bytes_per_token(s=2) == 2 * 61 * 128 * 128 * 2

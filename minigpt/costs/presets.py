@@ -14,7 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minigpt.config import ModelConfig
-from minigpt.costs.memory import moe_active_params
+from minigpt.costs.memory import (
+    kv_bytes_per_token,
+    latent_kv_bytes_per_token,
+    moe_active_params,
+    moe_decode_params,
+)
 
 MiB = 2**20
 GiB = 2**30
@@ -77,6 +82,13 @@ class ModelPreset:
             return self.N_params
         return moe_active_params(N_params=self.N_params, L=self.L, d=self.d, d_ffn=self.d_ffn, experts=self.experts,
                                  active_experts=self.active_experts, ffn_matrices=self.ffn_matrices)
+
+    def read_params(self, B: int = 1) -> float:
+        """Parameters a decode step of B tokens reads: N_params if dense, Eq. (2.8) for a mixture of experts."""
+        if self.experts == 1:
+            return float(self.N_params)
+        return moe_decode_params(N_params=self.N_params, L=self.L, d=self.d, d_ffn=self.d_ffn, experts=self.experts,
+                                 active_experts=self.active_experts, B=B, ffn_matrices=self.ffn_matrices)
 
     @property
     def estimated_params(self) -> int:
@@ -187,6 +199,14 @@ class LatentPreset:
     N_active: int
     S_max: int
     source: str
+
+    def kv_bytes_per_token(self, s: int) -> int:
+        """Bytes one token leaves in the cache, Eq. (2.5): L·(d_c + d_rope)·s."""
+        return latent_kv_bytes_per_token(L=self.L, d_c=self.d_c, d_rope=self.d_rope, s=s)
+
+    def mha_kv_bytes_per_token(self, s: int) -> int:
+        """What its H heads would cache per token as multi-head attention, Eq. (2.1) with H_kv = H."""
+        return kv_bytes_per_token(L=self.L, H_kv=self.H, d_h=self.d_h, s=s)
 
 
 #: Latent-attention models (Chapter 2, Eq. 2.5).
