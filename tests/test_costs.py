@@ -577,3 +577,56 @@ def test_explorer_formatters():
         "0.00 s", "473 ns", "4.98 ms", "44.3 ms", "12.3 s"]
     assert costs.fmt_flops(393_216, exact=True) == "393,216 (393.2 kFLOP)"
     assert costs.fmt_bytes(2.039e12, binary=False, suffix="/s") == "2.0 TB/s"
+def test_sliding_window_cache_stops_growing_at_the_window():
+    """Eq. (2.4): Mistral 7B's 4,096-token window bounds its cache at 4,096 tokens' worth per sequence."""
+    kv = dict(L=32, H_kv=8, d_h=128, s=2)
+    for S in [1, 4095, 4096]:
+        assert costs.window_kv_cache_bytes(**kv, S=S, window=4096, B=3) == costs.kv_cache_bytes(**kv, S=S, B=3)
+    for S in [4097, 32_768, 10**6]:
+        assert costs.window_kv_cache_bytes(**kv, S=S, window=4096) == 512 * 1024**2
+    with pytest.raises(ValueError, match="window"):
+        costs.window_kv_cache_bytes(**kv, S=10, window=0)
+
+
+def test_latent_kv_bytes_per_token():
+    """Eq. (2.5): DeepSeek-V3 caches 512 + 64 values per layer and token, 61 layers, bf16."""
+    assert costs.latent_kv_bytes_per_token(L=61, d_c=512, d_rope=64, s=2) == 61 * 576 * 2 == 70_272
+    with pytest.raises(ValueError, match="d_c"):
+        costs.latent_kv_bytes_per_token(L=61, d_c=0, d_rope=64, s=2)
+
+
+def test_moe_active_params_and_expected_experts():
+    """Eqs. (2.6)-(2.7): a dense model is the E = k case; a batch reads more experts than one token does."""
+    dense = dict(N_params=10**9, L=4, d=64, d_ffn=256)
+    assert costs.moe_active_params(**dense, experts=1, active_experts=1) == 10**9
+    assert costs.moe_active_params(**dense, experts=8, active_experts=2) == 10**9 - 4 * 6 * 3 * 64 * 256
+    assert costs.moe_expected_experts(experts=8, active_experts=2, B=1) == 2
+    assert costs.moe_expected_experts(experts=8, active_experts=2, B=2) == pytest.approx(8 * (1 - 0.75**2))
+    grow = [costs.moe_expected_experts(experts=8, active_experts=2, B=B) for B in range(1, 64)]
+    assert all(a < b for a, b in zip(grow, grow[1:], strict=False)) and 7.99 < grow[-1] < 8
+    with pytest.raises(ValueError, match="active_experts"):
+        costs.moe_expected_experts(experts=2, active_experts=3)
+    with pytest.raises(ValueError, match="N_params"):
+        costs.moe_active_params(N_params=10, L=4, d=64, d_ffn=256, experts=8, active_experts=2)
+
+
+@given(L=st.integers(1, 8), P=st.integers(1, 300), H=st.sampled_from([1, 2, 4, 8]), g=st.sampled_from([1, 2]),
+       d_h=st.sampled_from([8, 16]), V=st.integers(0, 700), B=st.integers(1, 4), m=st.sampled_from([2, 3]))
+def test_prefill_terms_sum_to_eq_1_2(L, P, H, g, d_h, V, B, m):
+    """The terms of Eq. (1.2) add up to prefill_flops, for MHA and GQA, GELU and SwiGLU."""
+    model = dict(L=L, P=P, d=H * g * d_h, H_kv=H, d_h=d_h, d_ffn=3 * d_h, V=V, B=B, ffn_matrices=m)
+    terms = costs.prefill_flops_by_term(**model)
+    assert sum(terms.values()) == costs.prefill_flops(**model)
+    assert terms["attention"] == L * 4 * B * P * P * model["d"] and terms["lm_head"] == 2 * B * model["d"] * V
+
+
+def test_moe_decode_params_grows_from_active_to_all():
+    """Eq. (2.8): a batch of one reads the active parameters (Eq. 2.6); a large batch reads nearly all."""
+    mixtral = dict(N_params=46_700_000_000, L=32, d=4096, d_ffn=14336, experts=8, active_experts=2)
+    assert costs.moe_decode_params(**mixtral) == pytest.approx(costs.moe_active_params(**mixtral), rel=1e-12)
+    reads = [costs.moe_decode_params(**mixtral, B=B) for B in (1, 2, 8, 64)]
+    assert all(a < b for a, b in zip(reads, reads[1:], strict=False))
+    assert reads[-1] == pytest.approx(46_700_000_000, rel=1e-6)
+    expert = 32 * 3 * 4096 * 14336
+    extra = costs.moe_expected_experts(experts=8, active_experts=2, B=2) - 2
+    assert reads[1] == pytest.approx(reads[0] + extra * expert)

@@ -233,6 +233,18 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     for P, D, d in [(1, 1, 64), (16, 100, 64), (4096, 1000, 4096), (2, 10**5, 12288)]:
         calls += [("no_cache_attention_share", dict(P=P, D=D, d=d), None),
                   ("no_cache_crossover_D", dict(d=d), None)]
+    for shape in SHAPES:
+        calls.append(("prefill_flops_by_term", dict(shape, L=32, P=777), None))
+    windows = [(32, 8, 128, 2, 32768, 4096, 1), (32, 8, 128, 2, 1000, 4096, 3), (4, 4, 16, 4, 0, 1, 1)]
+    for L, H_kv, d_h, s, S, w, B in windows:
+        calls.append(("window_kv_cache_bytes", dict(L=L, H_kv=H_kv, d_h=d_h, s=s, S=S, window=w, B=B), None))
+    calls += [("latent_kv_bytes_per_token", dict(L=L, d_c=c, d_rope=r, s=s), None)
+              for L, c, r, s in [(61, 512, 64, 2), (4, 16, 0, 4)]]
+    moe = dict(N_params=46_700_000_000, L=32, d=4096, d_ffn=14336, experts=8, active_experts=2)
+    calls += [("moe_active_params", moe, None), ("moe_active_params", dict(moe, ffn_matrices=2), None)]
+    for B in (1, 2, 8, 16, 1000):
+        calls += [("moe_expected_experts", dict(experts=8, active_experts=2, B=B), None),
+                  ("moe_decode_params", dict(moe, B=B), None)]
     for S, b in [(0, 1), (1, 16), (16, 16), (17, 16), (1000, 7), (10**6, 256)]:
         calls += [("paged_blocks", dict(S=S, block_size=b), None),
                   ("paged_slack_tokens", dict(S=S, block_size=b), None)]

@@ -215,6 +215,7 @@ GLOSSARY_TERMS = {
     "FlashAttention", "Flash-Decoding", "Speculative decoding", "Quantization", "Prefix caching", "Throughput",
     "Latency", "Bandwidth", "FLOP", "MAC", "HBM", "Batch size",
     "All-reduce", "Tensor parallelism",
+    "GELU", "SwiGLU", "Token-pass",
 }
 
 
@@ -230,7 +231,12 @@ def test_bibliography_parses_and_every_entry_has_a_url():
     pybtex = pytest.importorskip("pybtex.database", reason="pybtex comes with sphinxcontrib-bibtex")
     entries = pybtex.parse_file(str(ROOT / "references.bib")).entries
     assert len(entries) >= 36
+    # The book's two source texts are unpublished course material: a title and a description, no year or URL.
+    sources = {"course-prefill-decode", "guide-prefill-decode"}
     for key, entry in entries.items():
         assert entry.fields.get("title"), key
+        if key in sources:
+            assert entry.fields.get("howpublished"), key
+            continue
         assert entry.fields.get("year"), key
         assert entry.fields.get("url", "").startswith("https://"), key

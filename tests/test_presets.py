@@ -8,14 +8,15 @@ import pytest
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, LATENT_MODELS, MODELS, MOE_MODELS, HardwarePreset, ModelPreset
 from minigpt.runtime.model import MiniGPT
 
 KiB, MiB = 1024, 1024**2
 
 
 def test_expected_presets_exist():
-    assert set(MODELS) == {"MiniGPT", "Llama-2-7B", "Llama-3-8B", "Llama-3-70B", "Mistral-7B", "GPT-3 175B"}
+    assert set(MODELS) == {"MiniGPT", "Llama-2-7B", "Llama-2-13B", "Llama-3-8B", "Llama-3-70B", "Mistral-7B",
+                           "GPT-3 175B"}
     assert set(HARDWARE) == {
         "T4",
         "A100 40GB",
@@ -90,3 +91,24 @@ def test_presets_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         MODELS["MiniGPT"].L = 5  # type: ignore[misc]
     assert dataclasses.is_dataclass(ModelPreset) and dataclasses.is_dataclass(HardwarePreset)
+
+
+def test_mixture_of_experts_preset_reproduces_total_and_active_counts():
+    """Mixtral 8x7B: 46.7 B parameters in memory, 12.9 B used per token (Mistral AI's figures)."""
+    m = MOE_MODELS["Mixtral-8x7B"]
+    assert (m.experts, m.active_experts) == (8, 2)
+    assert m.estimated_params == pytest.approx(m.N_params, rel=0.005)
+    assert m.active_params == pytest.approx(12.9e9, rel=0.005)
+    assert MODELS["Llama-2-7B"].active_params == MODELS["Llama-2-7B"].N_params  # dense: every parameter
+    assert MODELS["Llama-2-7B"].read_params(B=64) == MODELS["Llama-2-7B"].N_params
+    assert m.read_params(B=1) == pytest.approx(m.active_params) and m.read_params(B=64) < m.N_params
+
+
+def test_sliding_window_and_latent_presets():
+    assert MODELS["Mistral-7B"].window == 4096
+    assert all(m.window == 0 for name, m in MODELS.items() if name != "Mistral-7B")
+    v3 = LATENT_MODELS["DeepSeek-V3"]
+    assert (v3.L, v3.d_c, v3.d_rope) == (61, 512, 64) and v3.source
+    # DeepSeek-V2's comparison: the latent cache equals GQA with 2.25 groups, (d_c + d_rope) = 4.5·d_h.
+    assert (v3.d_c + v3.d_rope) / v3.d_h == 4.5
+    assert v3.kv_bytes_per_token(s=2) == 61 * 576 * 2 and v3.mha_kv_bytes_per_token(s=2) == 2 * 61 * 128 * 128 * 2

@@ -36,6 +36,7 @@ from minigpt.costs.flops import (
     prefill_attention_share,
     prefill_crossover_P,
     prefill_flops,
+    prefill_flops_by_term,
     prefill_macs,
 )
 from minigpt.costs.format import (
@@ -57,11 +58,16 @@ from minigpt.costs.memory import (
     kv_bytes_per_token,
     kv_cache_bytes,
     kv_heads,
+    latent_kv_bytes_per_token,
     max_batch,
     max_context,
     memory_budget,
     memory_fit,
+    moe_active_params,
+    moe_decode_params,
+    moe_expected_experts,
     weight_bytes,
+    window_kv_cache_bytes,
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
@@ -105,6 +111,9 @@ FORMULAS = (
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
     "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    # Chapter 2: sliding windows, latent KV, mixtures of experts; Chapter 1: prefill by term
+    "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
+    "prefill_flops_by_term", "moe_decode_params",
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

@@ -172,3 +172,19 @@ def no_cache_crossover_D(*, d: int) -> int:
     """Generation length where attention becomes half of the no-cache total (Eq. (6.4)): 12·d²·D² = (4/3)·d·D³
     at D = 9·d for a short prompt (P = 1: exactly ½ at D = 9d − ½); one step's terms cross at 6·d (Eq. (1.2))."""
     return 9 * _int("d", d, 1)
+def prefill_flops_by_term(
+    *, L: int, P: int, d: int, H_kv: int | None = None, d_h: int | None = None,
+    d_ffn: int | None = None, V: int = 0, B: int = 1, ffn_matrices: int = 2,
+) -> dict[str, int]:
+    """The terms of Eq. (1.2), in FLOPs: QKV projections, attention (QKᵀ and AV), output projection, FFN, LM head."""
+    _int("L", L, 1)
+    _int("P", P, 1)
+    _int("B", B, 1)
+    kv, tokens = _kv_width(d, H_kv, d_h), B * P
+    return {
+        "qkv": L * tokens * 2 * d * (d + 2 * kv),
+        "attention": L * 4 * B * P * P * d,
+        "output": L * tokens * 2 * d * d,
+        "ffn": L * tokens * 2 * _ffn_matrices(ffn_matrices) * d * _ffn(d, d_ffn),
+        "lm_head": lm_head_flops(d=d, V=V, T=1, B=B),
+    }

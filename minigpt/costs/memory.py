@@ -1,11 +1,11 @@
-"""Bytes of weights and of the KV cache (Eqs. 2.1–2.3), and what fits a memory budget, Chapter 2."""
+"""Bytes of weights and of the KV cache (Eqs. 2.1–2.8, 2.10), and what fits a memory budget (Eq. 2.9), Chapter 2."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from minigpt.costs._check import _fraction, _int, _positive
+from minigpt.costs._check import _ffn_matrices, _fraction, _int, _positive
 from minigpt.costs.traffic import decode_step_bytes
 
 
@@ -32,7 +32,7 @@ def kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, B: int = 1, s
 
 
 def int8_kv_bytes(*, L: int, H_kv: int, d_h: int, S: int, B: int = 1, s_scale: int = 2) -> int:
-    """Int8 KV bytes, Eq. (2.2) with s = 1 plus an s_scale-byte scale per token, layer, KV head and K/V.
+    """Int8 KV bytes, Eq. (2.10): Eq. (2.2) with s = 1 plus an s_scale-byte scale per token, layer, KV head and K/V.
 
     One scale (default 2 bytes, fp16) per d_h-vector: B·S·2·L·H_kv·(d_h + s_scale).
     """
@@ -47,7 +47,7 @@ def fits_in_memory(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1,
     reserve: float = 0.0,
 ) -> bool:
-    """Whether weights + Eq. (2.2) fit: N·s + B·S·kv_bytes_per_token ≤ (1 − reserve)·memory_bytes."""
+    """Whether the budget of Eq. (2.9) holds: N·s + B·S·kv_bytes_per_token ≤ (1 − reserve)·memory_bytes."""
     used = decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=S, B=B)
     return used <= _budget(memory_bytes, reserve)
 
@@ -55,7 +55,7 @@ def fits_in_memory(
 def max_context(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, B: int = 1, reserve: float = 0.0,
 ) -> int:
-    """Largest S with weights + Eq. (2.2) in budget: ⌊(budget − N·s) / (B·kv_bytes_per_token)⌋, 0 if none."""
+    """Largest S within the budget of Eq. (2.9): ⌊(budget − N·s) / (B·kv_bytes_per_token)⌋, 0 if none."""
     _int("weight_bytes", weight_bytes)
     _int("kv_bytes_per_token", kv_bytes_per_token, 1)
     free = _budget(memory_bytes, reserve) - weight_bytes
@@ -65,7 +65,7 @@ def max_context(
 def max_batch(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, reserve: float = 0.0,
 ) -> int:
-    """Largest B with weights + Eq. (2.2) in budget: ⌊(budget − N·s) / (S·kv_bytes_per_token)⌋, 0 if none."""
+    """Largest B within the budget of Eq. (2.9): ⌊(budget − N·s) / (S·kv_bytes_per_token)⌋, 0 if none."""
     _int("weight_bytes", weight_bytes)
     _int("kv_bytes_per_token", kv_bytes_per_token, 1)
     free = _budget(memory_bytes, reserve) - weight_bytes
@@ -114,3 +114,52 @@ def memory_fit(
         max_context=max_context(**budget, B=B),
         max_batch=max_batch(**budget, S=S),
     )
+# ---------------------------------------------------------------------------------------------
+# Architectures whose cache or weight traffic is not Eqs. (2.1)–(2.3) as they stand (Chapter 2's table)
+
+
+def window_kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, window: int, B: int = 1) -> int:
+    """Sliding-window KV bytes, Eq. (2.4): B·min(S, window)·2·L·H_kv·d_h·s (a rolling buffer of `window` tokens)."""
+    S_kept = min(_int("S", S), _int("window", window, 1))
+    return kv_cache_bytes(L=L, H_kv=H_kv, d_h=d_h, s=s, S=S_kept, B=B)
+
+
+def latent_kv_bytes_per_token(*, L: int, d_c: int, d_rope: int, s: int) -> int:
+    """Latent-attention (MLA) KV bytes per token, Eq. (2.5): L·(d_c + d_rope)·s (one latent and one RoPE key)."""
+    return _int("L", L, 1) * (_int("d_c", d_c, 1) + _int("d_rope", d_rope)) * _int("s", s, 1)
+
+
+def moe_active_params(
+    *, N_params: int, L: int, d: int, d_ffn: int, experts: int, active_experts: int, ffn_matrices: int = 3,
+) -> int:
+    """Parameters one token uses in a mixture of experts, Eq. (2.6): N − L·(E − k)·ffn_matrices·d·d_ffn."""
+    E, k = _int("experts", experts, 1), _int("active_experts", active_experts, 1)
+    if k > E:
+        raise ValueError(f"active_experts must be <= experts = {E}, got {k}")
+    idle = _int("L", L, 1) * (E - k) * _ffn_matrices(ffn_matrices) * _int("d", d, 1) * _int("d_ffn", d_ffn, 1)
+    if idle > _int("N_params", N_params):
+        raise ValueError(f"N_params must hold the {idle:,} parameters of the idle experts, got {N_params:,}")
+    return N_params - idle
+
+
+def moe_expected_experts(*, experts: int, active_experts: int, B: int = 1) -> float:
+    """Experts a layer reads for B tokens routed uniformly at random, Eq. (2.7): E·(1 − (1 − k/E)^B)."""
+    E, k = _int("experts", experts, 1), _int("active_experts", active_experts, 1)
+    if k > E:
+        raise ValueError(f"active_experts must be <= experts = {E}, got {k}")
+    return E * (1 - (1 - k / E) ** _int("B", B, 1))
+
+
+def moe_decode_params(
+    *, N_params: int, L: int, d: int, d_ffn: int, experts: int, active_experts: int, B: int = 1,
+    ffn_matrices: int = 3,
+) -> float:
+    """Parameters a decode step of B tokens reads, uniform routing, Eq. (2.8): N − L·m·d·d_ffn·E·(1 − k/E)^B.
+
+    Eq. (2.6) at B = 1; every expert a layer's B tokens reach is read once (Eq. 2.7 experts per layer).
+    """
+    idle = experts - moe_expected_experts(experts=experts, active_experts=active_experts, B=B)
+    active = moe_active_params(N_params=N_params, L=L, d=d, d_ffn=d_ffn, experts=experts,
+                               active_experts=active_experts, ffn_matrices=ffn_matrices)
+    per_expert = L * ffn_matrices * d * d_ffn
+    return active + (experts - active_experts - idle) * per_expert

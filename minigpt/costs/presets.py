@@ -14,6 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minigpt.config import ModelConfig
+from minigpt.costs.memory import (
+    kv_bytes_per_token,
+    latent_kv_bytes_per_token,
+    moe_active_params,
+    moe_decode_params,
+)
 
 MiB = 2**20
 GiB = 2**30
@@ -27,6 +33,9 @@ class ModelPreset:
     the LM head reuses the token embedding; ``norm_params`` is 2·d per norm for LayerNorm, d for RMSNorm
     (written as the multiplier 2 or 1); ``biases`` says whether Linear layers have biases; ``S_pos`` is
     the number of learned position embeddings (0 for rotary embeddings); ``S_max`` the context length.
+    A mixture of experts has ``experts`` FFNs per layer of which each token uses ``active_experts`` (1 and 1
+    for a dense model); ``window`` is a sliding-window attention span in tokens (0: every token attends
+    to the whole context).
     """
 
     name: str
@@ -44,6 +53,9 @@ class ModelPreset:
     biases: bool = True
     S_pos: int = 0
     S_max: int = 0
+    experts: int = 1
+    active_experts: int = 1
+    window: int = 0
 
     @property
     def d(self) -> int:
@@ -57,9 +69,26 @@ class ModelPreset:
 
     @property
     def matrix_params(self) -> int:
-        """Weight-matrix parameters of the L blocks: Q, K, V, O projections and ffn_matrices FFN matrices."""
+        """Weight-matrix parameters of the L blocks: Q, K, V, O projections, ffn_matrices FFN matrices per
+        expert, and the router (d·experts) of a mixture of experts."""
         d, kv = self.d, self.H_kv * self.d_h
-        return self.L * (d * (d + 2 * kv) + d * d + self.ffn_matrices * d * self.d_ffn)
+        router = d * self.experts if self.experts > 1 else 0
+        return self.L * (d * (d + 2 * kv) + d * d + self.experts * self.ffn_matrices * d * self.d_ffn + router)
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: N_params for a dense model, Eq. (2.6) for a mixture of experts."""
+        if self.experts == 1:
+            return self.N_params
+        return moe_active_params(N_params=self.N_params, L=self.L, d=self.d, d_ffn=self.d_ffn, experts=self.experts,
+                                 active_experts=self.active_experts, ffn_matrices=self.ffn_matrices)
+
+    def read_params(self, B: int = 1) -> float:
+        """Parameters a decode step of B tokens reads: N_params if dense, Eq. (2.8) for a mixture of experts."""
+        if self.experts == 1:
+            return float(self.N_params)
+        return moe_decode_params(N_params=self.N_params, L=self.L, d=self.d, d_ffn=self.d_ffn, experts=self.experts,
+                                 active_experts=self.active_experts, B=B, ffn_matrices=self.ffn_matrices)
 
     @property
     def estimated_params(self) -> int:
@@ -120,15 +149,76 @@ MODELS: dict[str, ModelPreset] = {
         ),
         ModelPreset(
             "Mistral-7B", L=32, H=32, H_kv=8, d_h=128, d_ffn=14336, V=32000, N_params=7_240_000_000,
-            source="Jiang et al. 2023, Mistral 7B (arXiv:2310.06825); "
-            "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
-            S_max=32768, **_LLAMA,
+            source="Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), Table 1 (window_size 4096, a rolling "
+            "buffer cache of W = 4,096 tokens); https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
+            S_max=32768, window=4096, **_LLAMA,
         ),
         ModelPreset(
             "GPT-3 175B", L=96, H=96, H_kv=96, d_h=128, d_ffn=49152, V=50257, N_params=175_000_000_000,
             source="Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; "
             "GPT-2 tokenizer (V = 50,257)",
             S_pos=2048, S_max=2048,
+        ),
+        ModelPreset(
+            "Llama-2-13B", L=40, H=40, H_kv=40, d_h=128, d_ffn=13824, V=32000, N_params=13_000_000_000,
+            source="Touvron et al. 2023, Llama 2 (arXiv:2307.09288), Table 1 (13B); "
+            "https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json",
+            S_max=4096, **_LLAMA,
+        ),
+    )
+}
+
+#: Mixtures of experts: the dense formulas of Chapters 1–3 do not apply as they stand (Chapter 2, Eq. 2.6).
+MOE_MODELS: dict[str, ModelPreset] = {
+    preset.name: preset
+    for preset in (
+        ModelPreset(
+            "Mixtral-8x7B", L=32, H=32, H_kv=8, d_h=128, d_ffn=14336, V=32000, N_params=46_700_000_000,
+            source="Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088), Table 1 (8 experts, top 2); "
+            "46.7 B total and 12.9 B active parameters: Mistral AI, 'Mixtral of experts' (2023), "
+            "https://mistral.ai/news/mixtral-of-experts/; "
+            "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json",
+            S_max=32768, experts=8, active_experts=2, **_LLAMA,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LatentPreset:
+    """A model with multi-head latent attention (MLA): per token and layer it caches one compressed latent
+    of d_c values and one decoupled RoPE key of d_rope values, shared by its H heads of dimension d_h."""
+
+    name: str
+    L: int
+    H: int
+    d_h: int
+    d_c: int
+    d_rope: int
+    N_params: int
+    N_active: int
+    S_max: int
+    source: str
+
+    def kv_bytes_per_token(self, s: int) -> int:
+        """Bytes one token leaves in the cache, Eq. (2.5): L·(d_c + d_rope)·s."""
+        return latent_kv_bytes_per_token(L=self.L, d_c=self.d_c, d_rope=self.d_rope, s=s)
+
+    def mha_kv_bytes_per_token(self, s: int) -> int:
+        """What its H heads would cache per token as multi-head attention, Eq. (2.1) with H_kv = H."""
+        return kv_bytes_per_token(L=self.L, H_kv=self.H, d_h=self.d_h, s=s)
+
+
+#: Latent-attention models (Chapter 2, Eq. 2.5).
+LATENT_MODELS: dict[str, LatentPreset] = {
+    preset.name: preset
+    for preset in (
+        LatentPreset(
+            "DeepSeek-V3", L=61, H=128, d_h=128, d_c=512, d_rope=64, N_params=671_000_000_000,
+            N_active=37_000_000_000, S_max=131_072,
+            source="DeepSeek-AI 2024, DeepSeek-V3 Technical Report (arXiv:2412.19437), Sec. 4.2 (61 layers, 128 "
+            "heads of 128, d_c = 512, decoupled RoPE key of 64; 671 B parameters, 37 B active; 128K context); "
+            "MLA: DeepSeek-AI 2024, DeepSeek-V2 (arXiv:2405.04434), Sec. 2.1",
         ),
     )
 }

@@ -421,14 +421,58 @@
   };
   C.no_cache_crossover_D = (a) => N(9n * int(a, "d", 1));
 
+  // ---- Chapter 2: sliding window, latent attention, mixture of experts ----
+  C.window_kv_cache_bytes = function (a) {
+    const S = int(a, "S", 0), window = int(a, "window", 1);
+    return C.kv_cache_bytes(Object.assign({}, a, { S: N(S < window ? S : window) }));
+  };
+  C.latent_kv_bytes_per_token = (a) => N(int(a, "L", 1) * (int(a, "d_c", 1) + int(a, "d_rope", 0)) * int(a, "s", 1));
+  function experts(a) {
+    const E = int(a, "experts", 1), k = int(a, "active_experts", 1);
+    if (k > E) throw new RangeError("active_experts must be <= experts = " + E + ", got " + k);
+    return [E, k];
+  }
+  C.moe_active_params = function (a) {
+    const [E, k] = experts(a);
+    const m = a.ffn_matrices === undefined || a.ffn_matrices === null ? 3n : ffnMatrices(a);
+    const idle = int(a, "L", 1) * (E - k) * m * int(a, "d", 1) * int(a, "d_ffn", 1);
+    const total = int(a, "N_params", 0);
+    if (idle > total) throw new RangeError("N_params must hold the " + idle + " parameters of the idle experts, got " + total);
+    return N(total - idle);
+  };
+  C.moe_expected_experts = function (a) {
+    const [E, k] = experts(a);
+    return N(E) * (1 - Math.pow(1 - N(k) / N(E), N(int(a, "B", 1, 1))));
+  };
+  C.moe_decode_params = function (a) {
+    const [E, k] = experts(a);
+    const m = a.ffn_matrices === undefined || a.ffn_matrices === null ? 3n : ffnMatrices(a);
+    const idle = N(E) - C.moe_expected_experts(a);
+    const perExpert = int(a, "L", 1) * m * int(a, "d", 1) * int(a, "d_ffn", 1);
+    return C.moe_active_params(a) + (N(E - k) - idle) * N(perExpert);
+  };
+
+  // ---- Chapter 1: the terms of Eq. (1.2) ----
+  C.prefill_flops_by_term = function (a) {
+    const L = int(a, "L", 1), P = int(a, "P", 1), B = int(a, "B", 1, 1), d = int(a, "d", 1);
+    const tokens = B * P;
+    return {
+      qkv: N(L * tokens * 2n * d * (d + 2n * kvWidth(a))),
+      attention: N(L * 4n * B * P * P * d),
+      output: N(L * tokens * 2n * d * d),
+      ffn: N(L * tokens * 2n * ffnMatrices(a) * d * ffn(a)),
+      lm_head: N(lm_head_big(Object.assign({}, a, { T: 1 }))),
+    };
+  };
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
-    "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128},
-    "Llama-2-7B": {"name": "Llama-2-7B", "L": 32, "H": 32, "H_kv": 32, "d_h": 128, "d_ffn": 11008, "V": 32000, "N_params": 6740000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288); https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096},
-    "Llama-3-8B": {"name": "Llama-3-8B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 128256, "N_params": 8030000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192},
-    "Llama-3-70B": {"name": "Llama-3-70B", "L": 80, "H": 64, "H_kv": 8, "d_h": 128, "d_ffn": 28672, "V": 128256, "N_params": 70600000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192},
-    "Mistral-7B": {"name": "Mistral-7B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 32000, "N_params": 7240000000, "source": "Jiang et al. 2023, Mistral 7B (arXiv:2310.06825); https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 32768},
-    "GPT-3 175B": {"name": "GPT-3 175B", "L": 96, "H": 96, "H_kv": 96, "d_h": 128, "d_ffn": 49152, "V": 50257, "N_params": 175000000000, "source": "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; GPT-2 tokenizer (V = 50,257)", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 2048, "S_max": 2048},
+    "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-2-7B": {"name": "Llama-2-7B", "L": 32, "H": 32, "H_kv": 32, "d_h": 128, "d_ffn": 11008, "V": 32000, "N_params": 6740000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288); https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-3-8B": {"name": "Llama-3-8B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 128256, "N_params": 8030000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-3-70B": {"name": "Llama-3-70B", "L": 80, "H": 64, "H_kv": 8, "d_h": 128, "d_ffn": 28672, "V": 128256, "N_params": 70600000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192, "experts": 1, "active_experts": 1, "window": 0},
+    "Mistral-7B": {"name": "Mistral-7B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 32000, "N_params": 7240000000, "source": "Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), Table 1 (window_size 4096, a rolling buffer cache of W = 4,096 tokens); https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 32768, "experts": 1, "active_experts": 1, "window": 4096},
+    "GPT-3 175B": {"name": "GPT-3 175B", "L": 96, "H": 96, "H_kv": 96, "d_h": 128, "d_ffn": 49152, "V": 50257, "N_params": 175000000000, "source": "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; GPT-2 tokenizer (V = 50,257)", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 2048, "S_max": 2048, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-2-13B": {"name": "Llama-2-13B", "L": 40, "H": 40, "H_kv": 40, "d_h": 128, "d_ffn": 13824, "V": 32000, "N_params": 13000000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288), Table 1 (13B); https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096, "experts": 1, "active_experts": 1, "window": 0},
   };
   C.HARDWARE = {
     "T4": {"name": "T4", "memory_bytes": 17179869184, "bandwidth": 320000000000.0, "peak_flops": 65000000000000.0, "peak_flops_dtype": "fp16", "source": "NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); https://www.nvidia.com/en-us/data-center/tesla-t4/"},
