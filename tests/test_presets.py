@@ -15,7 +15,9 @@ KiB, MiB = 1024, 1024**2
 
 
 def test_expected_presets_exist():
-    assert set(MODELS) == {"MiniGPT", "Llama-2-7B", "Llama-3-8B", "Llama-3-70B", "Mistral-7B", "GPT-3 175B"}
+    assert set(MODELS) == {
+        "MiniGPT", "Llama-2-7B", "Llama-3-8B", "Llama-3-70B", "Mistral-7B", "GPT-3 175B", "Llama-2-13B",
+    }
     assert set(HARDWARE) == {
         "T4",
         "A100 40GB",
@@ -24,6 +26,7 @@ def test_expected_presets_exist():
         "H200",
         "RTX 4090",
         "Laptop GPU 8 GB",
+        "TPU v5e",
     }
     assert all(name == preset.name for name, preset in {**MODELS, **HARDWARE}.items())
 

@@ -48,7 +48,9 @@ from minigpt.costs.params import non_embedding_matrix_params, param_count, param
 from minigpt.costs.roofline import (
     arithmetic_intensity,
     attainable_flops,
+    critical_batch,
     decode_intensity,
+    decode_step_time,
     decode_tok_s_ceiling,
     prefill_intensity,
     ridge_point,
@@ -69,6 +71,7 @@ FORMULAS = (
     "decode_tok_s_ceiling", "prefill_intensity", "decode_intensity",
     "wall_clock",
     "fmt_bytes", "fmt_flops", "fmt_count",
+    "decode_step_time", "critical_batch",
 )
 
 __all__ = [
@@ -80,4 +83,5 @@ __all__ = [
     "no_cache_flops", "no_cache_macs_seed", "non_embedding_matrix_params", "of", "param_count",
     "params_by_component", "prefill_attention_share", "prefill_bytes", "prefill_crossover_P", "prefill_flops",
     "prefill_intensity", "prefill_macs", "ridge_point", "wall_clock", "weight_bytes",
+    "critical_batch", "decode_step_time",
 ]

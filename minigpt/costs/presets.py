@@ -130,6 +130,12 @@ MODELS: dict[str, ModelPreset] = {
             "GPT-2 tokenizer (V = 50,257)",
             S_pos=2048, S_max=2048,
         ),
+        ModelPreset(
+            "Llama-2-13B", L=40, H=40, H_kv=40, d_h=128, d_ffn=13824, V=32000, N_params=13_000_000_000,
+            source="Touvron et al. 2023, Llama 2 (arXiv:2307.09288); "
+            "https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json",
+            S_max=4096, **_LLAMA,
+        ),
     )
 }
 
@@ -178,6 +184,11 @@ HARDWARE: dict[str, HardwarePreset] = {
             source="illustrative, not a product: the 8 GB card of the course page 'Prefill vs Decode: two phases of "
             "one forward' with ~400 GB/s effective bandwidth; "
             "~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU",
+        ),
+        HardwarePreset(
+            "TPU v5e", memory_bytes=16 * GiB, bandwidth=819e9, peak_flops=197e12, peak_flops_dtype="bf16",
+            source="Google Cloud TPU v5e documentation (16 GiB HBM2 at 819 GB/s, 197 TFLOP/s bf16 per chip); "
+            "https://cloud.google.com/tpu/docs/v5e",
         ),
     )
 }

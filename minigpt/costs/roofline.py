@@ -173,3 +173,49 @@ def achieved_bandwidth(*, tok_s: float, bytes_per_step: float, B: int = 1) -> fl
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name} must be a number > 0, got {value!r}")
     return bytes_per_step * tok_s / B
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 7: a batched decode step in time (Eqs. 7.2–7.4)
+
+
+def decode_step_time(
+    *, L: int, S: int, d: int, N_params: int, s: int, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
+    ffn_matrices: int = 2, overlap: bool = True,
+) -> float:
+    """Seconds of one decode step of B sequences at S cached tokens under the roofline, Eq. (7.2) or (7.3).
+
+    ``overlap=True``, Eq. (7.2): max(bytes/bandwidth, FLOPs/peak) over the whole step, bytes of
+    Eq. (7.1) = N·s + B·S·2·L·H_kv·d_h·s, FLOPs of Eq. (1.3): the KV reads are assumed to overlap
+    with the weights' arithmetic. ``overlap=False``, Eq. (7.3): the weight part and the attention
+    over the cache each under their own roof, added: max(N·s/bandwidth, F(S=0)/peak) +
+    max(B·S·b_token/bandwidth, (F(S) − F(0))/peak).
+    """
+    if not isinstance(overlap, bool):
+        raise ValueError(f"overlap must be a bool, got {overlap!r}")
+    peak, bw = _positive("peak_flops", peak_flops), _positive("bandwidth", bandwidth)
+    shape = dict(L=L, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
+    flops = decode_step_flops(S=S, **shape)
+    weights = weight_bytes(N_params=N_params, s=s)
+    kv = decode_step_bytes(weight_bytes=0, kv_bytes_per_token=2 * L * _kv_width(d, H_kv, d_h) * _int("s", s, 1),
+                           S=S, B=B)
+    if overlap:
+        return max((weights + kv) / bw, flops / peak)
+    dense = decode_step_flops(S=0, **shape)
+    return max(weights / bw, dense / peak) + max(kv / bw, (flops - dense) / peak)
+
+
+def critical_batch(
+    *, L: int, S: int, d: int, N_params: int, s: int, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, ffn_matrices: int = 2,
+) -> int | None:
+    """B_crit, Eq. (7.4) with the KV term: the smallest B whose decode intensity reaches the ridge point,
+    ⌈R·N·s / (F(1, S) − R·S·b_token)⌉ with R = peak/bandwidth; None when F(1, S) ≤ R·S·b_token (never)."""
+    ridge = ridge_point(peak_flops=peak_flops, bandwidth=bandwidth)
+    flops_1 = decode_step_flops(L=L, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)
+    kv_seq = _int("S", S) * 2 * L * _kv_width(d, H_kv, d_h) * _int("s", s, 1)
+    margin = flops_1 - ridge * kv_seq
+    if margin <= 0:
+        return None
+    return max(1, math.ceil(ridge * weight_bytes(N_params=N_params, s=s) / margin))

@@ -178,6 +178,34 @@
     return { ttft_s, decode_s, total_s, decode_share: total_s ? decode_s / total_s : 0 };
   };
 
+  // ---- Chapter 7: a batched decode step in time (Eqs. 7.2–7.4) ----
+  function stepFlopsBig(a, S) {
+    const L = int(a, "L", 1);
+    const b = Object.assign({}, a, { T: 1, S: S });
+    return L * layer_flops_big(b) + lm_head_big(b);
+  }
+  function kvSequenceBytes(a) {
+    return int(a, "S", 0) * 2n * int(a, "L", 1) * kvWidth(a) * int(a, "s", 1);
+  }
+  C.decode_step_time = function (a) {
+    const overlap = a.overlap === undefined ? true : a.overlap;
+    if (typeof overlap !== "boolean") throw new RangeError("overlap must be a bool, got " + overlap);
+    const peak = num(a, "peak_flops", 0, true), bw = num(a, "bandwidth", 0, true);
+    const flops = N(stepFlopsBig(a, N(int(a, "S", 0))));
+    const weights = N(int(a, "N_params", 0) * int(a, "s", 1));
+    const kv = N(int(a, "B", 1, 1) * kvSequenceBytes(a));
+    if (overlap) return Math.max((weights + kv) / bw, flops / peak);
+    const dense = N(stepFlopsBig(a, 0));
+    return Math.max(weights / bw, dense / peak) + Math.max(kv / bw, (flops - dense) / peak);
+  };
+  C.critical_batch = function (a) {
+    const ridge = num(a, "peak_flops", 0, true) / num(a, "bandwidth", 0, true);
+    const flops1 = N(stepFlopsBig(Object.assign({}, a, { B: 1 }), N(int(a, "S", 0))));
+    const margin = flops1 - ridge * N(kvSequenceBytes(a));
+    if (margin <= 0) return null;
+    return Math.max(1, Math.ceil((ridge * N(int(a, "N_params", 0) * int(a, "s", 1))) / margin));
+  };
+
   // ---- Formatting (same strings as the Python side) ----
   function checkN(n) {
     if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
@@ -211,6 +239,7 @@
     "Llama-3-70B": {"name": "Llama-3-70B", "L": 80, "H": 64, "H_kv": 8, "d_h": 128, "d_ffn": 28672, "V": 128256, "N_params": 70600000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192},
     "Mistral-7B": {"name": "Mistral-7B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 32000, "N_params": 7240000000, "source": "Jiang et al. 2023, Mistral 7B (arXiv:2310.06825); https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 32768},
     "GPT-3 175B": {"name": "GPT-3 175B", "L": 96, "H": 96, "H_kv": 96, "d_h": 128, "d_ffn": 49152, "V": 50257, "N_params": 175000000000, "source": "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; GPT-2 tokenizer (V = 50,257)", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 2048, "S_max": 2048},
+    "Llama-2-13B": {"name": "Llama-2-13B", "L": 40, "H": 40, "H_kv": 40, "d_h": 128, "d_ffn": 13824, "V": 32000, "N_params": 13000000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288); https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096},
   };
   C.HARDWARE = {
     "T4": {"name": "T4", "memory_bytes": 17179869184, "bandwidth": 320000000000.0, "peak_flops": 65000000000000.0, "peak_flops_dtype": "fp16", "source": "NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); https://www.nvidia.com/en-us/data-center/tesla-t4/"},
@@ -220,6 +249,7 @@
     "H200": {"name": "H200", "memory_bytes": 150754820096, "bandwidth": 4800000000000.0, "peak_flops": 989000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h200/"},
     "RTX 4090": {"name": "RTX 4090", "memory_bytes": 25769803776, "bandwidth": 1008000000000.0, "peak_flops": 165200000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"},
     "Laptop GPU 8 GB": {"name": "Laptop GPU 8 GB", "memory_bytes": 8589934592, "bandwidth": 400000000000.0, "peak_flops": 20000000000000.0, "peak_flops_dtype": "fp16", "source": "illustrative, not a product: the 8 GB card of the course page 'Prefill vs Decode: two phases of one forward' with ~400 GB/s effective bandwidth; ~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU"},
+    "TPU v5e": {"name": "TPU v5e", "memory_bytes": 17179869184, "bandwidth": 819000000000.0, "peak_flops": 197000000000000.0, "peak_flops_dtype": "bf16", "source": "Google Cloud TPU v5e documentation (16 GiB HBM2 at 819 GB/s, 197 TFLOP/s bf16 per chip); https://cloud.google.com/tpu/docs/v5e"},
   };
   // ---- end of presets ----
 
