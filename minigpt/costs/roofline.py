@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from minigpt.costs._check import _int, _kv_width, _positive
 from minigpt.costs.flops import decode_step_flops, layer_flops, lm_head_flops, prefill_flops
 from minigpt.costs.memory import kv_bytes_per_token, weight_bytes
-from minigpt.costs.presets import ModelPreset
+from minigpt.costs.presets import HardwarePreset, ModelPreset
 from minigpt.costs.shape import evaluate
 from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
 
@@ -219,3 +219,17 @@ def critical_batch(
     if margin <= 0:
         return None
     return max(1, math.ceil(ridge * weight_bytes(N_params=N_params, s=s) / margin))
+
+
+def step_time_on(
+    model: ModelPreset, hardware: HardwarePreset, *, S: int, B: int = 1, s: int = 2, overlap: bool = True,
+) -> float:
+    """`decode_step_time`, Eq. (7.2) (overlap) or (7.3) (additive), for a preset model on a preset chip."""
+    return evaluate(decode_step_time, model, S=S, B=B, N_params=model.N_params, s=s, bandwidth=hardware.bandwidth,
+                    peak_flops=hardware.peak_flops, overlap=overlap)
+
+
+def critical_batch_on(model: ModelPreset, hardware: HardwarePreset, *, S: int, s: int = 2) -> int | None:
+    """`critical_batch`, Eq. (7.4) with the KV term, for a preset model on a preset chip (None: never)."""
+    return evaluate(critical_batch, model, S=S, N_params=model.N_params, s=s, bandwidth=hardware.bandwidth,
+                    peak_flops=hardware.peak_flops)
