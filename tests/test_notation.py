@@ -214,6 +214,7 @@ GLOSSARY_TERMS = {
     "Memory-bound", "Compute-bound", "MHA", "GQA", "MQA", "PagedAttention", "Continuous batching",
     "FlashAttention", "Flash-Decoding", "Speculative decoding", "Quantization", "Prefix caching", "Throughput",
     "Latency", "Bandwidth", "FLOP", "MAC", "HBM", "Batch size",
+    "Critical batch", "Latency–throughput frontier",
 }
 
 
