@@ -1,6 +1,6 @@
 """Chapter 7's sweep: decode-step time and tokens/s against the batch size B, on one device.
 
-One randomly initialised scaled model (minigpt.measure.sweeps.SCALED: L=8, d=512, about 26 M parameters;
+One randomly initialised scaled model (minigpt.costs.presets.SCALED: L=8, d=512, about 26 M parameters;
 timing does not depend on the weights' values) decodes one step for B sequences at two cache
 lengths S. Writes chapters/data/batching_<device>.json, which Chapter 7 loads.
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from minigpt import measure
 from minigpt.measure import sweeps
+from minigpt.measure.probes import largest_cache_bytes, probe_buffer_bytes
 
 
 def main() -> None:
@@ -42,6 +43,8 @@ def main() -> None:
         "weight_bytes": measure.module_bytes(model),
         "repeats": args.repeats,
         "roofline": roofline,
+        "probe_bytes": probe_buffer_bytes(device),
+        "largest_cache_bytes": largest_cache_bytes(),
         "runs": runs,
     })
     print(f"wrote {out}")

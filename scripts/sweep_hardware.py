@@ -1,6 +1,6 @@
 """Chapter 8's sweep: probe the device, then time prefill and decode for a family of model sizes.
 
-For each model of minigpt.measure.sweeps.FAMILY (MiniGPT up to about 200 M parameters; on cuda also a
+For each model of minigpt.costs.presets.FAMILY (MiniGPT up to about 200 M parameters; on cuda also a
 1.2 B one), randomly initialised (timing does not depend on the weights' values): one prefill of
 P tokens and one B = 1 decode step at S cached tokens, best of a few repeats. The notebook sets
 them against the roofline predictions. Writes chapters/data/hardware_<device>.json.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from minigpt import measure
 from minigpt.measure import sweeps
+from minigpt.measure.probes import largest_cache_bytes, probe_buffer_bytes
 
 
 def main() -> None:
@@ -39,6 +40,8 @@ def main() -> None:
         "environment": measure.environment(device, dtype),
         "clock": args.clock,
         "roofline": roofline,
+        "probe_bytes": probe_buffer_bytes(device),
+        "largest_cache_bytes": largest_cache_bytes(),
         "P": args.P,
         "S": args.S,
         "models": points,

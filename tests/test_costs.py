@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minigpt import costs
+from minigpt.costs.presets import HARDWARE, MODELS
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
@@ -424,14 +425,14 @@ def test_critical_batch_is_the_first_compute_bound_batch():
                          ("Llama-2-7B", "H100 SXM", 1), ("Llama-3-70B", "H200", 1024)]:
         m, h = MODELS[model], HARDWARE[hw]
         hw_args = dict(peak_flops=h.peak_flops, bandwidth=h.bandwidth)
-        B = roofline.critical_batch(m, S=S, **hw_args)
+        B = roofline.critical_batch_for(m, S=S, **hw_args)
         assert roofline.decode_point(m, S=S, B=B, **hw_args).bound == "compute"
         assert B == 1 or roofline.decode_point(m, S=S, B=B - 1, **hw_args).bound == "memory"
     a100 = HARDWARE["A100 80GB"]
-    assert roofline.critical_batch(MODELS["Llama-2-7B"], S=128, peak_flops=a100.peak_flops,
+    assert roofline.critical_batch_for(MODELS["Llama-2-7B"], S=128, peak_flops=a100.peak_flops,
                                    bandwidth=a100.bandwidth) == 685
     # multi-head attention at 4,096 tokens: the asymptote stays below the ridge, no batch reaches it
-    assert roofline.critical_batch(MODELS["Llama-2-7B"], S=4096, peak_flops=a100.peak_flops,
+    assert roofline.critical_batch_for(MODELS["Llama-2-7B"], S=4096, peak_flops=a100.peak_flops,
                                    bandwidth=a100.bandwidth) is None
 
 
@@ -630,3 +631,54 @@ def test_moe_decode_params_grows_from_active_to_all():
     expert = 32 * 3 * 4096 * 14336
     extra = costs.moe_expected_experts(experts=8, active_experts=2, B=2) - 2
     assert reads[1] == pytest.approx(reads[0] + extra * expert)
+# ---- Chapter 7: decode_step_time (Eqs. 7.2, 7.3) and critical_batch (Eq. 7.4) ----
+
+
+@given(S=st.integers(0, 65536), B=st.integers(1, 2048), model=st.sampled_from(sorted(MODELS)),
+       hw=st.sampled_from(sorted(HARDWARE)))
+def test_decode_step_time_overlap_and_additive(S, B, model, hw):
+    """Eq. (7.2) is the roofline time of the whole step; Eq. (7.3) adds the two parts, so it lies between
+    Eq. (7.2) and twice Eq. (7.2), and equals it when there is no cache (S = 0)."""
+    m, h = MODELS[model], HARDWARE[hw]
+    args = dict(S=S, B=B, N_params=m.N_params, s=2, bandwidth=h.bandwidth, peak_flops=h.peak_flops)
+    overlap = costs.evaluate(costs.decode_step_time, m, **args)
+    additive = costs.evaluate(costs.decode_step_time, m, overlap=False, **args)
+    flops = costs.evaluate(costs.decode_step_flops, m, S=S, B=B)
+    moved = costs.decode_step_bytes(weight_bytes=2 * m.N_params,
+                                    kv_bytes_per_token=costs.evaluate(costs.kv_bytes_per_token, m, s=2), S=S, B=B)
+    assert math.isclose(overlap, max(moved / h.bandwidth, flops / h.peak_flops), rel_tol=1e-12)
+    assert overlap * (1 - 1e-12) <= additive <= 2 * overlap * (1 + 1e-12)
+    if S == 0:
+        assert math.isclose(additive, overlap, rel_tol=1e-12)
+
+
+def test_decode_step_time_additive_charges_the_cache_at_bandwidth():
+    """Llama-2-7B at S = 4096, B = 64 on an H100: the cache reads (attention intensity about 1 FLOP/byte)
+    are added to a compute-bound weight part, not hidden under it."""
+    m, h = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    args = dict(S=4096, B=64, N_params=m.N_params, s=2, bandwidth=h.bandwidth, peak_flops=h.peak_flops)
+    kv = 64 * 4096 * costs.evaluate(costs.kv_bytes_per_token, m, s=2)
+    dense = max(2 * m.N_params / h.bandwidth, costs.evaluate(costs.decode_step_flops, m, S=0, B=64) / h.peak_flops)
+    assert math.isclose(costs.evaluate(costs.decode_step_time, m, overlap=False, **args), dense + kv / h.bandwidth)
+    with pytest.raises(ValueError, match="overlap must be True"):
+        costs.evaluate(costs.decode_step_time, m, overlap="no", **args)
+
+
+@pytest.mark.parametrize("hw", sorted(HARDWARE))
+@pytest.mark.parametrize("model", ["Llama-2-7B", "Llama-3-8B", "MiniGPT"])
+@pytest.mark.parametrize("S", [0, 1, 128, 512])
+def test_critical_batch_is_the_first_batch_at_the_ridge(hw, model, S):
+    """Eq. (7.4)'s closed form equals a search for the smallest B with decode intensity >= the ridge point."""
+    m, h = MODELS[model], HARDWARE[hw]
+    ridge = costs.ridge_point(peak_flops=h.peak_flops, bandwidth=h.bandwidth)
+
+    def intensity(B):
+        return costs.evaluate(costs.decode_intensity, m, S=S, s=2, N_params=m.N_params, B=B)
+
+    found = costs.evaluate(costs.critical_batch, m, S=S, s=2, N_params=m.N_params, bandwidth=h.bandwidth,
+                           peak_flops=h.peak_flops)
+    if found is None:
+        assert intensity(2**20) < ridge
+    else:
+        assert intensity(found) >= ridge * (1 - 1e-12)
+        assert found == 1 or intensity(found - 1) < ridge

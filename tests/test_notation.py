@@ -216,6 +216,7 @@ GLOSSARY_TERMS = {
     "Latency", "Bandwidth", "FLOP", "MAC", "HBM", "Batch size",
     "All-reduce", "Tensor parallelism",
     "GELU", "SwiGLU", "Token-pass",
+    "Critical batch", "Latency–throughput frontier",
 }
 
 

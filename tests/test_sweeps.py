@@ -100,3 +100,18 @@ def test_thread_clock_needs_one_cpu_thread(model):
         torch.set_num_threads(threads)
     with pytest.raises(ValueError, match="clock must be"):
         measure.time_fn(lambda: None, clock="cpu")
+
+
+def test_fit_step_overhead_recovers_t0_and_bandwidth():
+    """Eq. (8.2): on exact points t = t0 + bytes / BW the weighted fit returns t0 and BW."""
+    t0, bw = 8.9e-4, 9.0e9
+    sizes = [1e6, 3.6e6, 2e7, 1e8, 3.3e8, 7.7e8]
+    fitted_t0, fitted_bw = sweeps.fit_step_overhead(sizes, [t0 + b / bw for b in sizes])
+    assert fitted_t0 == pytest.approx(t0, rel=1e-9)
+    assert fitted_bw == pytest.approx(bw, rel=1e-9)
+    with pytest.raises(ValueError, match="at least 2 points"):
+        sweeps.fit_step_overhead([1e6], [1e-3])
+    with pytest.raises(ValueError, match="step_s must be finite and > 0"):
+        sweeps.fit_step_overhead([1e6, 2e6], [1e-3, 0.0])
+    with pytest.raises(ValueError, match="not positive"):
+        sweeps.fit_step_overhead([1e6, 2e6], [2e-3, 1e-3])

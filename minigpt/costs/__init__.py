@@ -77,6 +77,7 @@ from minigpt.costs.roofline import (
     attention_bytes,
     attention_flops,
     attention_intensity,
+    critical_batch,
     decode_intensity,
     decode_tok_s_ceiling,
     prefill_intensity,
@@ -114,6 +115,8 @@ FORMULAS = (
     # Chapter 2: sliding windows, latent KV, mixtures of experts; Chapter 1: prefill by term
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
     "prefill_flops_by_term", "moe_decode_params",
+    # Chapter 7: the critical batch with the KV term
+    "critical_batch",
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

@@ -5,8 +5,9 @@ Eq. (7.2) takes the slower of the memory and the compute limit for the whole ste
 ``max(bytes / BW, F / π)`` with bytes by Eq. (7.1) and F by Eq. (1.3) times B: it assumes the KV-cache
 reads overlap with the weight matmuls' compute (`overlap=True`). Attention over the cache runs at about
 one FLOP per byte, far below any ridge point, so it is bandwidth-bound whatever B is; if it does not
-overlap with the matmuls, its time adds (`overlap=False`):
-``max(N s / BW, F_weights / π) + B·S·b_token / BW``, up to 2× slower when both terms are equal.
+overlap with the matmuls, its time adds (`overlap=False`, Eq. 7.3):
+``max(N s / BW, F(S=0) / π) + max(B·S·b_token / BW, (F(S) − F(0)) / π)``, up to 2× slower when both
+terms are equal.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ def decode_step_time(
     H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
     ffn_matrices: int = 2, s_kv: int | None = None, overlap: bool = True,
 ) -> float:
-    """Decode-step time, Eq. (7.2): max(bytes/BW, F/π) (`overlap=True`), or the additive form
-    max(N·s/BW, F_weights/π) + B·S·b_token/BW (`overlap=False`); weights at s, the cache at s_kv (default s)
-    bytes per value."""
+    """Decode-step time: Eq. (7.2) max(bytes/BW, F/π) (`overlap=True`, the KV reads overlap the weights'
+    arithmetic), or Eq. (7.3) max(N·s/BW, F(S=0)/π) + max(B·S·b_token/BW, (F(S) − F(0))/π) (`overlap=False`);
+    weights at s, the cache at s_kv (default s) bytes per value."""
     if s_kv is None:
         if not isinstance(s, int):
             raise ValueError(f"s_kv must be given (an integer >= 1) when s is fractional, got s={s!r}")
@@ -38,9 +39,11 @@ def decode_step_time(
     if overlap:
         moved = decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv_token, S=S, B=B)
         return roofline_time(flops=flops, bytes=moved, peak_flops=peak_flops, bandwidth=bandwidth)
-    attention = 4 * B * L * (S + 1) * d  # Eq. (1.1)'s attention term at T = 1: bandwidth-bound, under the KV time
-    matmuls = roofline_time(flops=flops - attention, bytes=weights, peak_flops=peak_flops, bandwidth=bandwidth)
-    return matmuls + B * S * kv_token / bandwidth
+    # Eq. (7.3): the weights' part and the attention over the S cached tokens, each under its own roof, added.
+    dense = decode_step_flops(L=L, S=0, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
+    kv = B * S * kv_token
+    return (roofline_time(flops=dense, bytes=weights, peak_flops=peak_flops, bandwidth=bandwidth)
+            + roofline_time(flops=flops - dense, bytes=kv, peak_flops=peak_flops, bandwidth=bandwidth))
 
 
 def decode_tok_s(

@@ -284,7 +284,7 @@ HARDWARE: dict[str, HardwarePreset] = {
 #: The scaled model of Chapter 7 (and `make bench`): L=8, d=512, about 25.8 M parameters.
 SCALED = ModelConfig(L=8, H=8, H_kv=8, d_h=64, d_ffn=2048, V=600, S_max=512)
 
-#: Chapter 8's family of sizes, from the seed's MiniGPT to about 200 M parameters (d_ffn = 4d, V = 600).
+#: Chapter 8's family of sizes, from the book's MiniGPT to about 200 M parameters (d_ffn = 4d, V = 600).
 FAMILY: dict[str, ModelConfig] = {
     "MiniGPT": ModelConfig(),
     "L4-d128": ModelConfig(L=4, H=4, H_kv=4, d_h=32, d_ffn=512, V=600, S_max=256),

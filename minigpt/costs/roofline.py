@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from minigpt.costs._check import _int, _kv_width, _positive
 from minigpt.costs.flops import decode_step_flops, layer_flops, lm_head_flops, prefill_flops
 from minigpt.costs.memory import kv_bytes_per_token, weight_bytes
-from minigpt.costs.presets import ModelPreset
+from minigpt.costs.presets import HardwarePreset, ModelPreset
 from minigpt.costs.shape import evaluate
 from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
 
@@ -219,7 +219,7 @@ def decode_intensity_limit(model: ModelPreset, *, S: int, s: int = 2) -> float:
     return model_step_flops(model, T=1, S=S, B=1) / (S * _kv_token(model, s))
 
 
-def critical_batch(
+def critical_batch_for(
     model: ModelPreset, *, S: int, peak_flops: float, bandwidth: float, s: int = 2,
 ) -> int | None:
     """Smallest B whose decode step (FLOPs over Eq. (3.5)'s bytes) reaches the ridge, Eq. (3.3); None if none does.
@@ -243,6 +243,8 @@ def critical_batch(
     while B > 1 and compute_bound(B - 1):
         B -= 1
     return B
+
+
 def roofline_time(*, flops: float, bytes: float, peak_flops: float, bandwidth: float) -> float:
     """Lower bound on a workload's time under the roofline, Eq. (3.3): max(flops / peak_flops, bytes / bandwidth)."""
     if isinstance(flops, bool) or not isinstance(flops, (int, float)) or flops < 0:
@@ -257,3 +259,38 @@ def roofline_bound(*, intensity: float, peak_flops: float, bandwidth: float) -> 
     if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or intensity < 0:
         raise ValueError(f"intensity must be a number >= 0, got {intensity!r}")
     return "memory" if intensity < ridge_point(peak_flops=peak_flops, bandwidth=bandwidth) else "compute"
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 7: a batched decode step in time (Eqs. 7.2–7.4)
+
+
+def critical_batch(
+    *, L: int, S: int, d: int, N_params: int, s: int, bandwidth: float, peak_flops: float,
+    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, ffn_matrices: int = 2,
+) -> int | None:
+    """B_crit, Eq. (7.4) with the KV term: the smallest B whose decode intensity reaches the ridge point,
+    ⌈R·N·s / (F(1, S) − R·S·b_token)⌉ with R = peak/bandwidth; None when F(1, S) ≤ R·S·b_token (never)."""
+    ridge = ridge_point(peak_flops=peak_flops, bandwidth=bandwidth)
+    flops_1 = decode_step_flops(L=L, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)
+    kv_seq = _int("S", S) * 2 * L * _kv_width(d, H_kv, d_h) * _int("s", s, 1)
+    margin = flops_1 - ridge * kv_seq
+    if margin <= 0:
+        return None
+    return max(1, math.ceil(ridge * weight_bytes(N_params=N_params, s=s) / margin))
+
+
+def step_time_on(
+    model: ModelPreset, hardware: HardwarePreset, *, S: int, B: int = 1, s: int = 2, overlap: bool = True,
+) -> float:
+    """`decode_step_time`, Eq. (7.2) (overlap) or (7.3) (additive), for a preset model on a preset chip."""
+    from minigpt.costs.batching import decode_step_time  # batching builds on this module
+
+    return evaluate(decode_step_time, model, S=S, B=B, N_params=model.N_params, s=s, bandwidth=hardware.bandwidth,
+                    peak_flops=hardware.peak_flops, overlap=overlap)
+
+
+def critical_batch_on(model: ModelPreset, hardware: HardwarePreset, *, S: int, s: int = 2) -> int | None:
+    """`critical_batch`, Eq. (7.4) with the KV term, for a preset model on a preset chip (None: never)."""
+    return evaluate(critical_batch, model, S=S, N_params=model.N_params, s=s, bandwidth=hardware.bandwidth,
+                    peak_flops=hardware.peak_flops)

@@ -249,3 +249,22 @@ def sweep_setup(args: argparse.Namespace, name: str) -> tuple[torch.device, torc
     dtype = DTYPES[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
     out = args.out or Path(__file__).resolve().parents[2] / "chapters" / "data" / f"{name}_{device.type}.json"
     return device, dtype, out
+
+
+def fit_step_overhead(decode_bytes: Sequence[float], step_s: Sequence[float]) -> tuple[float, float]:
+    """Eq. (8.2), t_step ≈ t0 + bytes / BW_eff, fitted to measured decode steps: returns (t0 seconds, BW_eff bytes/s).
+
+    A straight line through (bytes, seconds) weighted by 1/t, so that each point's relative error counts
+    the same and the small models weigh as much as the large ones.
+    """
+    import numpy as np
+
+    x, y = np.asarray(decode_bytes, dtype=float), np.asarray(step_s, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape or len(x) < 2:
+        raise ValueError(f"need two equal-length sequences of at least 2 points, got {x.shape} and {y.shape}")
+    if not (np.all(np.isfinite(y)) and np.all(y > 0) and np.all(np.isfinite(x))):
+        raise ValueError("step_s must be finite and > 0, decode_bytes finite")
+    slope, t0 = np.polyfit(x, y, 1, w=1 / y)
+    if slope <= 0:
+        raise ValueError("the fitted per-byte cost is not positive: the step times do not grow with the bytes")
+    return float(t0), float(1 / slope)

@@ -260,15 +260,16 @@
     const overlap = a.overlap === undefined ? true : a.overlap;
     if (typeof overlap !== "boolean") throw new RangeError("overlap must be true (Eq. 7.2's max) or false (the additive form), got " + overlap);
     const flops = C.decode_step_flops(a);
-    const L = int(a, "L", 1), S = int(a, "S", 0), B = int(a, "B", 1, 1), d = int(a, "d", 1);
+    const L = int(a, "L", 1), S = int(a, "S", 0), B = int(a, "B", 1, 1);
     const kvToken = 2n * L * kvWidth(a) * int({ s_kv }, "s_kv", 1);
     const weights = C.weight_bytes(a);
     const peak = { peak_flops: a.peak_flops, bandwidth: a.bandwidth };
     if (overlap) {
       return C.roofline_time(Object.assign({ flops, bytes: weights + N(B * S * kvToken) }, peak));
     }
-    const attention = N(4n * B * L * (S + 1n) * d);
-    return C.roofline_time(Object.assign({ flops: flops - attention, bytes: weights }, peak)) + N(B * S * kvToken) / a.bandwidth;
+    const dense = C.decode_step_flops(Object.assign({}, a, { S: 0 }));
+    return C.roofline_time(Object.assign({ flops: dense, bytes: weights }, peak)) +
+      C.roofline_time(Object.assign({ flops: flops - dense, bytes: N(B * S * kvToken) }, peak));
   };
   C.decode_tok_s = (a) => N(int(a, "B", 1, 1)) / C.decode_step_time(a);
   C.batching_gain = (a) => C.decode_tok_s(a) / C.decode_tok_s(Object.assign({}, a, { B: 1 }));
@@ -283,6 +284,25 @@
     }
     return a.tok_s * a.chars_per_token;
   };
+
+
+  // ---- Chapter 7: a batched decode step in time (Eqs. 7.2–7.4) ----
+  function stepFlopsBig(a, S) {
+    const L = int(a, "L", 1);
+    const b = Object.assign({}, a, { T: 1, S: S });
+    return L * layer_flops_big(b) + lm_head_big(b);
+  }
+  function kvSequenceBytes(a) {
+    return int(a, "S", 0) * 2n * int(a, "L", 1) * kvWidth(a) * int(a, "s", 1);
+  }
+  C.critical_batch = function (a) {
+    const ridge = num(a, "peak_flops", 0, true) / num(a, "bandwidth", 0, true);
+    const flops1 = N(stepFlopsBig(Object.assign({}, a, { B: 1 }), N(int(a, "S", 0))));
+    const margin = flops1 - ridge * N(kvSequenceBytes(a));
+    if (margin <= 0) return null;
+    return Math.max(1, Math.ceil((ridge * N(int(a, "N_params", 0) * int(a, "s", 1))) / margin));
+  };
+
 
   // ---- Formatting (same strings as the Python side; options as one object, e.g. {binary: false}) ----
   function checkN(n) {
