@@ -81,15 +81,18 @@ class _Events(threading.Thread):
         self.fd, self.queue = fd, queue.Queue()
 
     def run(self) -> None:
-        total, partial = 0, b""
+        total, buf = 0, bytearray()
         try:
             while chunk := os.read(self.fd, 65536):
                 total += len(chunk)
                 if total > EVENTS_CAP_BYTES:
                     self.queue.put("overflow")
                     return
-                *lines, partial = (partial + chunk).split(b"\n")
-                for line in lines:
+                start = len(buf)
+                buf += chunk
+                while (end := buf.find(b"\n", start)) >= 0:  # only the new bytes are searched: linear in the stream
+                    line, start = bytes(buf[:end]), 0
+                    del buf[: end + 1]
                     try:
                         event = json.loads(line)
                     except (ValueError, RecursionError):
