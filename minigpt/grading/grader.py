@@ -123,14 +123,17 @@ def _no_text(value: Any) -> Any:
     if isinstance(value, list):
         return [_no_text(v) for v in value]
     if isinstance(value, dict):
-        return {k: _no_text(v) for k, v in value.items()}
+        return {feedback.sanitize(k, 40): _no_text(v) for k, v in value.items()}
     return value
 
 
 def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
+    try:
+        outputs = _no_text(outputs)
+    except RecursionError:
+        outputs = None
     if not isinstance(outputs, list) or len(outputs) != len(expected):
         return False, "the grader received no usable output"
-    outputs = _no_text(outputs)
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
         try:
             problem = q.compare(e, a)
@@ -167,7 +170,10 @@ def grade_notebook(path: Path, prepared: Prepared, isolation: Isolation, *, time
         result = _grade_cells(cells, prepared, isolation, timeout, log_path, start + budget, budget, name, start)
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
         return zeros(f"internal grader error ({type(err).__name__}); please report it")
-    result.findings = [f for c in cells for f in review_cell(c.index, c.source)]
+    try:
+        result.findings = [f for c in cells for f in review_cell(c.index, c.source)]
+    except Exception as err:  # noqa: BLE001 - the review is advisory; it must not cost the grade
+        result.findings = [Finding(-1, 0, "tampering", f"the review could not read the cells ({type(err).__name__})")]
     return result
 
 

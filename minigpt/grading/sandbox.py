@@ -24,7 +24,10 @@ flags, in the order `bwrap_command` writes them:
 ``--ro-bind SRC DEST``, ``--symlink``
     the system libraries (``/usr/lib``, ``/lib``...), the interpreter (``/sandbox/python``), the
     needed distributions' files (``/sandbox/site-packages``) and the staged package
-    (``/sandbox/lib/minigpt``), all read-only.
+    (``/sandbox/lib/minigpt``), all read-only. A source that uid 65534 could not reach (an interpreter
+    under ``/root``) is first staged by hard links into the grader's staging folder. Where the
+    standard library is bound whole, an empty read-only ``--tmpfs`` hides the folders it does not
+    need (its own ``site-packages`` above all).
 ``--proc /proc``, ``--dev /dev``
     a proc for the new PID namespace and a minimal ``/dev`` (null, zero, urandom, ...); ``/dev``
     is then remounted read-only and ``/dev/shm`` is a small private tmpfs.
