@@ -173,6 +173,21 @@ ATTACKS: dict[str, list[str]] = {
         "import torch\ndef decode_step_flops(L, S, d):\n    return int(torch.ones(10**9).sum())",
         Q3,
     ],
+    # Processes: start threads until refused (they count as tasks), then try to fork one process more.
+    "process_bomb": [
+        "import os, threading, time\ntasks = []\n"
+        "try:\n"
+        "    for _ in range(1000):\n"
+        "        t = threading.Thread(target=time.sleep, args=(60,), daemon=True)\n"
+        "        t.start()\n        tasks.append(t)\n"
+        "except RuntimeError as err:\n    print('thread refused after', len(tasks), err)\n"
+        "try:\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n"
+        "    FORK_REFUSED = False\nexcept OSError as err:\n    print('fork refused:', type(err).__name__)\n"
+        "    FORK_REFUSED = True\n"
+        "LIMITED = len(tasks) < 1000 and FORK_REFUSED\n",
+        "def prefill_flops(L, P, d):\n    if not LIMITED:\n        return -1\n"
+        "    return 12 * L * P * d**2 + 2 * L * P**2 * d",
+    ],
     # Disk: 1 GB into one file, then many files.
     "disk_fill": [
         "def prefill_flops(L, P, d):\n"

@@ -96,6 +96,7 @@ HOSTILE = {
     "endless_heartbeats": ({}, {q: TAMPERED for q in ("q1", "q2", "q3", "q4", "q5")}),
     "other_jobs": ({"q1"}, {"q2": "not defined"}),
     "memory_bomb": ({"q3"}, {"q1": "MemoryError", "q2": "RuntimeError"}),
+    "process_bomb": ({"q1"}, {"q2": "not defined"}),
     "disk_fill": ({"q3"}, {"q1": "OSError", "q2": "OSError"}),
     "leaky_messages": ({}, {"q1": "ValueError", "q2": "RuntimeError", "q3": "expected the integer"}),
 }
