@@ -203,6 +203,7 @@ def test_visible_feedback_holds_no_paths_environment_or_seed(hostile: tuple[Path
     leaky = details(out)["leaky_messages"]
     assert len(leaky["q2"][1]) < 200  # a 10**6-character message, cut down
     assert "C.UTF-8" in leaky["q1"][1]  # the message itself is still shown, minus what it must not carry
+    assert "got 'bwrap --args" in leaky["q3"][1]  # the sandbox's options reach bwrap on a pipe, not its cmdline
 
 
 def test_review_lists_references_to_answers_and_tampering(hostile: tuple[Path, dict[str, object]]) -> None:

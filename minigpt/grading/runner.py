@@ -146,6 +146,20 @@ class ChildRun:
         return ("cell", last["cell"]) if last["event"] == "cell_start" else ("q", last["q"])
 
 
+def _args_on_a_pipe(argv: list[str], passed: list[int]) -> list[str]:
+    """`bwrap --args FD -- COMMAND` with the options on a pipe, so that the sandbox's /proc/1/cmdline shows no
+    host path (bwrap reads options, not the command, from FD)."""
+    split = len(argv) - len(sandbox.CHILD_ARGV) - 1  # the interpreter, then its arguments
+    data = b"".join(a.encode() + b"\0" for a in argv[1:split])
+    if len(data) > 60_000:  # more than a pipe holds without a reader: keep the plain command line
+        return argv
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    os.close(write_fd)
+    passed.append(read_fd)
+    return [argv[0], "--args", str(read_fd), "--", *argv[split:]]
+
+
 def _write_job(stdin: io.BufferedWriter, data: bytes) -> None:
     try:
         stdin.write(data)
@@ -158,12 +172,16 @@ def run_child(job: dict, isolation: Isolation, log_path: Path, timeout: float, d
     """Run one child on `job` until it reports "done", exits, stalls, misbehaves or reaches `deadline`."""
     read_fd, write_fd = os.pipe()
     argv, extra = isolation.command()
+    passed = [write_fd]
+    if not isolation.unsafe:
+        argv = _args_on_a_pipe(argv, passed)
     job = dict(job, events_fd=write_fd, timeout=timeout)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                pass_fds=(write_fd,), start_new_session=True, **extra)
+                                pass_fds=tuple(passed), start_new_session=True, **extra)
     finally:
-        os.close(write_fd)
+        for fd in passed:
+            os.close(fd)
     events_reader = _Events(read_fd)
     events_reader.start()
     writer = threading.Thread(target=_write_job, args=(proc.stdin, json.dumps(job).encode()), daemon=True)

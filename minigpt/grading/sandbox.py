@@ -37,6 +37,9 @@ flags, in the order `bwrap_command` writes them:
     the sandbox's root itself is read-only (no unlimited writes into the root tmpfs).
 ``--chdir /tmp``
     the child starts in its private ``/tmp``.
+``--args FD``
+    (added by `minigpt.grading.runner`) the options above reach bwrap on a pipe, so the sandbox's
+    ``/proc/1/cmdline`` (bwrap's init) names no host path.
 
 Resource limits (`Limits`: address space, processes, file size, CPU seconds) are applied by the
 child itself before it imports anything or runs student code (`minigpt.grading.child.apply_limits`);
