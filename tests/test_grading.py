@@ -21,6 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from minigpt import costs
 from minigpt.exercises import EXERCISES
 from minigpt.grading import feedback, sandbox
 from minigpt.grading.__main__ import main as grading_main
@@ -272,6 +273,13 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
     for answer in ("minigpt/costs.py", "minigpt/roofline.py", "minigpt/exercises/registry.py",
                    "minigpt/exercises/ex01.py", "minigpt/exercises/spec.py", "minigpt/grading/grader.py"):
         assert answer not in staged
+    formulas = {name for name, f in vars(costs).items()
+                if callable(f) and str(getattr(f, "__module__", "")).startswith(costs.__name__)}
+    assert len(formulas) > 10
+    for path in (tmp_path / "stage" / "lib").rglob("*.py"):  # whatever the package's layout, no answer is staged
+        text = path.read_text(encoding="utf-8")
+        assert not any(f"def {name}(" in text for name in formulas), path
+        assert "EXERCISES" not in text and "oracle" not in text, path
     presets = (tmp_path / "stage" / "lib" / "minigpt" / "presets.py").read_text(encoding="utf-8")
     assert "def " not in presets and "param_count" not in presets and '"Llama-2-7B"' in presets
     sources = [src for src, _ in runtime.binds]
@@ -284,9 +292,9 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
     tmp = next(i for i in range(len(command)) if command[i: i + 2] == ["--tmpfs", "/tmp"])
     assert command[tmp - 2: tmp] == ["--size", str(64 * 2**20)]
     assert ["--remount-ro", "/"] == command[command.index("--chdir") - 2: command.index("--chdir")]
-    monkeypatch.setattr(sandbox, "CHILD_PACKAGE", (*sandbox.CHILD_PACKAGE, "roofline.py"))
-    with pytest.raises(sandbox.SandboxError, match="roofline.py imports minigpt.costs"):
-        sandbox.stage(tmp_path / "stage2")
+    monkeypatch.setitem(sandbox.STAND_INS, "leaky.py", lambda: "def f():\n    from minigpt import costs\n")
+    with pytest.raises(sandbox.SandboxError, match="leaky.py imports minigpt.costs"):
+        sandbox.stage(tmp_path / "stage2")  # a staged module that would need the formulas is refused
 
 
 def test_feedback_is_sanitized() -> None:
