@@ -288,6 +288,7 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
     command = sandbox.bwrap_command(runtime, sandbox.Limits())
     for flag in ("--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv"):
         assert flag in command
+    assert not {"--bind", "--dev-bind", "--share-net", "--cap-add"} & set(command)  # nothing writable from the host
     assert command[command.index("--uid") + 1] == command[command.index("--gid") + 1] == "65534"
     tmp = next(i for i in range(len(command)) if command[i: i + 2] == ["--tmpfs", "/tmp"])
     assert command[tmp - 2: tmp] == ["--size", str(64 * 2**20)]
