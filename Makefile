@@ -23,7 +23,7 @@ help:
 	@echo "make book        build the static site into _build/html (warnings are errors)"
 	@echo "make test        lint, unit tests, nbval over every notebook, book build, browser check"
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
-	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py)"
+	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py, scripts/grade_class_demo.py)"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
 
@@ -71,6 +71,7 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
 	$(BIN)/python scripts/bench_browser.py
+	$(BIN)/python scripts/grade_class_demo.py --jobs 2
 
 clean:
 	rm -rf _build

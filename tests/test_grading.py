@@ -1,8 +1,10 @@
 """The instructor's grader: reference solutions score 100 %, blank notebooks 0 %, and each kind of broken or
-hostile submission (tests/data/submissions/, graded as Exercise 1) gets exactly the expected score and reason.
+hostile submission (tests/data/submissions/, graded as Exercise 1) gets exactly the expected score and reason,
+with nothing outside the output folder changed (the checkout, /tmp, no process left) and no path, environment
+or seed in the student-visible feedback.
 
-Every graded notebook runs in a child process that imports torch (a few seconds each), so the hostile
-fixtures use a 2 s limit per cell and per question, and submissions are graded two at a time.
+Every graded notebook runs in its own bubblewrap sandbox that imports torch (a second or two each), so the
+hostile fixtures use a 2 s limit per cell and per question, and submissions are graded two at a time.
 """
 
 from __future__ import annotations
@@ -12,16 +14,20 @@ import hashlib
 import json
 import re
 import shutil
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from minigpt import costs
 from minigpt.exercises import EXERCISES
+from minigpt.grading import feedback, sandbox
 from minigpt.grading.__main__ import main as grading_main
-from minigpt.grading.child import is_solutions_path
-from minigpt.grading.grader import PACKAGE_DIR, grade_folder
+from minigpt.grading.grader import PACKAGE_DIR, UnsafeRefused, grade_folder
 from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells, to_python
+from minigpt.grading.review import review_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "data" / "submissions"
@@ -67,6 +73,8 @@ def test_reference_scores_full_and_blank_scores_zero(eid: str, tmp_path: Path) -
 
 
 # Per fixture: the questions that score 1 (all others 0) and a phrase each zero's reason must contain.
+# The attacks are described in scripts/make_hostile_fixtures.py (which writes the newer ones).
+TAMPERED = "wrote to the grader's channel"
 HOSTILE = {
     "corrupted": ({}, {q: "corrupted notebook" for q in ("q1", "q2", "q3", "q4", "q5")}),
     "syntax_error": ({"q1", "q3"}, {"q2": "SyntaxError", "q4": "not defined"}),
@@ -75,23 +83,80 @@ HOSTILE = {
     "sys_exit": ({"q1", "q4"}, {"q2": "sys.exit()", "q3": "called sys.exit(1)", "q5": "exited early"}),
     "missing_function": ({"q2"}, {"q1": "function prefill_flops not defined"}),
     "output_flood": ({"q1", "q3"}, {"q2": "output flood"}),
-    "read_solutions": ({"q1", "q3"}, {"q2": "attempted to read the reference solutions"}),
-    "read_solutions_toplevel": ({}, {q: "attempted to read the reference solutions" for q in ("q1", "q2", "q3")}),
+    # The solutions are not in the sandbox at all: reading them fails like reading any missing file.
+    "read_solutions": ({"q1", "q3"}, {"q2": "FileNotFoundError"}),
+    "read_solutions_toplevel": ({"q1", "q2", "q3"}, {"q4": "not defined"}),
     "overwrite_checks": ({"q2"}, {"q1": "expected"}),
+    "oracle_call": ({"q4"}, {"q1": "ModuleNotFoundError", "q2": "ImportError", "q3": "ImportError",
+                             "q5": "ImportError"}),
+    "guard_disabled": ({"q2"}, {"q1": "expected"}),
+    "dir_fd": ({"q2", "q3"}, {"q1": "FileNotFoundError"}),
+    "sitecustomize": ({"q1", "q3"}, {"q2": "exited early (exit code 3)"}),
+    "escaped_daemon": ({"q1"}, {"q2": "not defined"}),
+    "kill_parent": ({"q1", "q2"}, {"q3": "not defined"}),
+    "endless_heartbeats": ({}, {q: TAMPERED for q in ("q1", "q2", "q3", "q4", "q5")}),
+    "other_jobs": ({"q1"}, {"q2": "not defined"}),
+    "memory_bomb": ({"q3"}, {"q1": "MemoryError", "q2": "RuntimeError"}),
+    "process_bomb": ({"q1"}, {"q2": "not defined"}),
+    "disk_fill": ({"q3"}, {"q1": "OSError", "q2": "OSError"}),
+    "leaky_messages": ({}, {"q1": "ValueError", "q2": "RuntimeError", "q3": "expected the integer"}),
 }
+MARKERS = ("minigpt-hostile", "--multiprocessing-fork", "minigpt.grading.child")
+SKIP = {".venv", "_build", ".pytest_cache", ".ruff_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints"}
+
+
+def tree_hash(folder: Path) -> dict[str, str]:
+    """sha256 of every file under `folder` (caches and the virtualenv left out), by relative path."""
+    hashes = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if SKIP & set(rel.parts) or not path.is_file() or path.is_symlink():
+            continue
+        hashes[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def tmp_entries() -> dict[str, int]:
+    """The names in /tmp with their owner's uid."""
+    entries = {}
+    for path in Path(tempfile.gettempdir()).iterdir():
+        try:
+            entries[path.name] = path.lstat().st_uid
+        except OSError:
+            continue
+    return entries
+
+
+def marked_processes() -> list[str]:
+    """Command lines of live processes that a grading child or a hostile fixture started."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(m in text for m in MARKERS):
+            found.append(text[:200])
+    return found
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    protected = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in PACKAGE_DIR.rglob("*.py")}
-    out = tmp_path_factory.mktemp("hostile")
-    grade_folder("ex01", FIXTURES, out, timeout=2, seed=7, jobs=2, echo=False)
-    changed = [str(p) for p, h in protected.items() if hashlib.sha256(p.read_bytes()).hexdigest() != h]
-    return out, {"changed": ", ".join(changed)}
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """Grade every fixture as Exercise 1 (2 s limits, two at a time), then check nothing outside `out` moved."""
+    checkout, tmp = tree_hash(ROOT), tmp_entries()
+    out = tmp_path_factory.mktemp("hostile") / "out"
+    grade_folder("ex01", FIXTURES, out, timeout=2, seed=7, jobs=2, echo=False, budget=60)
+    written = tree_hash(out)
+    time.sleep(5)  # a daemon that escaped would rewrite the tables now
+    new_tmp = {name: uid for name, uid in tmp_entries().items() if name not in tmp}
+    info = {"out_after_wait": tree_hash(out) == written, "checkout": checkout == tree_hash(ROOT),
+            "new_tmp": new_tmp, "processes": marked_processes(), "changed": sorted(
+                k for k, v in tree_hash(ROOT).items() if checkout.get(k) != v)}
+    return out, info
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_submission_gets_expected_score(name: str, hostile: tuple[Path, dict[str, str]]) -> None:
+def test_hostile_submission_gets_expected_score(name: str, hostile: tuple[Path, dict[str, object]]) -> None:
     out, _ = hostile
     passing, reasons = HOSTILE[name]
     rows = details(out)[name]
@@ -106,9 +171,15 @@ def test_hostile_submission_gets_expected_score(name: str, hostile: tuple[Path, 
     assert all({"name", "score", "max_score", "output"} <= set(t) for t in results["tests"])
 
 
-def test_hostile_run_leaves_package_and_tables_intact(hostile: tuple[Path, dict[str, str]]) -> None:
+def test_hostile_run_changes_nothing_outside_the_output_folder(hostile: tuple[Path, dict[str, object]]) -> None:
     out, info = hostile
-    assert info["changed"] == "", f"the grading run modified {info['changed']}"
+    assert info["checkout"], f"the grading run modified {info['changed']}"
+    assert info["out_after_wait"], "the output folder changed after the grader returned"
+    assert info["processes"] == [], "processes of the grading run outlived it"
+    sandbox_user = {name for name, uid in info["new_tmp"].items() if uid == 65534}
+    assert sandbox_user == set(), f"the sandbox user wrote into /tmp: {sandbox_user}"
+    leftovers = {n for n in info["new_tmp"] if "minigpt-hostile" in n or n.startswith("minigpt-sandbox-")}
+    assert leftovers == set(), f"left in /tmp: {leftovers}"
     with open(out / "scores.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["submission", "q1", "q2", "q3", "q4", "q5", "score", "max_score"]
@@ -117,6 +188,125 @@ def test_hostile_run_leaves_package_and_tables_intact(hostile: tuple[Path, dict[
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["seed"] == 7
     log = (out / "logs" / "output_flood.txt").read_bytes()
     assert len(log) < 300_000 and b"output truncated" in log
+
+
+def test_visible_feedback_holds_no_paths_environment_or_seed(hostile: tuple[Path, dict[str, object]]) -> None:
+    out, _ = hostile
+    visible = []
+    for path in (out / "results").glob("*/results.json"):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        visible += [results["output"], *(t["output"] for t in results["tests"])]
+    visible += [output for rows in details(out).values() for _, output in rows.values()]
+    for text in visible:
+        for secret in (str(ROOT), "/sandbox", "/tmp", "/root", "/usr", "3141592653", "seed=7", "LD_LIBRARY_PATH=/"):
+            assert secret not in text, (secret, text)
+        assert len(text) <= 2000
+    leaky = details(out)["leaky_messages"]
+    assert len(leaky["q2"][1]) < 200  # a 10**6-character message, cut down
+    assert "C.UTF-8" in leaky["q1"][1]  # the message itself is still shown, minus what it must not carry
+    assert "got 'bwrap --args" in leaky["q3"][1]  # the sandbox's options reach bwrap on a pipe, not its cmdline
+
+
+def test_review_lists_references_to_answers_and_tampering(hostile: tuple[Path, dict[str, object]]) -> None:
+    out, _ = hostile
+    with open(out / "review.csv", newline="", encoding="utf-8") as f:
+        rows = [(r["submission"], r["category"], r["reference"]) for r in csv.DictReader(f)]
+    assert ("oracle_call", "answer", "from minigpt.exercises.registry import question") in rows
+    assert ("oracle_call", "answer", "costs.decode_step_macs") in rows
+    assert ("guard_disabled", "tampering", ".get_objects") in rows
+    assert ("dir_fd", "tampering", "dir_fd=") in rows
+    assert not any(r[0] in ("exception", "missing_function") for r in rows)
+    assert review_cell(0, "from minigpt.costs.presets import MODELS\nfrom minigpt.exercises import check\n") == []
+
+
+HOG = """import json, os, signal, sys, time
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+frame = sys._getframe()
+while 'job' not in frame.f_locals:
+    frame = frame.f_back
+job = frame.f_locals['job']
+me = int(sys._getframe().f_code.co_filename.strip('<>').split()[1])
+cells = [c['index'] for c in job['cells']]
+later = cells[cells.index(me) + 1:]
+nxt = {'event': 'cell_start', 'cell': later[0]} if later else {'event': 'q_start', 'q': job['questions'][0]['id']}
+for event in ({'event': 'cell_end', 'cell': me, 'error': None}, nxt):
+    os.write(int(job['events_fd']), json.dumps(event).encode() + b'\\n')
+while True:
+    time.sleep(1)
+"""
+
+
+def test_forged_progress_cannot_outlast_the_budget(tmp_path: Path) -> None:
+    """A cell that ignores SIGALRM and forges the next valid event every run is cut off at the hard budget."""
+    nb = nbformat.read(FIXTURES / "exception.ipynb", as_version=4)
+    nb.cells = nb.cells[:3] + [nbformat.v4.new_code_cell(HOG), nbformat.v4.new_code_cell("x = 1"),
+                               nbformat.v4.new_code_cell("y = 2")]
+    (tmp_path / "subs").mkdir()
+    nbformat.write(nb, tmp_path / "subs" / "hog.ipynb")
+    ((_, result),) = grade_folder("ex01", tmp_path / "subs", tmp_path / "out", timeout=1, budget=12, echo=False)
+    assert result.score == 0
+    assert result.execution_time < 12 + 5, result.execution_time
+    assert any("time budget (12 s)" in t.output for t in result.tests), [t.output for t in result.tests]
+
+
+def test_grader_refuses_without_a_sandbox_unless_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "subs").mkdir()
+    build_submission("ex01", tmp_path / "subs" / "reference.ipynb")
+    monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed")
+    with pytest.raises(UnsafeRefused, match="unsafe-no-sandbox"):
+        grade_folder("ex01", tmp_path / "subs", tmp_path / "out", echo=False)
+    args = ["--exercise", "ex01", "--submissions", str(tmp_path / "subs"), "--out", str(tmp_path / "out")]
+    assert grading_main(args) == 2
+    assert "bubblewrap (bwrap) is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    ((_, ref),) = grade_folder("ex01", tmp_path / "subs", tmp_path / "out", echo=False, unsafe_no_sandbox=True)
+    assert ref.score == 5
+    assert json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))["sandbox"] is False
+
+
+def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = sandbox.stage(tmp_path / "stage")
+    staged = {p.relative_to(tmp_path / "stage" / "lib").as_posix() for p in (tmp_path / "stage" / "lib").rglob("*.py")}
+    assert {"minigpt/runtime/model.py", "minigpt/runtime/kv_cache.py", "minigpt/grading/child.py",
+            "minigpt/grading/wire.py", "minigpt/costs/presets.py", "minigpt/exercises/__init__.py"} <= staged
+    for answer in ("minigpt/costs/flops.py", "minigpt/costs/memory.py", "minigpt/costs/roofline.py",
+                   "minigpt/costs/batching.py", "minigpt/measure/sweeps.py", "minigpt/exercises/registry.py",
+                   "minigpt/exercises/ex01.py", "minigpt/exercises/spec.py", "minigpt/grading/grader.py"):
+        assert answer not in staged
+    formulas = {name for name, f in vars(costs).items()
+                if callable(f) and str(getattr(f, "__module__", "")).startswith(costs.__name__)}
+    assert len(formulas) > 10
+    for path in (tmp_path / "stage" / "lib").rglob("*.py"):  # whatever the package's layout, no answer is staged
+        text = path.read_text(encoding="utf-8")
+        assert not any(f"def {name}(" in text for name in formulas), path
+        assert "EXERCISES" not in text and "oracle" not in text, path
+    presets = (tmp_path / "stage" / "lib" / "minigpt" / "costs" / "presets.py").read_text(encoding="utf-8")
+    assert "def " not in presets and "param_count" not in presets and '"Llama-2-7B"' in presets
+    sources = [src for src, _ in runtime.binds]
+    for forbidden in (ROOT / "exercises", ROOT / ".git", ROOT / "tests", PACKAGE_DIR):
+        assert not any(src == forbidden or forbidden in src.parents for src in sources), forbidden
+    command = sandbox.bwrap_command(runtime, sandbox.Limits())
+    for flag in ("--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv"):
+        assert flag in command
+    assert not {"--bind", "--dev-bind", "--share-net", "--cap-add"} & set(command)  # nothing writable from the host
+    assert command[command.index("--uid") + 1] == command[command.index("--gid") + 1] == "65534"
+    tmp = next(i for i in range(len(command)) if command[i: i + 2] == ["--tmpfs", "/tmp"])
+    assert command[tmp - 2: tmp] == ["--size", str(64 * 2**20)]
+    assert ["--remount-ro", "/"] == command[command.index("--chdir") - 2: command.index("--chdir")]
+    monkeypatch.setitem(sandbox.STAND_INS, "leaky.py", lambda: "def f():\n    from minigpt import costs\n")
+    with pytest.raises(sandbox.SandboxError, match="leaky.py imports minigpt.costs"):
+        sandbox.stage(tmp_path / "stage2")  # a staged module that would need the formulas is refused
+
+
+def test_feedback_is_sanitized() -> None:
+    text = feedback.sanitize("open /work/x/solutions.py failed; HOME=/root seed 123456789 at 0xdeadbeefcafe "
+                             + "y" * 500)
+    assert "/work" not in text and "/root" not in text and "123456789" not in text and "0xdeadbeef" not in text
+    assert len(text) <= feedback.MESSAGE_CAP
+    assert feedback.describe({"kind": "exception", "type": "Evil</b>\n", "message": "ok"}, 2) == "Exception: ok"
+    assert feedback.describe({"kind": "exit", "code": 10**9}, 2) == "called sys.exit(999)"
+    assert feedback.describe("not a dict", 2) == "failed (no usable description)"
 
 
 def test_notebook_reading_skips_setup_and_checks_and_transforms_magics() -> None:
@@ -129,13 +319,6 @@ def test_notebook_reading_skips_setup_and_checks_and_transforms_magics() -> None
     assert not any("check(" in c.source for c in cells_to_run(student))
     with pytest.raises(CorruptNotebook):
         read_code_cells(FIXTURES / "corrupted.ipynb")
-
-
-def test_solutions_paths_are_recognised() -> None:
-    solutions = [str(ROOT / "exercises" / "solutions")]
-    assert is_solutions_path(str(ROOT / "exercises" / "solutions" / "ex01_prefill_vs_decode.py"), solutions)
-    assert is_solutions_path("/elsewhere/copy/exercises/solutions/x.py", solutions)
-    assert not is_solutions_path(str(ROOT / "exercises" / "ex01_prefill_vs_decode.ipynb"), solutions)
 
 
 def test_cli_rejects_bad_arguments(tmp_path: Path) -> None:

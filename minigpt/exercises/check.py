@@ -2,8 +2,9 @@
 
 Each call draws new inputs (a new seed every call, printed on failure so the case can be replayed
 with ``check(..., seed=...)``), so only a function that computes the answer passes; a hard-coded
-number fails. The instructor's grader (`minigpt.grading`) does not use this function: it compares
-in a separate trusted process, so redefining `check` in a notebook changes nothing there.
+number fails. This is a learning aid that a notebook can fool (redefine it, patch the package); the
+instructor's grader (`minigpt.grading`) does not use it: it runs the functions in a sandbox without
+the answers and compares in its own process, so nothing a notebook does changes the grade.
 """
 
 from __future__ import annotations

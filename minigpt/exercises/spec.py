@@ -2,14 +2,16 @@
 
 A question is one function the student writes. Its inputs are generated as plain JSON (numbers,
 lists and a few tagged objects such as ``{"$randn": [2, 3], "seed": 7}`` or ``{"$preset": "Llama-3-8B"}``)
-so the grader's trusted process can send them to the child process that runs the student's code;
-`build` turns them into Python objects (tensors, presets, models) on either side. The expected
+so the grader's trusted process can send them to the sandboxed child that runs the student's code;
+`build` turns them into Python objects (tensors, presets, models); the child gets presets already
+`resolve`d to their fields and builds the rest with `minigpt.grading.wire`, which holds no answers. The expected
 output is computed by the package (``minigpt.costs``, ``minigpt.runtime.model``, ...) and never leaves the
 trusted process; outputs are compared in their JSON form (`encode`), tensors as nested lists.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Callable
@@ -18,8 +20,9 @@ from typing import Any
 
 import torch
 
-from minigpt.config import ModelConfig
 from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.grading import wire
+from minigpt.grading.wire import UnsupportedOutput, build_model, encode  # noqa: F401 - re-exported here
 
 Case = dict[str, Any]
 Compare = Callable[[Any, Any], "str | None"]
@@ -43,44 +46,40 @@ def model_spec(rng: random.Random) -> dict[str, Any]:
     return {"$model": config, "seed": rng.getrandbits(48)}
 
 
-def build_model(spec: dict[str, Any]) -> torch.nn.Module:
-    """The MiniGPT described by `model_spec` (deterministic: its own generator, not the global RNG)."""
-    from minigpt.runtime.model import MiniGPT
-
-    with torch.random.fork_rng(devices=[]):
-        model = MiniGPT(ModelConfig(**spec["$model"]))
-    g = torch.Generator().manual_seed(spec["seed"])
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
-    return model.eval()
+def _named_preset(value: dict[str, Any]) -> Any:
+    return MODELS[value["$preset"]] if "$preset" in value else HARDWARE[value["$hardware"]]
 
 
 def build(value: Any) -> Any:
-    """Turn a JSON input description into the object passed to the student's function."""
-    if isinstance(value, list):
-        return [build(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if "$randn" in value:
-        g = torch.Generator().manual_seed(value["seed"])
-        return torch.randn(value["$randn"], generator=g) * value.get("scale", 1.0)
-    if "$long" in value:
-        return torch.tensor(value["$long"], dtype=torch.long)
-    if "$preset" in value:
-        return MODELS[value["$preset"]]
-    if "$hardware" in value:
-        return HARDWARE[value["$hardware"]]
-    if "$config" in value:
-        return ModelConfig(**value["$config"])
-    if "$model" in value:
-        return build_model(value)
-    return {k: build(v) for k, v in value.items()}
+    """Turn a JSON input description into the object passed to the student's function (presets by name)."""
+    return wire.build(value, _named_preset)
 
 
 def build_case(case: Case) -> dict[str, Any]:
     """Keyword arguments for the student's function (fresh objects on every call)."""
-    return {name: build(value) for name, value in case.items()}
+    return wire.build_case(case, _named_preset)
+
+
+def preset_fields(preset: Any) -> dict[str, Any]:
+    """A preset's dataclass fields (plus its width d, if it has one): what the grading sandbox receives."""
+    fields = {f.name: getattr(preset, f.name) for f in dataclasses.fields(preset)}
+    if isinstance(getattr(type(preset), "d", None), property):
+        fields["d"] = preset.d
+    return fields
+
+
+def resolve(value: Any) -> Any:
+    """`value` with named presets replaced by their fields (``{"$record": kind, "fields": ...}``), for the child."""
+    if isinstance(value, list):
+        return [resolve(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$preset" in value or "$hardware" in value:
+        preset = _named_preset(value)
+        return {"$record": type(preset).__name__, "fields": preset_fields(preset)}
+    if any(k.startswith("$") for k in value):
+        return value
+    return {k: resolve(v) for k, v in value.items()}
 
 
 def describe(value: Any) -> str:
@@ -111,43 +110,6 @@ def describe_call(function: str, case: Case) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Outputs: objects -> JSON, and comparison
-
-
-class UnsupportedOutput(TypeError):
-    """The student's function returned something that is not a number, bool, list or tensor."""
-
-
-def encode(value: Any, depth: int = 0) -> Any:
-    """A JSON-able form of a returned value: numbers stay numbers, tensors become nested lists."""
-    if depth > 8:
-        raise UnsupportedOutput("the returned value is nested too deeply")
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value
-    if isinstance(value, torch.Tensor):
-        if value.numel() > 1_000_000:
-            raise UnsupportedOutput(f"the returned tensor has {value.numel()} elements (too many)")
-        t = value.detach().cpu()
-        if t.is_floating_point():
-            t = t.double()
-        return {"$tensor": t.tolist(), "shape": list(t.shape)}
-    if type(value).__module__ == "numpy":
-        import numpy as np
-
-        if isinstance(value, np.ndarray):
-            return encode(torch.from_numpy(np.ascontiguousarray(value)), depth + 1)
-        if isinstance(value, np.bool_):
-            return bool(value)
-        if isinstance(value, np.integer):
-            return int(value)
-        if isinstance(value, np.floating):
-            return float(value)
-    if isinstance(value, (list, tuple)):
-        if len(value) > 100_000:
-            raise UnsupportedOutput("the returned sequence is too long")
-        return [encode(v, depth + 1) for v in value]
-    raise UnsupportedOutput(f"returned a {type(value).__name__}, expected a number, bool, list or tensor")
 
 
 def _show(value: Any) -> str:

@@ -1,11 +1,26 @@
 """The instructor's grader for the exercise notebooks: ``python -m minigpt.grading --exercise ex01 ...``.
 
-Security design: student code never runs in the grader's process. The trusted parent
-(`minigpt.grading.grader`) draws random inputs and computes the expected outputs with the package;
-a child process (`minigpt.grading.child`) runs the notebook's cells under an audit hook and a time
-limit and returns only the outputs, which the parent compares.
+Security design: student code never runs in the grader's process, and never next to the answers.
+The trusted parent (`minigpt.grading.grader`) draws random inputs and computes the expected outputs
+with the package; each submission runs in its own bubblewrap sandbox (`minigpt.grading.sandbox`)
+that holds a stripped copy of the package (the model and cache, no answer functions) and nothing
+else of the checkout; the child there (`minigpt.grading.child`) reads the inputs from a pipe and
+writes only outputs to another, which the parent checks and compares.
+
+Names are imported lazily so that the sandbox's stripped copy can import `minigpt.grading.child`
+and `minigpt.grading.wire` without the parent's modules.
 """
 
-from minigpt.grading.grader import SubmissionResult, TestResult, grade_folder, grade_notebook, prepare
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["SubmissionResult", "TestResult", "grade_folder", "grade_notebook", "prepare"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from minigpt.grading import grader
+
+        return getattr(grader, name)
+    raise AttributeError(f"module 'minigpt.grading' has no attribute {name!r}")

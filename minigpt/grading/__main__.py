@@ -1,10 +1,15 @@
 """Command line: grade a folder of submitted notebooks for one exercise.
 
     python -m minigpt.grading --exercise ex01 --submissions DIR --out OUTDIR [--timeout 30] [--jobs 1] [--seed N]
+                              [--budget S] [--unsafe-no-sandbox]
 
 Writes OUTDIR/scores.csv (one row per submission), OUTDIR/details.csv (one row per question, with
-the reason), OUTDIR/results/<submission>/results.json (Gradescope format), OUTDIR/logs/ (each
+the reason), OUTDIR/review.csv (references to answer functions or tampering found in the cells, for
+the instructor), OUTDIR/results/<submission>/results.json (Gradescope format), OUTDIR/logs/ (each
 notebook's output, capped) and OUTDIR/run.json (the seed, to reproduce the inputs).
+
+Every submission runs in a bubblewrap sandbox (Debian: apt-get install bubblewrap). Without one the
+grader refuses to run unless --unsafe-no-sandbox is given.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import sys
 from pathlib import Path
 
 from minigpt.exercises.registry import EXERCISES
-from minigpt.grading.grader import grade_folder
+from minigpt.grading.grader import UnsafeRefused, grade_folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,13 +32,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds allowed per notebook cell and per question (default 30)")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="hard wall-clock seconds per submission (default: start-up + every cell and question "
+                             "at its full --timeout)")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="grade without the OS sandbox when bubblewrap is unavailable (student code can then "
+                             "read and write everything the grader can)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"--submissions {args.submissions} is not a folder")
     if args.timeout <= 0:
         parser.error("--timeout must be > 0")
-    results = grade_folder(args.exercise, args.submissions, args.out, timeout=args.timeout, seed=args.seed,
-                          jobs=args.jobs)
+    if args.jobs < 1:
+        parser.error("--jobs must be >= 1")
+    if args.budget is not None and args.budget <= 0:
+        parser.error("--budget must be > 0")
+    try:
+        results = grade_folder(args.exercise, args.submissions, args.out, timeout=args.timeout, seed=args.seed,
+                               jobs=args.jobs, budget=args.budget, unsafe_no_sandbox=args.unsafe_no_sandbox)
+    except UnsafeRefused as err:
+        print(err, file=sys.stderr)
+        return 2
     print(f"graded {len(results)} submission(s); scores in {args.out / 'scores.csv'}")
     return 0
 

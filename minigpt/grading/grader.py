@@ -1,13 +1,15 @@
-"""The trusted side of the grader: draw inputs, compute the expected outputs, run each submission in a child.
+"""The trusted side of the grader: draw inputs, compute the expected outputs, run each submission in a sandbox.
 
 For one exercise the grader draws random inputs for every question (from a seed, recorded in the
 output) and computes the expected outputs with the package (the oracle). For each submitted
-notebook it starts `minigpt.grading.child` in a new process group with only the inputs, watches its
-progress file with a wall-clock limit, kills it when a cell or a question stops making progress,
-relaunches it for the questions that remain, and compares the outputs it wrote with the expected
-ones here. Student code never runs in this process. Results are written after every submission:
-``progress.jsonl`` is appended (and fsynced), ``scores.csv``, ``details.csv`` and each submission's
-Gradescope ``results.json`` are replaced atomically.
+notebook it runs `minigpt.grading.child` in a bubblewrap sandbox (`minigpt.grading.sandbox`) with
+only the inputs, reads its events from a pipe (`minigpt.grading.runner`), kills it when a cell or a
+question stops making progress, relaunches it for the questions that remain within the submission's
+hard time budget, and compares the outputs it reported with the expected ones here. Student code
+never runs in this process, and nothing the parent reads or writes (the submissions, the output
+folder, the staged runtime) is writable from a sandbox. Results are written after every
+submission: ``progress.jsonl`` is appended (and fsynced), ``scores.csv``, ``details.csv``,
+``review.csv`` and each submission's Gradescope ``results.json`` are replaced atomically.
 """
 
 from __future__ import annotations
@@ -15,34 +17,33 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import random
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import minigpt
 from minigpt.exercises.registry import exercise as get_exercise
-from minigpt.exercises.spec import Exercise, Question, describe_call
+from minigpt.exercises.spec import Exercise, Question, describe_call, resolve
+from minigpt.grading import feedback, sandbox
 from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells
+from minigpt.grading.review import Finding, review_cell
+from minigpt.grading.runner import LOG_CAP_BYTES, SLACK_S, STARTUP_S, ChildRun, Isolation, run_child
 
 PACKAGE_DIR = Path(minigpt.__file__).resolve().parent
-REPO_DIR = PACKAGE_DIR.parent
-SOLUTIONS_DIR = REPO_DIR / "exercises" / "solutions"
-LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
-RESULT_CAP_BYTES = 64 * 2**20
-STARTUP_S = 180.0  # importing torch on a busy machine; student code runs only after "ready"
-SLACK_S = 3.0  # beyond the per-cell / per-question limit before the process group is killed
-SOLUTIONS_REASON = "attempted to read the reference solutions"
+TAMPERED_REASON = "stopped: the notebook wrote to the grader's channel (events out of order)"
+
+
+class UnsafeRefused(RuntimeError):
+    """No OS sandbox is available and the instructor did not ask to grade without one."""
 
 
 @dataclass
@@ -67,6 +68,7 @@ class SubmissionResult:
     tests: list[TestResult]
     execution_time: float
     notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # the static check's, for the instructor only
 
     @property
     def score(self) -> float:
@@ -114,118 +116,22 @@ def prepare(exercise_id: str, seed: int | None = None) -> Prepared:
     return Prepared(ex, seed, cases, expected)
 
 
-# ---------------------------------------------------------------------------------------------
-# Running one child
-
-
-class _Drain(threading.Thread):
-    """Copy a pipe to a file up to `cap` bytes; count (and drop) the rest."""
-
-    def __init__(self, pipe: io.BufferedReader, path: Path, cap: int) -> None:
-        super().__init__(daemon=True)
-        self.pipe, self.path, self.cap, self.total = pipe, path, cap, 0
-
-    def run(self) -> None:
-        with open(self.path, "ab") as out:
-            while chunk := self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536):
-                if self.total < self.cap:
-                    out.write(chunk[: self.cap - self.total])
-                self.total += len(chunk)
-            if self.total > self.cap:
-                out.write(f"\n[grader: output truncated, {self.total:,} bytes in all]\n".encode())
-
-    @property
-    def flooded(self) -> bool:
-        return self.total > self.cap
-
-
-@dataclass
-class ChildRun:
-    events: list[dict]
-    killed: bool
-    returncode: int | None
-    flooded: bool
-
-
-def _child_env(workdir: Path) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update(
-        HOME=str(workdir), PYTHONPATH=str(REPO_DIR), PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1",
-        OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg", MINIGPT_GRADING="1", MINIGPT_DEVICE="cpu",
-        CUDA_VISIBLE_DEVICES="",
-    )
-    return env
-
-
-def _read_events(path: Path, offset: int, partial: bytes) -> tuple[list[dict], int, bytes]:
-    """New complete JSON lines of the progress file after `offset` (malformed lines are ignored)."""
-    events: list[dict] = []
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(max(0, RESULT_CAP_BYTES - offset))
-    except OSError:
-        return events, offset, partial
-    offset += len(data)
-    data = partial + data
-    *lines, partial = data.split(b"\n")
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict) and isinstance(event.get("event"), str):
-            events.append(event)
-    return events, offset, partial
-
-
-def run_child(job: dict, workdir: Path, log_path: Path, timeout: float) -> ChildRun:
-    """Run the child on `job` until it reports "done", exits, or stalls; kill its process group if needed."""
-    result = workdir / "result.jsonl"
-    result.write_bytes(b"")
-    job = dict(job, result=str(result))
-    job_path = workdir / "job.json"
-    job_path.write_text(json.dumps(job), encoding="utf-8")
-    proc = subprocess.Popen(
-        [sys.executable, "-s", "-m", "minigpt.grading.child", str(job_path)],
-        cwd=workdir, env=_child_env(workdir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    drain = _Drain(proc.stdout, log_path, LOG_CAP_BYTES)
-    drain.start()
-    events: list[dict] = []
-    offset, partial = 0, b""
-    deadline = time.monotonic() + STARTUP_S
-    killed = False
-    while True:
-        new, offset, partial = _read_events(result, offset, partial)
-        if new:
-            events.extend(new)
-            deadline = time.monotonic() + timeout + SLACK_S
-        if any(e["event"] == "done" for e in new) or proc.poll() is not None:
-            break
-        if time.monotonic() > deadline:
-            killed = True
-            break
-        time.sleep(0.05)
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    proc.wait()
-    drain.join(timeout=10)
-    new, offset, partial = _read_events(result, offset, partial + b"\n")
-    events.extend(new)
-    return ChildRun(events, killed, proc.returncode, drain.flooded)
-
-
-# ---------------------------------------------------------------------------------------------
-# Grading one submission
+def _no_text(value: Any) -> Any:
+    """`value` with every string shortened and sanitized (no answer is a string; a returned one is echoed)."""
+    if isinstance(value, str):
+        return feedback.sanitize(value, 40)
+    if isinstance(value, list):
+        return [_no_text(v) for v in value]
+    if isinstance(value, dict):
+        return {feedback.sanitize(k, 40): _no_text(v) for k, v in value.items()}
+    return value
 
 
 def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
+    try:
+        outputs = _no_text(outputs)
+    except RecursionError:
+        outputs = None
     if not isinstance(outputs, list) or len(outputs) != len(expected):
         return False, "the grader received no usable output"
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
@@ -238,8 +144,13 @@ def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) 
     return True, f"{len(cases)} random cases agree with the package"
 
 
-def grade_notebook(path: Path, prepared: Prepared, *, timeout: float, log_path: Path,
-                   protected: list[Path]) -> SubmissionResult:
+def budget_for(n_cells: int, n_questions: int, timeout: float) -> float:
+    """A submission's hard wall-clock budget: start-up plus every cell and question at its full time limit."""
+    return STARTUP_S + (n_cells + n_questions) * (timeout + SLACK_S)
+
+
+def grade_notebook(path: Path, prepared: Prepared, isolation: Isolation, *, timeout: float, log_path: Path,
+                   budget: float | None = None) -> SubmissionResult:
     """Grade one notebook; never raises (any failure becomes zeros with a reason)."""
     start = time.monotonic()
     ex = prepared.exercise
@@ -252,118 +163,112 @@ def grade_notebook(path: Path, prepared: Prepared, *, timeout: float, log_path: 
     try:
         cells = cells_to_run(read_code_cells(path))
     except CorruptNotebook as err:
-        return zeros(f"corrupted notebook: {err}")
+        return zeros(f"corrupted notebook: {feedback.sanitize(str(err))}")
+    if budget is None:
+        budget = budget_for(len(cells), len(ex.questions), timeout)
     try:
-        return _grade_cells(cells, prepared, timeout, log_path, protected, name, start)
+        result = _grade_cells(cells, prepared, isolation, timeout, log_path, start + budget, budget, name, start)
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
-        return zeros(f"internal grader error ({type(err).__name__}: {err}); please report it")
+        return zeros(f"internal grader error ({type(err).__name__}); please report it")
+    try:
+        result.findings = [f for c in cells for f in review_cell(c.index, c.source)]
+    except Exception as err:  # noqa: BLE001 - the review is advisory; it must not cost the grade
+        result.findings = [Finding(-1, 0, "tampering", f"the review could not read the cells ({type(err).__name__})")]
+    return result
 
 
 def _test_name(q: Question) -> str:
     return f"{q.id}: {q.signature}"
 
 
-def _grade_cells(cells: list, prepared: Prepared, timeout: float, log_path: Path, protected: list[Path],
-                 name: str, start: float) -> SubmissionResult:
+def _exit_reason(run: ChildRun, timeout: float, budget: float) -> str:
+    if run.ended == "deadline":
+        return f"stopped: the submission used up its time budget ({budget:g} s)"
+    if run.ended == "timeout" and run.flooded:
+        return "output flood: the notebook kept printing until it was killed"
+    if run.ended == "timeout":
+        return f"timed out after {timeout:g} s (the process was killed)"
+    return f"the process exited early (exit code {run.returncode})"
+
+
+def _grade_cells(cells: list, prepared: Prepared, isolation: Isolation, timeout: float, log_path: Path,
+                 deadline: float, budget: float, name: str, start: float) -> SubmissionResult:
     ex = prepared.exercise
+    by_id = {q.id: q for q in ex.questions}
     verdicts: dict[str, tuple[bool, str]] = {}
     cell_errors: dict[int, str] = {}
     skip_cells: set[int] = set()
-    solutions_all, solutions_q = False, set()
     notes: list[str] = []
-    workdir = Path(tempfile.mkdtemp(prefix="minigpt-grade-"))
-    try:
-        for _attempt in range(len(cells) + len(ex.questions) + 1):
-            pending = [q for q in ex.questions if q.id not in verdicts]
-            if not pending:
-                break
-            job = {
-                "exercise": ex.id, "timeout": timeout,
-                "cells": [{"index": c.index, "source": c.source} for c in cells],
-                "skip_cells": sorted(skip_cells),
-                "questions": [{"id": q.id, "function": q.function, "cases": prepared.cases[q.id]} for q in pending],
-                "solutions": [str(SOLUTIONS_DIR)], "protected": [str(p) for p in protected],
-            }
-            run = run_child(job, workdir, log_path, timeout)
-            current: tuple[str, Any] | None = None
-            ready = done = False
-            before = set(verdicts)
-            by_id = {q.id: q for q in ex.questions}
-            for ev in run.events:
-                kind = ev["event"]
-                if kind == "ready":
-                    ready = True
-                elif kind == "cell_start":
-                    current = ("cell", ev.get("cell"))
-                elif kind == "cell_end":
-                    if ev.get("error") and isinstance(ev.get("cell"), int):
-                        cell_errors[ev["cell"]] = str(ev["error"])[:500]
-                    current = None
-                elif kind == "q_start" and ev.get("q") in by_id:
-                    current = ("q", ev["q"])
-                elif kind == "q_result" and ev.get("q") in by_id and ev["q"] not in verdicts:
-                    q = by_id[ev["q"]]
+    for _attempt in range(len(cells) + len(ex.questions) + 1):
+        pending = [q for q in ex.questions if q.id not in verdicts]
+        if not pending:
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 1:
+            for q in pending:
+                verdicts[q.id] = (False, f"stopped: the submission used up its time budget ({budget:g} s)")
+            break
+        limits = replace(isolation.limits, cpu_s=math.ceil(remaining) + 1)
+        job = {
+            "limits": limits.as_job(),
+            "cells": [{"index": c.index, "source": c.source} for c in cells if c.index not in skip_cells],
+            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id])}
+                          for q in pending],
+        }
+        run = run_child(job, isolation, log_path, timeout, deadline)
+        before = set(verdicts)
+        for ev in run.events:
+            error = ev.get("error")
+            if ev["event"] == "cell_end" and error is not None:
+                cell_errors[ev["cell"]] = feedback.describe(error, timeout)
+                if isinstance(error, dict) and error.get("kind") == "timeout":
+                    skip_cells.add(ev["cell"])  # a relaunch does not wait for it again
+            elif ev["event"] == "q_end":
+                q = by_id[ev["q"]]
+                if isinstance(error, dict) and error.get("kind") == "missing":
+                    verdicts[q.id] = (False, f"function {q.function} not defined")
+                elif error is not None:
+                    verdicts[q.id] = (False, f"{q.function} {feedback.describe(error, timeout)}")
+                else:
                     verdicts[q.id] = _compare(q, prepared.cases[q.id], prepared.expected[q.id], ev.get("outputs"))
-                    current = None
-                elif kind == "q_error" and ev.get("q") in by_id and ev["q"] not in verdicts:
-                    verdicts[ev["q"]] = (False, str(ev.get("reason"))[:1000])
-                    current = None
-                elif kind == "violation":
-                    if ev.get("kind") == "solutions":
-                        phase = str(ev.get("phase", ""))
-                        if phase.startswith("question ") and phase[9:] in by_id:
-                            solutions_q.add(phase[9:])
-                        else:
-                            solutions_all = True
-                    notes.append(f"blocked: {str(ev.get('detail'))[:200]} (during {ev.get('phase')})")
-                elif kind == "done":
-                    done = True
-            this_run = set(verdicts) - before
-            # A relaunch skips the cells that ran out of time or killed the process; the others run again.
-            skip_cells.update(i for i, e in cell_errors.items() if "timed out" in e)
-            if run.flooded:
-                for qid in this_run:  # a timeout while the output overflowed the cap: report the flood
-                    ok, message = verdicts[qid]
-                    if not ok and "timed out" in message:
-                        verdicts[qid] = (False, f"output flood: the notebook kept printing ({message})")
-                notes.append("the notebook printed more than "
-                              f"{LOG_CAP_BYTES // 2**10} KiB; the rest of its output was dropped")
-            if done:
-                continue
-            if run.killed and run.flooded:
-                reason = "output flood: the notebook kept printing until it was killed"
-            elif run.killed:
-                reason = f"timed out after {timeout:g} s (the process was killed)"
-            else:
-                reason = f"the process exited early (exit code {run.returncode})"
-            if not ready:
-                for q in pending:
-                    verdicts.setdefault(q.id, (False, f"the notebook could not be run: {reason}"))
-                break
-            if current is None:
-                # Died between steps: mark the next pending question so the loop always progresses.
-                q = next((q for q in pending if q.id not in verdicts), None)
-                if q is not None:
-                    verdicts[q.id] = (False, f"{q.function}: {reason}")
-            elif current[0] == "cell":
-                skip_cells.add(current[1])
-                cell_errors[current[1]] = reason
-            else:
-                verdicts[current[1]] = (False, f"{by_id[current[1]].function} {reason}")
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if run.flooded:
+            for qid in set(verdicts) - before:  # a timeout while the output overflowed the cap: report the flood
+                ok, message = verdicts[qid]
+                if not ok and "timed out" in message:
+                    verdicts[qid] = (False, f"output flood: the notebook kept printing ({message})")
+            notes.append(f"the notebook printed more than {LOG_CAP_BYTES // 2**10} KiB; the rest was dropped")
+        if run.ended == "done":
+            continue
+        if run.ended in ("tampered", "deadline") or not run.ready:
+            reason = TAMPERED_REASON if run.ended == "tampered" else _exit_reason(run, timeout, budget)
+            if not run.ready and run.ended != "tampered":
+                reason = f"the notebook could not be run: {reason}"
+            for q in pending:
+                verdicts.setdefault(q.id, (False, reason))
+            notes.append(reason)
+            break
+        reason = _exit_reason(run, timeout, budget)
+        current = run.current
+        if current is None:
+            # Died between steps: mark the next pending question so the loop always progresses.
+            q = next((q for q in pending if q.id not in verdicts), None)
+            if q is not None:
+                verdicts[q.id] = (False, f"{q.function}: {reason}")
+        elif current[0] == "cell":
+            skip_cells.add(current[1])
+            cell_errors[current[1]] = reason
+        else:
+            verdicts[current[1]] = (False, f"{by_id[current[1]].function} {reason}")
 
     context = "; ".join(f"cell {i}: {e}" for i, e in sorted(cell_errors.items()))
     tests = []
     for q in ex.questions:
         ok, message = verdicts.get(q.id, (False, "not graded (the notebook stopped too often)"))
-        if solutions_all or q.id in solutions_q:
-            ok, message = False, SOLUTIONS_REASON
-        elif not ok and "not defined" in message and context:
+        if not ok and "not defined" in message and context:
             message += f" (errors while running the notebook: {context})"
-        tests.append(TestResult(_test_name(q), q.points if ok else 0.0, q.points, message))
+        tests.append(TestResult(_test_name(q), q.points if ok else 0.0, q.points, message[:1000]))
     if cell_errors:
-        notes.append(f"errors while running the notebook: {context}")
+        notes.append(f"errors while running the notebook: {context}"[:2000])
     return SubmissionResult(name, tests, time.monotonic() - start, notes)
 
 
@@ -398,32 +303,60 @@ def _csv(rows: list[list[Any]]) -> str:
 
 
 def write_tables(out: Path, ex: Exercise, results: list[tuple[str, SubmissionResult]]) -> None:
-    """scores.csv (one row per submission) and details.csv (one row per question), replaced atomically."""
+    """scores.csv (one row per submission), details.csv (one row per question) and review.csv (the static
+    check's findings, for the instructor only), replaced atomically."""
     qids = [q.id for q in ex.questions]
     scores = [["submission", *qids, "score", "max_score"]]
     details = [["submission", "question", "function", "score", "max_score", "output"]]
+    review = [["submission", "cell", "line", "category", "reference"]]
     for slug, r in results:
         scores.append([slug, *[t.score for t in r.tests], r.score, r.max_score])
         for q, t in zip(ex.questions, r.tests, strict=True):
             details.append([slug, q.id, q.function, t.score, t.max_score, t.output])
+        review.extend([slug, f.cell, f.line, f.category, f.reference] for f in r.findings)
     _atomic_write(out / "scores.csv", _csv(scores))
     _atomic_write(out / "details.csv", _csv(details))
+    _atomic_write(out / "review.csv", _csv(review))
+
+
+def isolation_for(root: Path, *, unsafe_no_sandbox: bool = False, limits: sandbox.Limits | None = None) -> Isolation:
+    """Stage the sandbox's runtime under `root`; UnsafeRefused when bwrap cannot run and no unsafe grading was asked."""
+    problem = sandbox.unavailable()
+    if problem and not unsafe_no_sandbox:
+        raise UnsafeRefused(f"refusing to grade: {problem}. Without an OS sandbox a submission can read the "
+                            "reference solutions, other students' notebooks and results, and rewrite the scores.")
+    return Isolation(sandbox.stage(root), limits or sandbox.Limits(), unsafe=bool(problem) or unsafe_no_sandbox)
 
 
 def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: float = 30.0,
-                 seed: int | None = None, jobs: int = 1, echo: bool = True) -> list[tuple[str, SubmissionResult]]:
+                 seed: int | None = None, jobs: int = 1, echo: bool = True, unsafe_no_sandbox: bool = False,
+                 budget: float | None = None, limits: sandbox.Limits | None = None,
+                 ) -> list[tuple[str, SubmissionResult]]:
     """Grade every notebook in `submissions` for `exercise_id`; write results under `out`; return them.
 
-    `jobs` submissions are graded at once (each in its own child process); results are written as
-    each one finishes, in submission order in the tables.
+    Each submission runs in its own sandbox (UnsafeRefused if bubblewrap is unavailable, unless
+    `unsafe_no_sandbox`); `jobs` submissions are graded at once; `budget` caps one submission's wall
+    clock (default: `budget_for` its cells and questions). Results are written as each one finishes,
+    in submission order in the tables.
     """
     prepared = prepare(exercise_id, seed)
+    stage_root = Path(tempfile.mkdtemp(prefix="minigpt-sandbox-"))
+    os.chmod(stage_root, 0o755)  # bwrap may run as uid 65534, which must reach the staged runtime (read-only)
+    try:
+        isolation = isolation_for(stage_root / "runtime", unsafe_no_sandbox=unsafe_no_sandbox, limits=limits)
+        return _grade_all(prepared, isolation, submissions, out, timeout, jobs, echo, budget)
+    finally:
+        shutil.rmtree(stage_root, ignore_errors=True)
+
+
+def _grade_all(prepared: Prepared, isolation: Isolation, submissions: Path, out: Path, timeout: float, jobs: int,
+               echo: bool, budget: float | None) -> list[tuple[str, SubmissionResult]]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     (out / "results").mkdir(exist_ok=True)
-    protected = [PACKAGE_DIR, REPO_DIR / "exercises", out.resolve(), submissions.resolve()]
-    _atomic_write(out / "run.json", json.dumps({"exercise": exercise_id, "seed": prepared.seed,
-                                                "timeout": timeout, "minigpt": minigpt.__version__}, indent=1))
+    _atomic_write(out / "run.json", json.dumps({"exercise": prepared.exercise.id, "seed": prepared.seed,
+                                                "timeout": timeout, "sandbox": not isolation.unsafe,
+                                                "minigpt": minigpt.__version__}, indent=1))
     paths = find_submissions(submissions)
     slugs = [_slug(submissions, p) for p in paths]
     done: dict[str, SubmissionResult] = {}
@@ -432,7 +365,7 @@ def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: flo
     def grade(path: Path, slug: str) -> None:
         log_path = out / "logs" / f"{slug}.txt"
         log_path.write_bytes(b"")
-        result = grade_notebook(path, prepared, timeout=timeout, log_path=log_path, protected=protected)
+        result = grade_notebook(path, prepared, isolation, timeout=timeout, log_path=log_path, budget=budget)
         result.submission = slug
         folder = out / "results" / slug
         folder.mkdir(exist_ok=True)
@@ -446,7 +379,9 @@ def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: flo
                 os.fsync(progress.fileno())
             write_tables(out, prepared.exercise, [(s, done[s]) for s in slugs if s in done])
             if echo:
-                print(f"{slug}: {result.score:g}/{result.max_score:g} ({result.execution_time:.1f} s)", flush=True)
+                flagged = f", {len(result.findings)} finding(s) in review.csv" if result.findings else ""
+                print(f"{slug}: {result.score:g}/{result.max_score:g} ({result.execution_time:.1f} s{flagged})",
+                      flush=True)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for future in [pool.submit(grade, p, s) for p, s in zip(paths, slugs, strict=True)]:

@@ -1,0 +1,62 @@
+"""What a student may read: an error's kind, its exception type and a short sanitized message.
+
+Everything the child reports about an error is untrusted text. Before it reaches ``details.csv`` or
+the student-visible Gradescope ``results.json`` it is cut down to the exception's type name and at
+most `MESSAGE_CAP` characters of its message, with control characters removed and anything that
+looks like a file path, an environment assignment or a long number/hex string replaced by ``…``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MESSAGE_CAP = 120
+_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,60}")
+_HIDDEN = re.compile(
+    r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[^\s/'\":,;()\[\]{}<>]+)+/?"  # absolute or relative paths
+    r"|\b[A-Z][A-Z0-9_]{2,}=\S*"  # NAME=value (an environment entry)
+    r"|\b0x[0-9a-fA-F]{6,}\b|\b[0-9a-fA-F]{16,}\b|\b\d{7,}\b"  # addresses, hashes, long numbers (seeds)
+)
+
+
+def sanitize(text: Any, cap: int = MESSAGE_CAP) -> str:
+    """`text` as a short single line with paths, environment entries and long numbers hidden."""
+    if not isinstance(text, str):
+        return ""
+    line = "".join(c if c.isprintable() else " " for c in text)
+    line = _HIDDEN.sub("…", " ".join(line.split()))
+    return line if len(line) <= cap else line[: cap - 1] + "…"
+
+
+def exception_type(name: Any) -> str:
+    """A plausible exception class name, or "Exception" when the child sent something else."""
+    return name if isinstance(name, str) and _TYPE.fullmatch(name) else "Exception"
+
+
+def describe(error: Any, timeout: float) -> str:
+    """The student-visible text for an error the child reported (see `minigpt.grading.child.describe_error`)."""
+    if not isinstance(error, dict):
+        return "failed (no usable description)"
+    kind = error.get("kind")
+    if kind == "timeout":
+        return f"timed out after {timeout:g} s"
+    if kind == "exit":
+        code = error.get("code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            return f"called sys.exit({max(-999, min(code, 999))})"
+        return "called sys.exit(...)" if error.get("has_code") else "called sys.exit()"
+    if kind == "not_implemented":
+        return "not implemented (the stub still raises NotImplementedError)"
+    if kind == "syntax":
+        line = error.get("line")
+        where = f" (line {line})" if isinstance(line, int) and not isinstance(line, bool) else ""
+        return f"SyntaxError: {sanitize(error.get('message'))}{where}"
+    if kind == "unsupported":
+        return sanitize(error.get("message"))
+    if kind == "unsaveable":
+        return "its output could not be sent to the grader"
+    if kind == "exception":
+        message = sanitize(error.get("message"))
+        return f"{exception_type(error.get('type'))}: {message}" if message else exception_type(error.get("type"))
+    return "failed (no usable description)"
