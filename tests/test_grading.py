@@ -277,9 +277,14 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
     formulas = {name for name, f in vars(costs).items()
                 if callable(f) and str(getattr(f, "__module__", "")).startswith(costs.__name__)}
     assert len(formulas) > 10
+    # ModelConfig.param_count only delegates to minigpt.costs.params, which is not staged (ImportError there).
+    assert not (tmp_path / "stage" / "lib" / "minigpt" / "costs" / "params.py").exists()
     for path in (tmp_path / "stage" / "lib").rglob("*.py"):  # whatever the package's layout, no answer is staged
         text = path.read_text(encoding="utf-8")
-        assert not any(f"def {name}(" in text for name in formulas), path
+        # Same names, not formulas: ModelConfig.param_count delegates (above); RequestMeters.decode_tok_s is a
+        # measurement (tokens over measured seconds), not Eq. (7.2)'s ceiling.
+        delegating = {"config.py": {"param_count"}, "meters.py": {"decode_tok_s"}}.get(path.name, set())
+        assert not any(f"def {name}(" in text for name in formulas - delegating), path
         assert "EXERCISES" not in text and "oracle" not in text, path
     presets = (tmp_path / "stage" / "lib" / "minigpt" / "costs" / "presets.py").read_text(encoding="utf-8")
     assert "def " not in presets and "param_count" not in presets and '"Llama-2-7B"' in presets

@@ -150,7 +150,9 @@ def _child_only() -> str:
 
 
 def _no_formulas() -> str:
-    return '"""Stand-in written by the grader: the formulas are answers; only the presets\' records are here."""\n'
+    return ('"""Stand-in written by the grader: the formulas are answers; only the presets\' records are here."""\n\n'
+            "\ndef __getattr__(name):\n"
+            '    raise ImportError(f"minigpt.costs.{name} is not available while grading: formulas are answers")\n')
 
 
 # Module path (relative to the package) -> its text.
@@ -250,6 +252,13 @@ def distribution_entries(names: tuple[str, ...] = RUNTIME_DISTRIBUTIONS) -> list
     return sorted(p for p in entries if p.exists() and "__editable__" not in p.name)
 
 
+# Imports inside a function of a staged module that are left out on purpose: in the sandbox they raise
+# ImportError, because what they compute is an answer.
+ANSWERS_LEFT_OUT: dict[str, set[str]] = {
+    "minigpt/config.py": {"minigpt.costs.params", "minigpt.costs.params.param_count"},  # ModelConfig.param_count
+}
+
+
 def _check_imports(lib: Path) -> None:
     """Every `minigpt` module a staged file imports must be staged too (SandboxError naming the culprit)."""
     missing = []
@@ -268,7 +277,8 @@ def _check_imports(lib: Path) -> None:
                 if not (real.with_suffix(".py").is_file() or real.is_dir()):
                     continue  # an attribute (`from minigpt import MiniGPT`), not a module
                 staged = lib.joinpath(*parts)
-                if not (staged.with_suffix(".py").is_file() or staged.is_dir()):
+                left_out = name in ANSWERS_LEFT_OUT.get(path.relative_to(lib).as_posix(), set())
+                if not (staged.with_suffix(".py").is_file() or staged.is_dir()) and not left_out:
                     missing.append(f"{path.relative_to(lib)} imports {name}")
     if missing:
         raise SandboxError("the sandbox's copy of minigpt is incomplete (extend CHILD_PACKAGE or STAND_INS in "
