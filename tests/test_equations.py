@@ -1,7 +1,8 @@
 """Numbered equations are real targets: every "Eq. (x.y)" is a link to `#eq-x-y`, every target is a
 tagged display equation, numbers run in order, and the equations `minigpt.costs` names exist.
 
-The convention (CONTRIBUTING.md, "Equations"):
+The convention: a numbered equation is a display block preceded by a MyST target and tagged with
+the book's number, numbered in the order the equations appear in their chapter,
 
     (eq-1-6)=
     $$

@@ -284,13 +284,11 @@ def test_number_detector_on_examples():
 
 # ---------------------------------------------------------------- the errata appendix and the Erratum boxes
 
-ERRATA = ROOT / book_text.ERRATA_PAGE
-
-
 def errata_tables() -> dict[str, list[list[str]]]:
     """The appendix's tables by their `## ` heading, as rows of cells."""
     tables: dict[str, list[list[str]]] = {}
-    for section in re.split(r"^## ", ERRATA.read_text(encoding="utf-8"), flags=re.M)[1:]:
+    text = (book_text.ROOT / book_text.ERRATA_PAGE).read_text(encoding="utf-8")
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
         heading, _, body = section.partition("\n")
         tables[heading.strip()] = book_text.table_rows(body)
     return tables
@@ -306,23 +304,27 @@ def heading_slugs(page: str) -> set[str]:
     return slugs
 
 
-def test_every_erratum_box_has_a_name_and_the_erratum_class():
+def box_problems() -> list[str]:
+    """Erratum boxes without a `:name: erratum-…`, without the `erratum` class, or sharing a name."""
     boxes = book_text.erratum_boxes()
-    assert boxes, "the book has no ```{admonition} Erratum box"
-    problems = [f"{b.page} {b.where}: {b.title[:70]!r} has no `:name: erratum-…`"
-                for b in boxes if not (b.name or "").startswith("erratum-")]
-    problems += [f"{b.page} {b.where}: {b.name} lacks `:class: … erratum`" for b in boxes if "erratum" not in b.classes]
+    problems = [] if boxes else ["the book has no ```{admonition} Erratum box"]
+    problems += [f"{b.page} {b.where}".strip() + f": {b.title[:70]!r} has no `:name: erratum-…`"
+                 for b in boxes if not (b.name or "").startswith("erratum-")]
+    problems += [f"{b.page} {b.where}".strip() + f": {b.name} lacks `:class: … erratum`"
+                 for b in boxes if "erratum" not in b.classes]
     counts = Counter(b.name for b in boxes if b.name)
     problems += [f"{name} names {n} boxes" for name, n in counts.items() if n > 1]
-    assert not problems, "\n".join(problems)
+    return problems
 
 
-def test_errata_appendix_lists_every_box_where_it_is():
-    """Each "Shown in" link `[Chapter N](#erratum-…)` names the page that holds that box, and every box is listed."""
+def shown_in_problems() -> list[str]:
+    """Each "Shown in" link must name the page that holds its box (or heading), and every box must be listed."""
     boxes = {b.name: b for b in book_text.erratum_boxes() if b.name}
+    pages = book_text.pages()
     tables = errata_tables()
-    assert set(tables) >= {"Errors and imprecisions", "Claims that hold"}, sorted(tables)
     problems, listed = [], set()
+    if not set(tables) >= {"Errors and imprecisions", "Claims that hold"}:
+        problems.append(f"the appendix's tables are {sorted(tables)}")
     for heading, rows in tables.items():
         for row in rows:
             links = book_text.shown_in_links(row[-1])
@@ -342,8 +344,9 @@ def test_errata_appendix_lists_every_box_where_it_is():
                                         " (run `python scripts/book_text.py --write`)")
                     continue
                 path, _, anchor = address.partition("#")
-                page = (ERRATA.parent / path).resolve().relative_to(ROOT).as_posix()
-                if page not in PAGES:
+                root = book_text.ROOT.resolve()
+                page = ((root / book_text.ERRATA_PAGE).parent / path).resolve().relative_to(root).as_posix()
+                if page not in pages:
                     problems.append(f"row {row[0]}: {address} is not a page of the book")
                 elif text != book_text.page_title(page):
                     problems.append(f"row {row[0]}: [{text}]({address}) should say {book_text.page_title(page)!r}")
@@ -351,9 +354,45 @@ def test_errata_appendix_lists_every_box_where_it_is():
                     problems.append(f"row {row[0]}: {page} has no heading #{anchor}")
     unlisted = sorted(set(boxes) - listed)
     problems += [f"{boxes[n].page}: box {n} ({boxes[n].title[:60]!r}) is in no row of the appendix" for n in unlisted]
+    numbers = [row[0] for rows in tables.values() for row in rows]
+    if numbers != [str(i) for i in range(1, len(numbers) + 1)]:
+        problems.append(f"rows are numbered {numbers}, not 1, 2, 3, …")
+    return problems
+
+
+def test_every_erratum_box_has_a_name_and_the_erratum_class():
+    problems = box_problems()
     assert not problems, "\n".join(problems)
 
 
-def test_errata_rows_are_numbered_in_order():
-    numbers = [row[0] for rows in errata_tables().values() for row in rows]
-    assert numbers == [str(i) for i in range(1, len(numbers) + 1)], numbers
+def test_errata_appendix_lists_every_box_where_it_is():
+    problems = shown_in_problems()
+    assert not problems, "\n".join(problems)
+
+
+def test_errata_checks_on_a_small_book(tmp_path, monkeypatch):
+    """The checks find a box without a name, a row pointing at the wrong page and an unlisted box; --write fixes
+    the link text."""
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "appendices").mkdir()
+    (tmp_path / "_toc.yml").write_text(
+        "root: intro\nchapters:\n- file: chapters/01_a\n- file: chapters/02_b\n- file: appendices/errata\n")
+    (tmp_path / "intro.md").write_text("# Intro\n")
+    box = "```{{admonition}} Erratum (course page: \"x\")\n:class: warning erratum\n{}Body.\n```\n"
+    (tmp_path / "chapters" / "01_a.md").write_text("# A\n\n## A section\n\n" + box.format(":name: erratum-one\n"))
+    (tmp_path / "chapters" / "02_b.md").write_text("# B\n\n" + box.format(":name: erratum-two\n") + box.format(""))
+    header = "| # | Source | Says | Right | Shown in |\n|---|---|---|---|---|\n"
+    appendix = ("# Errata\n\n## Errors and imprecisions\n\n" + header
+                + "| 1 | course page | x | y | [Chapter 2](#erratum-one) |\n\n## Claims that hold\n\n" + header
+                + "| 2 | guide | x | y | [Chapter 1](../chapters/01_a.md#a-section), "
+                "[Chapter 1](../chapters/01_a.md#nope) |\n")
+    (tmp_path / "appendices" / "errata.md").write_text(appendix)
+    monkeypatch.setattr(book_text, "ROOT", tmp_path)
+    assert box_problems() == ["chapters/02_b.md: 'Erratum (course page: \"x\")' has no `:name: erratum-…`"]
+    problems = shown_in_problems()
+    assert "row 1: [Chapter 2](#erratum-one) is in Chapter 1 (run `python scripts/book_text.py --write`)" in problems
+    assert "row 2: chapters/01_a.md has no heading #nope" in problems
+    assert any("box erratum-two" in p and "is in no row" in p for p in problems)
+    assert len(problems) == 3, problems
+    assert book_text.write_shown_in() == ["[Chapter 2](#erratum-one) -> [Chapter 1](#erratum-one)"]
+    assert len(shown_in_problems()) == 2
