@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -194,3 +196,29 @@ def test_equation_parser_on_examples(tmp_path, monkeypatch):
     assert found[0][1] == ""
     assert "tagged ['3.2']" in found[1][1]
     assert "not followed by a $$ display" in found[2][1]
+
+
+def _build_tiny_book(tmp_path: Path, reference: str) -> subprocess.CompletedProcess:
+    """Build a two-page book with the book's own `_config.yml` and `make book`'s flags."""
+    book = tmp_path / "book"
+    (book / "_build" / "assets").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", book / "_config.yml")
+    shutil.copy(ROOT / "references.bib", book / "references.bib")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: chapters/01_a\n")
+    (book / "chapters").mkdir()
+    (book / "intro.md").write_text(f"# Intro\n\nSee {reference}.\n")
+    (book / "chapters" / "01_a.md").write_text("# A\n\n(eq-1-1)=\n$$\nF = 2dV \\tag{1.1}\n$$\n")
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    return subprocess.run([str(jupyter_book), "build", str(book), "-n", "-W", "--keep-going"],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) is None,
+                    reason="jupyter-book is not installed next to this Python")
+def test_a_dangling_equation_link_fails_the_build(tmp_path):
+    """`make book` builds with -n -W: a link to a missing equation target must fail it, a good one must not."""
+    good = _build_tiny_book(tmp_path / "good", "[Eq. (1.1)](#eq-1-1)")
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
+    bad = _build_tiny_book(tmp_path / "bad", "[Eq. (9.9)](#eq-9-9)")
+    assert bad.returncode != 0
+    assert "eq-9-9" in bad.stdout + bad.stderr and "xref_missing" in bad.stdout + bad.stderr
