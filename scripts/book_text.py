@@ -6,10 +6,15 @@ page, one per Markdown cell of a notebook), so every check reads the pages as th
 chapters contain. The helpers below remove what is not prose (code, math, roles, link addresses) in
 steps, so that each check removes exactly what it must ignore.
 
-The errata appendix is checked against the chapters from here too: `errata_boxes()` finds every
+The errata appendix is checked against the chapters from here too: `erratum_boxes()` finds every
 ```` ```{admonition} Erratum ```` box of the book with its `:name:`, and `shown_in()` says which page
 holds it. `python scripts/book_text.py --errata` lists the boxes; `--write` rewrites the link text of
 the appendix's "Shown in" cells from where the boxes are.
+
+The notation appendix's equation index is checked against `minigpt.costs`: `implemented_equations()`
+reads which equation each formula implements from the head of its docstring ("Prefill FLOPs, Eq. (1.2):
+…"); `--equation-index` prints the index with a row for each, `--equation-index --write` writes it
+(keeping the descriptions of the rows already there).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRATA_PAGE = "appendices/errata.md"
+NOTATION_PAGE = "appendices/notation.md"
 
 
 @dataclass(frozen=True)
@@ -265,11 +271,75 @@ def write_shown_in() -> list[str]:
     return changes
 
 
+# ---------------------------------------------------------------- the equation index of the notation appendix
+
+_IMPLEMENTS = re.compile(r"^([^:]*?),\s*Eqs?\.\s*\((\d+)\.(\d+)\)")
+_INDEX_ROW = re.compile(r"^\| \[\((\d+)\.(\d+)\)\]\(#eq-\d+-\d+\) \| (.*?) \| (.*?) \|$")
+
+
+def implemented_equations() -> dict[tuple[int, int], list[tuple[str, str]]]:
+    """(chapter, n) -> [(function, what it gives)] for each formula of `minigpt.costs.FORMULAS` whose
+    docstring starts "<what it gives>, Eq. (x.y)"."""
+    from minigpt import costs
+
+    found: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    for name in costs.FORMULAS:
+        doc = (getattr(costs, name).__doc__ or "").strip()
+        m = _IMPLEMENTS.match(doc.splitlines()[0] if doc else "")
+        if m:
+            found.setdefault((int(m.group(2)), int(m.group(3))), []).append((name, m.group(1)))
+    return found
+
+
+def equation_index() -> tuple[str, str]:
+    """(the notation page's current index table, the table with a row for every implemented equation)."""
+    text = (ROOT / NOTATION_PAGE).read_text(encoding="utf-8")
+    section = text[text.index("## Equation index"):]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    current = "\n".join(lines)
+    rows: dict[tuple[int, int], tuple[str, list[str]]] = {}
+    for line in lines[2:]:
+        m = _INDEX_ROW.match(line)
+        if m:
+            rows[(int(m.group(1)), int(m.group(2)))] = (m.group(3), re.findall(r"`([^`]+)`", m.group(4)))
+    from minigpt import costs
+
+    for (a, b), (what, names) in list(rows.items()):  # drop a function whose docstring no longer names it
+        rows[(a, b)] = (what, [n for n in names if f"Eq. ({a}.{b})" in (getattr(costs, n, None).__doc__ or "")])
+    for number, functions in implemented_equations().items():
+        what, names = rows.get(number, (functions[0][1][:1].lower() + functions[0][1][1:], []))
+        rows[number] = (what, names + [f for f, _ in functions if f not in names])
+    table = lines[:2] + [
+        f"| [({a}.{b})](#eq-{a}-{b}) | {what} | {', '.join(f'`{n}`' for n in names)} |"
+        for (a, b), (what, names) in sorted(rows.items())
+    ]
+    return current, "\n".join(table)
+
+
+def write_equation_index() -> bool:
+    """Write `equation_index()`'s table into the notation page; True if it changed."""
+    current, table = equation_index()
+    if current == table:
+        return False
+    path = ROOT / NOTATION_PAGE
+    path.write_text(path.read_text(encoding="utf-8").replace(current, table), encoding="utf-8")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--errata", action="store_true", help="list every Erratum box with its page and name")
-    parser.add_argument("--write", action="store_true", help="rewrite the errata appendix's 'Shown in' links")
+    parser.add_argument("--equation-index", action="store_true",
+                        help="print the notation appendix's equation index as minigpt.costs implies it")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the errata appendix's 'Shown in' links (with --equation-index: the index)")
     args = parser.parse_args(argv)
+    if args.equation_index:
+        if args.write:
+            print("rewrote the equation index" if write_equation_index() else "the equation index is up to date")
+        else:
+            print(equation_index()[1])
+        return 0
     if args.write:
         for change in write_shown_in():
             print(change)

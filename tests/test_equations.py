@@ -222,3 +222,13 @@ def test_a_dangling_equation_link_fails_the_build(tmp_path):
     bad = _build_tiny_book(tmp_path / "bad", "[Eq. (9.9)](#eq-9-9)")
     assert bad.returncode != 0
     assert "eq-9-9" in bad.stdout + bad.stderr and "xref_missing" in bad.stdout + bad.stderr
+
+
+def test_notation_index_lists_every_equation_the_formulas_implement():
+    """Each formula of `costs.FORMULAS` whose docstring starts "<what>, Eq. (x.y)" is in the notation appendix's
+    equation index, in the row of (x.y); `python scripts/book_text.py --equation-index --write` adds missing rows."""
+    implemented = book_text.implemented_equations()
+    assert implemented, "no formula of minigpt.costs says which equation it implements"
+    current, expected = book_text.equation_index()
+    assert current == expected, (
+        "run `python scripts/book_text.py --equation-index --write`; the index should be:\n" + expected)
