@@ -158,6 +158,7 @@ def errata_values() -> dict[str, str]:
     step_bytes = llama2_7b_step_bytes
     llama70 = MODELS["Llama-3-70B"]
     a100 = HARDWARE["A100 80GB"]
+    h100 = HARDWARE["H100 SXM"]
     ceiling = costs.decode_tok_s_ceiling(bandwidth=a100.bandwidth, bytes_per_step=llama70.N_params)
     used_at_10 = 2 * llama70.N_params * 10
     used_at_ceiling = 2 * llama70.N_params * ceiling
@@ -215,10 +216,12 @@ def errata_values() -> dict[str, str]:
         f"{gqa_gain(B=32, S=4096):.2f}× at $B = 32$, $S = 4{{,}}096$",
         "chat": f"holds: {chat.total_s:.1f} s, decode {chat.decode_share:.2%}",
         "50x": f"2,000 / 40 = {2000 / 40:.0f}×",
-        "160 chars": f"holds: {40 * 4} characters/s",
+        "160 chars": f"the {40 * 4} characters/s hold",
         "rag": f"holds: {rag.total_s:.1f} s, TTFT {rag.ttft_s / rag.total_s:.1%}",
         "128 KiB": f"holds exactly: {kv8b:,} bytes = {costs.fmt_bytes(kv8b)}",
         "ridge": f"about {costs.ridge_point(peak_flops=a100.peak_flops, bandwidth=a100.bandwidth):.0f} sequences",
+        "prefill ridges": f"{costs.ridge_point(peak_flops=a100.peak_flops, bandwidth=a100.bandwidth):.0f} FLOP/byte "
+        f"on an A100 80GB, {costs.ridge_point(peak_flops=h100.peak_flops, bandwidth=h100.bandwidth):.0f} on an H100 SXM",
     }
 
 
