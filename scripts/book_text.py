@@ -271,6 +271,50 @@ def write_shown_in() -> list[str]:
     return changes
 
 
+def name_boxes(mapping: list[tuple[str, str, str]]) -> list[str]:
+    """Give Erratum boxes their `:name:` (and the `erratum` class): (page, a fragment of the title, name) each.
+
+    Only the Markdown of the boxes changes (a notebook's outputs stay as they are); a box that already has a
+    name keeps it. Returns what was done, and raises if a fragment matches no box or more than one.
+    """
+    import nbformat
+
+    done = []
+    for page, fragment, name in mapping:
+        path = ROOT / page
+        nb = nbformat.read(path, as_version=4) if path.suffix == ".ipynb" else None
+        markdown = [c for c in nb.cells if c.cell_type == "markdown"] if nb else []
+        sources = [c.source for c in markdown] if nb else [path.read_text(encoding="utf-8")]
+        hits = [(i, j) for i, src in enumerate(sources) for j, line in enumerate(src.split("\n"))
+                if _ERRATUM.match(line) and fragment in line]
+        if len(hits) != 1:
+            raise ValueError(f"{page}: {fragment!r} matches {len(hits)} Erratum boxes, expected one")
+        i, j = hits[0]
+        lines = sources[i].split("\n")
+        k = j + 1
+        options = {}
+        while k < len(lines) and re.match(r"^\s*:[\w-]+:", lines[k]):
+            key = re.match(r"^\s*:([\w-]+):", lines[k]).group(1)
+            options[key] = k
+            k += 1
+        if "name" in options:
+            continue
+        if "class" in options:
+            if "erratum" not in lines[options["class"]].split():
+                lines[options["class"]] += " erratum"
+            lines.insert(options["class"] + 1, f":name: {name}")
+        else:
+            lines[j + 1: j + 1] = [":class: warning erratum", f":name: {name}"]
+        new = "\n".join(lines)
+        if nb:
+            markdown[i].source = new
+            nbformat.write(nb, path)
+        else:
+            path.write_text(new, encoding="utf-8")
+        done.append(f"{page}: {name}")
+    return done
+
+
 # ---------------------------------------------------------------- the equation index of the notation appendix
 
 _IMPLEMENTS = re.compile(r"^([^:]*?),\s*Eqs?\.\s*\((\d+)\.(\d+)\)")
@@ -329,11 +373,19 @@ def write_equation_index() -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--errata", action="store_true", help="list every Erratum box with its page and name")
+    parser.add_argument("--name-boxes", metavar="FILE",
+                        help="give Erratum boxes names from FILE, lines 'page | title fragment | name'")
     parser.add_argument("--equation-index", action="store_true",
                         help="print the notation appendix's equation index as minigpt.costs implies it")
     parser.add_argument("--write", action="store_true",
                         help="rewrite the errata appendix's 'Shown in' links (with --equation-index: the index)")
     args = parser.parse_args(argv)
+    if args.name_boxes:
+        lines = Path(args.name_boxes).read_text(encoding="utf-8").splitlines()
+        mapping = [tuple(p.strip() for p in line.split(" | ")) for line in lines if line.strip()]
+        for done in name_boxes(mapping):  # type: ignore[arg-type]
+            print(done)
+        return 0
     if args.equation_index:
         if args.write:
             print("rewrote the equation index" if write_equation_index() else "the equation index is up to date")

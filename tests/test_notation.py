@@ -159,6 +159,9 @@ def errata_values() -> dict[str, str]:
     llama70 = MODELS["Llama-3-70B"]
     a100 = HARDWARE["A100 80GB"]
     h100 = HARDWARE["H100 SXM"]
+
+    def ridge(chip) -> float:
+        return costs.ridge_point(peak_flops=chip.peak_flops, bandwidth=chip.bandwidth)
     ceiling = costs.decode_tok_s_ceiling(bandwidth=a100.bandwidth, bytes_per_step=llama70.N_params)
     used_at_10 = 2 * llama70.N_params * 10
     used_at_ceiling = 2 * llama70.N_params * ceiling
@@ -220,8 +223,7 @@ def errata_values() -> dict[str, str]:
         "rag": f"holds: {rag.total_s:.1f} s, TTFT {rag.ttft_s / rag.total_s:.1%}",
         "128 KiB": f"holds exactly: {kv8b:,} bytes = {costs.fmt_bytes(kv8b)}",
         "ridge": f"about {costs.ridge_point(peak_flops=a100.peak_flops, bandwidth=a100.bandwidth):.0f} sequences",
-        "prefill ridges": f"{costs.ridge_point(peak_flops=a100.peak_flops, bandwidth=a100.bandwidth):.0f} FLOP/byte "
-        f"on an A100 80GB, {costs.ridge_point(peak_flops=h100.peak_flops, bandwidth=h100.bandwidth):.0f} on an H100 SXM",
+        "prefill ridges": f"{ridge(a100):.0f} FLOP/byte on an A100 80GB, {ridge(h100):.0f} on an H100 SXM",
     }
 
 

@@ -93,7 +93,7 @@ QUOTE = re.compile(r"\"[^\"]{0,400}\"|“[^”]{0,400}”|«[^»]{0,400}»")
 # words right before a number that make it a name or a reference, not a quantity
 NAME_BEFORE = re.compile(
     r"(?:\b(?:Eqs?|Equations?|Chapters?|Parts?|Sections?|Figures?|Fig|Tables?|PR|issue|version|v|Python|"
-    r"torch|RTX|GTX|Exercise|ex|row|rows|step|question|q)\.?\s*|#|§\s*)$", re.I)
+    r"torch|RTX|GTX|Exercise|ex|row|rows|step|question|q)\.?\s*\(?|#|§\s*)$", re.I)
 CITE_MARK = "\x00cite\x00"
 
 
@@ -136,6 +136,9 @@ def typed_numbers(text: str, verified: tuple[str, ...] = ()) -> list[tuple[str, 
                 continue  # a year
             if NAME_BEFORE.search(sentence[: m.start()]):
                 continue
+            if re.fullmatch(r"\d{1,2}\.\d{1,2}", number) and sentence[m.start() - 1: m.start()] == "(" \
+                    and sentence[m.end(): m.end() + 1] == ")":
+                continue  # an equation number, "(2.10)"
             before = " ".join(sentence[: m.start()].split())
             found.append((number, " ".join(sentence.split()), len(before) + (1 if before else 0)))
     return found
@@ -268,7 +271,8 @@ def test_number_detector_on_examples():
     text = (
         "The prefill costs 85.7 % of it, 1.00 FLOP/byte, 13.5 GB, 254 names and 4,096 tokens; "
         "small ones pass: 2, 16, 1,000, 64, 0.5.\n\n"
-        "Glued {glue:text}`ch1_x` and `code 12345`, math $12 \\cdot 4096$, Eq. (1.6), Chapter 3, Python 3.11, "
+        "Glued {glue:text}`ch1_x` and `code 12345`, math $12 \\cdot 4096$, Eq. (1.6), Eqs. (2.6)–(2.10), "
+        "Chapter 3, Python 3.11, "
         "torch 2.13.0, in 2023, Llama-2-7B, H100, fp16, RTX 4090, [link](https://x.org/a/12345).\n\n"
         "The guide says \"1,500 tok/s\" and quotes «12,000 tokens».\n\n"
         "> A quoted 98.7 % line.\n\n"
