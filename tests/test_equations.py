@@ -26,9 +26,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("book_text", ROOT / "scripts" / "book_text.py")
-book_text = sys.modules.setdefault("book_text", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(book_text)
+if "book_text" not in sys.modules:  # tests/test_prose.py loads it the same way
+    _spec = importlib.util.spec_from_file_location("book_text", ROOT / "scripts" / "book_text.py")
+    sys.modules["book_text"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["book_text"])
+book_text = sys.modules["book_text"]
 
 PAGES = book_text.pages()
 TARGET = re.compile(r"^\s*\(eq-(\d+)-(\d+)\)=\s*$")

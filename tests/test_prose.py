@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(name: str, path: Path):
+    """The module at `path`, imported once under `name` (pytest may have imported it already)."""
+    if name in sys.modules:
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
-    module = sys.modules.setdefault(name, importlib.util.module_from_spec(spec))
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
