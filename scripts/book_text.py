@@ -9,7 +9,8 @@ steps, so that each check removes exactly what it must ignore.
 The errata appendix is checked against the chapters from here too: `erratum_boxes()` finds every
 ```` ```{admonition} Erratum ```` box of the book with its `:name:`, and `shown_in()` says which page
 holds it. `python scripts/book_text.py --errata` lists the boxes; `--write` rewrites the link text of
-the appendix's "Shown in" cells from where the boxes are.
+the appendix's "Shown in" cells from where the boxes are; `--name-boxes FILE` gives boxes their
+`:name:` from lines `page | a fragment of the title | name`.
 
 The notation appendix's equation index is checked against `minigpt.costs`: `implemented_equations()`
 reads which equation each formula implements from the head of its docstring ("Prefill FLOPs, Eq. (1.2):

@@ -403,3 +403,25 @@ def test_errata_checks_on_a_small_book(tmp_path, monkeypatch):
     assert len(problems) == 3, problems
     assert book_text.write_shown_in() == ["[Chapter 2](#erratum-one) -> [Chapter 1](#erratum-one)"]
     assert len(shown_in_problems()) == 2
+
+
+def test_name_boxes_adds_the_name_and_class_and_nothing_else(tmp_path, monkeypatch):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("Text.\n\n```{admonition} Erratum (guide: \"x\")\n:class: warning\nBody.\n```"),
+        nbformat.v4.new_code_cell("1 + 1", outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "2"})]),
+    ]
+    (tmp_path / "chapters").mkdir()
+    path = tmp_path / "chapters" / "01_a.ipynb"
+    nbformat.write(nb, path)
+    monkeypatch.setattr(book_text, "ROOT", tmp_path)
+    assert book_text.name_boxes([("chapters/01_a.ipynb", "guide", "erratum-x")]) == ["chapters/01_a.ipynb: erratum-x"]
+    after = nbformat.read(path, as_version=4)
+    assert after.cells[0].source == "Text.\n\n```{admonition} Erratum (guide: \"x\")\n:class: warning erratum\n" \
+        ":name: erratum-x\nBody.\n```"
+    assert after.cells[1] == nb.cells[1]
+    assert book_text.name_boxes([("chapters/01_a.ipynb", "guide", "erratum-y")]) == []  # named already
+    with pytest.raises(ValueError, match="matches 0 Erratum boxes"):
+        book_text.name_boxes([("chapters/01_a.ipynb", "no such title", "erratum-z")])
