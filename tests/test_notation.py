@@ -18,7 +18,7 @@ NOTATION = ROOT / "appendices" / "notation.md"
 ERRATA = ROOT / "appendices" / "errata.md"
 
 # Keyword arguments of `minigpt.costs` that are switches or plain inputs, not symbols of the book.
-NOT_SYMBOLS = {"reserve", "binary", "n", "biases"}
+NOT_SYMBOLS = {"reserve", "binary", "n", "biases", "overlap", "digits", "x"}
 
 
 def tables(path: Path) -> dict[str, list[list[str]]]:
@@ -106,15 +106,26 @@ def test_no_code_name_appears_twice():
 
 def test_equation_index_names_real_functions():
     rows = tables(NOTATION)["Equation index"]
-    assert [row[0] for row in rows] == [
-        "(1.1)", "(1.2)", "(1.3)", "(1.4)", "(1.5)", "(1.6)", "(2.1)", "(2.2)", "(2.3)",
-        "(3.1)", "(3.2)", "(3.3)", "(3.4)", "(3.5)", "(4.1)",
-    ]
+    numbers = []
     for row in rows:
+        m = re.fullmatch(r"\[\((\d+)\.(\d+)\)\]\(#eq-(\d+)-(\d+)\)", row[0])
+        assert m and m.group(1, 2) == m.group(3, 4), f"{row[0]!r} should be a link [(x.y)](#eq-x-y)"
+        numbers.append((int(m.group(1)), int(m.group(2))))
+        label = f"({m.group(1)}.{m.group(2)})"
         for name in re.findall(r"`([^`]+)`", row[2]):
             f = getattr(costs, name, None)
-            assert callable(f), f"{name} (Eq. {row[0]}) is not a function of minigpt.costs"
-            assert f"Eq. {row[0]}" in (f.__doc__ or ""), f"{name}'s docstring does not name Eq. {row[0]}"
+            assert callable(f), f"{name} (Eq. {label}) is not a function of minigpt.costs"
+            assert f"Eq. {label}" in (f.__doc__ or ""), f"{name}'s docstring does not name Eq. {label}"
+    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers), numbers
+    assert len(numbers) >= 10
+
+
+def llama2_7b_step_bytes(*, B: int, S: int, H_kv: int) -> int:
+    """Eq. (3.5) for Llama-2-7B in bf16 (weights and cache), with H_kv key/value heads."""
+    m = MODELS["Llama-2-7B"]
+    kv = costs.kv_bytes_per_token(L=m.L, H_kv=H_kv, d_h=m.d_h, s=2)
+    return costs.decode_step_bytes(weight_bytes=costs.weight_bytes(N_params=m.N_params, s=2),
+                                   kv_bytes_per_token=kv, S=S, B=B)
 
 
 def errata_values() -> dict[str, str]:
@@ -144,8 +155,13 @@ def errata_values() -> dict[str, str]:
     )
 
     seed_7b = dict(L=32, d=4096, s=2, N_params=costs.non_embedding_matrix_params(L=32, d=4096))
+    step_bytes = llama2_7b_step_bytes
     llama70 = MODELS["Llama-3-70B"]
     a100 = HARDWARE["A100 80GB"]
+    h100 = HARDWARE["H100 SXM"]
+
+    def ridge(chip) -> float:
+        return costs.ridge_point(peak_flops=chip.peak_flops, bandwidth=chip.bandwidth)
     ceiling = costs.decode_tok_s_ceiling(bandwidth=a100.bandwidth, bytes_per_step=llama70.N_params)
     used_at_10 = 2 * llama70.N_params * 10
     used_at_ceiling = 2 * llama70.N_params * ceiling
@@ -153,6 +169,10 @@ def errata_values() -> dict[str, str]:
     kv8b = costs.kv_bytes_per_token(L=32, H_kv=8, d_h=128, s=2)
     chat = costs.wall_clock(P=1000, D=300, prefill_tok_s=2000, decode_tok_s=40)
     rag = costs.wall_clock(P=12000, D=500, prefill_tok_s=1500, decode_tok_s=40)
+
+    def gqa_gain(B: int, S: int) -> float:
+        """Decode-step bytes of Llama-2-7B in bf16 with its 32 KV heads over those with 8."""
+        return step_bytes(B=B, S=S, H_kv=32) / step_bytes(B=B, S=S, H_kv=8)
 
     def int8_share(L: int, H_kv: int, d_h: int) -> float:
         fp16 = costs.kv_cache_bytes(L=L, H_kv=H_kv, d_h=d_h, s=2, S=1)
@@ -164,7 +184,7 @@ def errata_values() -> dict[str, str]:
         "all matmuls share": f"{(ffn + proj) / total:.1%} is every weight matmul",
         "FFN/proj/attn shares": f"the FFN is {ffn / total:.1%}, the QKV and output projections {proj / total:.1%}, "
         f"attention {attn / total:.1%}",
-        "cache saving D=1000": f"it is {saving(L=4, P=2, D=1000, d=64):.0f}× in the seed's multiply-adds, "
+        "cache saving D=1000": f"it is {saving(L=4, P=2, D=1000, d=64):.0f}× in the course page's multiply-adds, "
         f"{costs.cache_saving_factor(L=4, P=2, D=1000, d=64, d_ffn=256, V=600):.0f}× in FLOPs",
         "cubic crossover": f"({D_cross} new tokens for MiniGPT",
         "decode intensity": f"1.00 FLOP, per byte; for a multi-head model in fp16 (no LM head) the intensity is "
@@ -187,18 +207,23 @@ def errata_values() -> dict[str, str]:
         "128k tokens": f"131,072 tokens take {costs.fmt_bytes(131072 * kv8b, binary=False)} = "
         f"{costs.fmt_bytes(131072 * kv8b)}",
         "128,000 tokens": f"128,000 tokens would take {costs.fmt_bytes(128000 * kv8b)}",
-        "crossover": f"holds in the seed's formula ({costs.prefill_crossover_P(d=4096):,})",
+        "crossover": f"holds in the course page's formula ({costs.prefill_crossover_P(d=4096):,})",
         "6d regimes": f"equal at $P = 6d$ ({costs.prefill_crossover_P(d=64)} for MiniGPT, "
         f"{costs.prefill_crossover_P(d=4096):,} for Llama-2-7B)",
         "prefill intensity": f"{costs.prefill_intensity(L=32, P=4096, d=4096, s=2, N_params=seed_7b['N_params']):,.0f}"
         " FLOP/byte for Llama-2-7B's shape",
         "50 tok/s": f"holds: {costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=8e9):.1f} tok/s",
+        "fp16 weights": f"with FP16 weights, 16 GB, the same card's ceiling is "
+        f"{costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=16e9):.1f} tok/s",
+        "gqa gains": f"{gqa_gain(B=1, S=1024):.2f}× at $B = 1$, $S = 1{{,}}024$ and "
+        f"{gqa_gain(B=32, S=4096):.2f}× at $B = 32$, $S = 4{{,}}096$",
         "chat": f"holds: {chat.total_s:.1f} s, decode {chat.decode_share:.2%}",
         "50x": f"2,000 / 40 = {2000 / 40:.0f}×",
-        "160 chars": f"holds: {40 * 4} characters/s",
+        "160 chars": f"the {40 * 4} characters/s hold",
         "rag": f"holds: {rag.total_s:.1f} s, TTFT {rag.ttft_s / rag.total_s:.1%}",
         "128 KiB": f"holds exactly: {kv8b:,} bytes = {costs.fmt_bytes(kv8b)}",
         "ridge": f"about {costs.ridge_point(peak_flops=a100.peak_flops, bandwidth=a100.bandwidth):.0f} sequences",
+        "prefill ridges": f"{ridge(a100):.0f} FLOP/byte on an A100 80GB, {ridge(h100):.0f} on an H100 SXM",
     }
 
 
@@ -215,7 +240,7 @@ GLOSSARY_TERMS = {
     "FlashAttention", "Flash-Decoding", "Speculative decoding", "Quantization", "Prefix caching", "Throughput",
     "Latency", "Bandwidth", "FLOP", "MAC", "HBM", "Batch size",
     "All-reduce", "Tensor parallelism",
-    "GELU", "SwiGLU", "Token-pass",
+    "GELU", "SwiGLU", "Token-pass", "CUDA graph",
     "Critical batch", "Latency–throughput frontier",
 }
 
@@ -233,11 +258,23 @@ def test_bibliography_parses_and_every_entry_has_a_url():
     entries = pybtex.parse_file(str(ROOT / "references.bib")).entries
     assert len(entries) >= 36
     # The book's two source texts are unpublished course material: a title and a description, no year or URL.
-    sources = {"course-prefill-decode", "guide-prefill-decode"}
     for key, entry in entries.items():
         assert entry.fields.get("title"), key
-        if key in sources:
-            assert entry.fields.get("howpublished"), key
+        if key in SOURCE_TEXTS:
+            assert "no author, date or public address" in " ".join(entry.fields.get("note", "").split()).lower(), key
             continue
         assert entry.fields.get("year"), key
         assert entry.fields.get("url", "").startswith("https://"), key
+
+
+# The two texts the book grew from: they give no author, date or address, and their entries say so.
+SOURCE_TEXTS = {"course-prefill-decode", "guide-prefill-decode"}
+
+
+def test_the_source_texts_are_in_the_bibliography_and_cited():
+    pybtex = pytest.importorskip("pybtex.database", reason="pybtex comes with sphinxcontrib-bibtex")
+    entries = pybtex.parse_file(str(ROOT / "references.bib")).entries
+    assert SOURCE_TEXTS <= set(entries)
+    intro = (ROOT / "intro.md").read_text(encoding="utf-8")
+    for key in SOURCE_TEXTS:
+        assert f"{{cite}}`{key}`" in intro, f"intro.md should say once what {key} is, citing it"
