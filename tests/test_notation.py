@@ -18,7 +18,9 @@ NOTATION = ROOT / "appendices" / "notation.md"
 ERRATA = ROOT / "appendices" / "errata.md"
 
 # Keyword arguments of `minigpt.costs` that are switches or plain inputs, not symbols of the book.
-NOT_SYMBOLS = {"reserve", "binary", "n", "biases", "overlap", "digits", "x"}
+# Options and formatter arguments, not quantities of the book: a fraction kept free, output styles, a label.
+NOT_SYMBOLS = {"reserve", "binary", "n", "biases", "overlap", "digits", "x", "suffix", "exact", "decimals", "seconds",
+               "fit", "scheme"}
 
 
 def tables(path: Path) -> dict[str, list[list[str]]]:

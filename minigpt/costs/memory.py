@@ -105,7 +105,8 @@ def memory_fit(
     *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1,
     reserve: float = 0.0,
 ) -> MemoryFit:
-    """A device row of Chapter 2's budget, Eqs. (2.2)–(2.3): `fits_in_memory`, `max_context`, `max_batch`."""
+    """A device row of Chapter 2's budget, Eq. (2.9) (weights + Eq. (2.2) in budget): `fits_in_memory`, `max_context`,
+    `max_batch`."""
     budget = dict(memory_bytes=memory_bytes, weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token,
                   reserve=reserve)
     return MemoryFit(
