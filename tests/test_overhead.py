@@ -45,3 +45,13 @@ def test_per_op_seconds_and_the_floor() -> None:
     assert floor.floor_s == pytest.approx(floor.n_ops * floor.per_op_s)
     assert floor.explained == pytest.approx(floor.floor_s / floor.measured_s)
     assert set(floor.to_record()) >= {"n_ops", "per_op_s", "floor_s", "measured_s", "explained"}
+
+
+def test_time_static_step_sees_the_same_S_each_call() -> None:
+    from minigpt.measure.overhead import time_static_step
+    from minigpt.runtime.compiled import StaticDecoder
+
+    model = sweeps.random_model(ModelConfig(L=1, H=2, H_kv=2, d_h=8, d_ffn=32, V=20, S_max=16))
+    decoder = StaticDecoder(model, 2, S_max=6, compile=False)
+    timing = time_static_step(decoder, S=5, warmup=2, repeats=4)  # 6 steps at S=5 fit a cache of 6 rows
+    assert timing.repeats == 4 and timing.min_s > 0 and decoder.S == 5

@@ -18,7 +18,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from minigpt.measure.timing import Clock, time_fn
+from minigpt.measure.timing import Clock, Timing, time_fn
+from minigpt.runtime.compiled import StaticDecoder
 from minigpt.runtime.generate import decode_step
 from minigpt.runtime.model import MiniGPT
 
@@ -108,3 +109,48 @@ def overhead_floor(
     measured = time_decode_step(model, B=B, S=S, warmup=3, repeats=repeats, clock=clock).median_s
     return OverheadFloor(n_ops=n_ops, host_syncs=ops.get(HOST_SYNC_OP, 0), per_op_s=t_op, floor_s=n_ops * t_op,
                          measured_s=measured, ops=dict(ops.most_common()))
+
+
+def time_static_step(
+    decoder: StaticDecoder, *, S: int, warmup: int = 3, repeats: int = 20, seed: int = 0, clock: Clock = "wall",
+) -> Timing:
+    """Wall time of one (compiled) static-cache decode step, Eq. (1.3), at S cached tokens, batch `decoder.cache.B`.
+
+    Prefills S random tokens once; every timed step writes row S and is rewound (`truncate(S)`), so each sees S.
+    The first warm-up call compiles (`decoder.compile_s`).
+    """
+    model, B = decoder.model, decoder.cache.B
+    generator = torch.Generator().manual_seed(seed)
+    decoder.prefill(torch.randint(0, model.config.V, (B, S), generator=generator).to(model.device))
+    token = torch.zeros(B, dtype=torch.long, device=model.device)
+
+    def step() -> None:
+        decoder.decode_step(token, check_inputs=False)
+        decoder.cache.truncate(S)
+
+    return time_fn(step, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
+
+
+def measure_overhead(
+    model: MiniGPT, *, S: int = 32, repeats: int = 20, clock: Clock = "wall", bandwidth: float | None = None,
+) -> dict[str, Any]:
+    """One model's overhead record: the eager floor, the eager, static and compiled step, and Eq. (3.4)'s step.
+
+    `bandwidth` (bytes/s, the probe's) gives the bandwidth-bound step time bytes / bandwidth of Eq. (3.4),
+    with the eager step's bytes (weights + S rows of KV); the static steps read S_max = S + 1 rows.
+    """
+    from minigpt import costs
+    from minigpt.measure.counting import module_bytes
+
+    floor = overhead_floor(model, S=S, repeats=repeats, clock=clock)
+    static = time_static_step(StaticDecoder(model, 1, S_max=S + 1, compile=False), S=S, repeats=repeats, clock=clock)
+    decoder = StaticDecoder(model, 1, S_max=S + 1)
+    compiled = time_static_step(decoder, S=S, repeats=repeats, clock=clock)
+    kv = costs.of(model.config).kv_bytes_per_token(s=model.dtype.itemsize)
+    step_bytes = costs.decode_step_bytes(weight_bytes=module_bytes(model), kv_bytes_per_token=kv, S=S, B=1)
+    record = {**floor.to_record(), "S": S, "eager_s": floor.measured_s, "static_eager_s": static.median_s,
+              "compiled_s": compiled.median_s, "compile_s": decoder.compile_s, "bytes_per_step": step_bytes}
+    if bandwidth is not None:
+        record["bandwidth"] = bandwidth
+        record["bandwidth_step_s"] = step_bytes / bandwidth
+    return record

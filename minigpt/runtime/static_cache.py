@@ -89,6 +89,12 @@ class StaticKVCache(nn.Module):
         self.check_room(T)
         self._S += T
 
+    def truncate(self, S: int) -> None:
+        """Keep only the first S tokens (rows past S are masked until the next writes overwrite them)."""
+        if not isinstance(S, int) or isinstance(S, bool) or not 0 <= S <= self._S:
+            raise ValueError(f"S must be an integer in 0..{self._S} (the tokens held), got {S!r}")
+        self._S = S
+
     def reset(self) -> None:
         """Forget every token (stale rows stay but are masked until overwritten)."""
         self._S = 0
