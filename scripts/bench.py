@@ -5,24 +5,31 @@ One run prints one set of tables and writes them, with the environment, to a JSO
 
 * decode with and without the KV cache, against the FLOP model's prediction;
 * batch-1 decode tok/s of the scaled config against the bandwidth ceiling (Eq. 3.4);
-* the grammar checker's speed and the shipped checkpoint's load time.
+* the grammar checker's speed and the shipped checkpoint's load time;
+* peers (issue 14): per model, greedy tok/s of MiniGPT eager, MiniGPT compiled (static cache +
+  `torch.compile`) and `transformers` GPT-2 `generate` on the same exported weights, interleaved
+  repeats; the eager step's overhead floor; batch-1 achieved bandwidth / the probe's, eager and compiled.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained, measure
 from minigpt.corpus import generate_sentences, is_grammatical
-from minigpt.costs.presets import SCALED
-from minigpt.measure import sweeps
+from minigpt.costs.presets import FAMILY, SCALED
+from minigpt.measure import overhead, sweeps
+from minigpt.runtime.compiled import StaticDecoder
 
 ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("cache", "bandwidth", "small", "peers")
 
 
 def decode_seconds(model: MiniGPT, P: int, D: int, use_cache: bool, repeats: int) -> float:
@@ -82,28 +89,126 @@ def small_timings() -> dict[str, float]:
     return {"checker_s_per_1000": checker.median_s, "checkpoint_load_s": load_s}
 
 
+def peer_models(device: torch.device) -> dict[str, MiniGPT]:
+    """The shipped MiniGPT, the scaled config and Chapter 8's larger family members (random weights)."""
+    models = {"MiniGPT (shipped)": load_pretrained(device=device).model,
+              "scaled L=8 d=512": sweeps.random_model(SCALED, device=device)}
+    for name, cfg in FAMILY.items():
+        if cfg.d > ModelConfig().d and cfg.d != SCALED.d:
+            models[name] = sweeps.random_model(cfg, device=device)
+    return models
+
+
+def _spread(times: list[float], D: int) -> dict[str, float]:
+    rates = sorted(D / t for t in times)
+    return {"tok_s": statistics.median(rates), "tok_s_min": rates[0], "tok_s_max": rates[-1]}
+
+
+def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torch.device) -> list[dict]:
+    """Greedy D-token generations (prefill included) per model: MiniGPT eager, compiled, transformers GPT-2."""
+    import transformers
+
+    from minigpt.interop.hf import export_gpt2
+
+    print(f"\npeers: greedy, P={P}, D={D}, tok/s = D / (prefill + D-1 steps); median [min-max] of {repeats} "
+          "interleaved repeats")
+    print(f"{'model':<18} {'eager':>16} {'compiled':>16} {'transformers':>16} {'eager/hf':>9} {'comp/eager':>11}"
+          f" {'compile s':>10} {'same':>5}")
+    rows = []
+    for name, model in models.items():
+        prompt = torch.randint(0, model.config.V, (1, P), generator=torch.Generator().manual_seed(0)).to(device)
+        with tempfile.TemporaryDirectory() as tmp:
+            hf = transformers.GPT2LMHeadModel.from_pretrained(export_gpt2(model, tmp), local_files_only=True)
+        hf = hf.to(device).eval()
+        decoder = StaticDecoder(model, 1, S_max=P + D - 1)
+        mask = torch.ones_like(prompt)
+        runs: dict[str, Callable[[], list[int]]] = {
+            "eager": lambda m=model, p=prompt: generate(m, p, D).tokens[0],
+            "compiled": lambda dec=decoder, p=prompt: dec.generate(p, D)[0].tolist(),
+            "transformers": lambda h=hf, p=prompt, a=mask: h.generate(
+                p, attention_mask=a, max_new_tokens=D, min_new_tokens=D, do_sample=False)[0, P:].tolist(),
+        }
+        with torch.no_grad():
+            tokens = {k: run() for k, run in runs.items()}  # warm-up; the compiled step compiles here
+            times: dict[str, list[float]] = {k: [] for k in runs}
+            for _ in range(repeats):
+                for k, run in runs.items():
+                    start = time.perf_counter()
+                    run()
+                    measure.sync(device)
+                    times[k].append(time.perf_counter() - start)
+        r = {k: _spread(v, D) for k, v in times.items()}
+        same = tokens["eager"] == tokens["compiled"] == tokens["transformers"]
+        row = {"model": name, "config": model.config.to_dict(), "P": P, "D": D, "repeats": repeats,
+               **{k: {**v, "times_s": times[k]} for k, v in r.items()},
+               "eager_over_transformers": r["eager"]["tok_s"] / r["transformers"]["tok_s"],
+               "compiled_over_eager": r["compiled"]["tok_s"] / r["eager"]["tok_s"],
+               "compile_s": decoder.compile_s, "tokens_agree": same,
+               "overhead_floor": overhead.overhead_floor(model, S=P, repeats=10).to_record()}
+        cells = " ".join(f"{r[k]['tok_s']:.0f} [{r[k]['tok_s_min']:.0f}-{r[k]['tok_s_max']:.0f}]".rjust(16)
+                         for k in runs)
+        print(f"{name:<18} {cells} {row['eager_over_transformers']:>8.2f}x {row['compiled_over_eager']:>10.2f}x"
+              f" {decoder.compile_s:>10.1f} {'yes' if same else 'NO':>5}", flush=True)
+        rows.append(row)
+    print(f"\n{'model':<18} {'ops/step':>9} {'t_op (us)':>10} {'floor (ms)':>11} {'eager step (ms)':>16} "
+          f"{'explained':>10}")
+    for row in rows:
+        f = row["overhead_floor"]
+        print(f"{row['model']:<18} {f['n_ops']:>9} {f['per_op_s'] * 1e6:>10.2f} {f['floor_s'] * 1e3:>11.3f} "
+              f"{f['measured_s'] * 1e3:>16.3f} {f['explained']:>9.0%}")
+    return rows
+
+
+def achieved_bandwidth(model: MiniGPT, name: str, bandwidth: float, S: int, repeats: int) -> dict:
+    """Batch-1 decode at S cached tokens: bytes per step / step time, over the probe's bandwidth, eager and compiled."""
+    kv = costs.of(model.config).kv_bytes_per_token(s=model.dtype.itemsize)
+    weights = measure.module_bytes(model)
+    eager_t = sweeps.time_decode_step(model, B=1, S=S, warmup=3, repeats=repeats).median_s
+    decoder = StaticDecoder(model, 1, S_max=S + 1)
+    compiled_t = overhead.time_static_step(decoder, S=S, repeats=repeats).median_s
+    eager_bytes = costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=S, B=1)
+    static_bytes = costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=S + 1, B=1)  # all rows
+    row = {"model": name, "config": model.config.to_dict(), "S": S, "probe_bytes_s": bandwidth}
+    print(f"\nbatch-1 decode bandwidth, {name} at S={S} (weights {weights / 2**20:.0f} MiB), "
+          f"probe {bandwidth / 1e9:.1f} GB/s (gpt-fast's anchor: 0.82 of peak on an A100)")
+    for k, t, nbytes in (("eager", eager_t, eager_bytes), ("compiled", compiled_t, static_bytes)):
+        row[k] = {"step_s": t, "bytes": nbytes, "bytes_s": nbytes / t, "of_probe": nbytes / t / bandwidth}
+        print(f"  {k:<9} step {t * 1e3:8.2f} ms  {nbytes / t / 1e9:6.2f} GB/s  {nbytes / t / bandwidth:6.0%} of probe")
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--P", type=int, default=16)
     parser.add_argument("--D", type=int, nargs="+", default=[16, 64, 256])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--peer-D", type=int, default=64, help="new tokens per generation in the peers table")
+    parser.add_argument("--peer-repeats", type=int, default=5)
     args = parser.parse_args()
     device = measure.default_device()
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # the CPU is shared: one thread per timed job
     torch.manual_seed(0)
     env = measure.environment(device, torch.float32)
     print(f"# make bench — {env}; P={args.P}; medians of {args.repeats}")
     models = {"MiniGPT (shipped)": load_pretrained(device=device).model,
               "scaled L=8 d=512": sweeps.random_model(SCALED, device=device)}
-    result = {
-        "script": "scripts/bench.py",
-        "environment": env,
-        "cache_speedup": cache_speedups(models, args.P, args.D, args.repeats),
-    }
+    result = {"script": "scripts/bench.py", "environment": env, "sections": args.sections}
+    if "cache" in args.sections:
+        result["cache_speedup"] = cache_speedups(models, args.P, args.D, args.repeats)
     bandwidth = measure.probe_bandwidth(device=device)
     result["bandwidth_probe"] = bandwidth
-    result["bandwidth_ceiling"] = bandwidth_ceiling(models["scaled L=8 d=512"], bandwidth)
-    result["small"] = small_timings()
+    if "bandwidth" in args.sections:
+        result["bandwidth_ceiling"] = bandwidth_ceiling(models["scaled L=8 d=512"], bandwidth)
+    if "small" in args.sections:
+        result["small"] = small_timings()
+    if "peers" in args.sections:
+        family = peer_models(device)
+        result["peers"] = peers(family, args.P, args.peer_D, args.peer_repeats, device)
+        largest = max(family, key=lambda k: measure.module_bytes(family[k]))  # all fit: 0.8 GB at most in fp32
+        result["peer_bandwidth"] = achieved_bandwidth(family[largest], largest, bandwidth, S=args.P, repeats=10)
     out = args.out or ROOT / "_build" / "bench" / f"bench_{device.type}.json"
     sweeps.write_json(out, result)
     print(f"\nwrote {out}")

@@ -7,6 +7,20 @@ import torch
 from minigpt.config import ModelConfig
 
 
+def check_cache_args(config: ModelConfig, B: int, S_max: int | None, dtype: torch.dtype) -> int:
+    """Validate a cache's B, S_max (None: the model's) and dtype; return S_max."""
+    if not isinstance(B, int) or isinstance(B, bool) or B <= 0:
+        raise ValueError(f"B must be a positive integer (sequences in the batch), got {B!r}")
+    S_max = config.S_max if S_max is None else S_max
+    if not isinstance(S_max, int) or isinstance(S_max, bool) or not 0 < S_max <= config.S_max:
+        raise ValueError(
+            f"S_max must be an integer in 1..{config.S_max} (the model's position table), got {S_max!r}"
+        )
+    if not torch.is_floating_point(torch.empty((), dtype=dtype)):
+        raise ValueError(f"dtype must be a floating-point dtype, got {dtype}")
+    return S_max
+
+
 class KVCache:
     """Keys and values of every token seen so far, preallocated as `[L, B, H_kv, S_max, d_h]`.
 
@@ -25,15 +39,7 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> None:
-        if not isinstance(B, int) or isinstance(B, bool) or B <= 0:
-            raise ValueError(f"B must be a positive integer (sequences in the batch), got {B!r}")
-        S_max = config.S_max if S_max is None else S_max
-        if not isinstance(S_max, int) or isinstance(S_max, bool) or not 0 < S_max <= config.S_max:
-            raise ValueError(
-                f"S_max must be an integer in 1..{config.S_max} (the model's position table), got {S_max!r}"
-            )
-        if not torch.is_floating_point(torch.empty((), dtype=dtype)):
-            raise ValueError(f"dtype must be a floating-point dtype, got {dtype}")
+        S_max = check_cache_args(config, B, S_max, dtype)
         self.config = config
         self.B = B
         self.S_max = S_max

@@ -133,14 +133,17 @@ class MiniGPT(nn.Module):
         return KVCache(self.config, B, S_max=S_max, dtype=self.dtype, device=self.device)
 
     def forward(
-        self, tokens: torch.Tensor, cache: KVCache | None = None, *, last_only: bool = False
+        self, tokens: torch.Tensor, cache: KVCache | None = None, *, last_only: bool = False,
+        check_inputs: bool = True,
     ) -> torch.Tensor:
         """Logits `[B, T, V]` for tokens `[B, T]` (`[B, 1, V]` when `last_only`); appends T tokens to `cache`.
 
         Without a cache the T tokens are the whole sequence (positions 0..T-1). With a cache holding
         S tokens they are positions S..S+T-1: T = P is a prefill, T = 1 a decode step.
+        `check_inputs=False` skips only the token-id range check, the one check that reads the device (a
+        host sync per call); shapes, dtypes, devices and the room left are still checked.
         """
-        S = self._check_inputs(tokens, cache)  # the room for T more tokens is checked here, once
+        S = self._check_inputs(tokens, cache, check_values=check_inputs)  # room for T more is checked here, once
         T = tokens.shape[1]
         positions = torch.arange(S, S + T, device=tokens.device)  # [T]
         if cache is not None and cache.visible(T) is not None:  # ragged: sequence b at S_b, S_b+1, ...
@@ -154,8 +157,12 @@ class MiniGPT(nn.Module):
             x = x[:, -1:]  # [B, 1, d]
         return self.ln_f(x) @ self.tok_emb.weight.T  # [B, T, V]: the LM head shares the embedding
 
-    def _check_inputs(self, tokens: torch.Tensor, cache: KVCache | None) -> int:
-        """Validate a forward's inputs before anything is written; return S, the tokens already cached."""
+    def _check_inputs(self, tokens: torch.Tensor, cache: KVCache | None, check_values: bool = True) -> int:
+        """Validate a forward's inputs before anything is written; return S, the tokens already cached.
+
+        `check_values` reads the ids' min and max from the device (a host sync): callers whose ids come
+        from the model's own argmax (a compiled decode loop) skip it after checking the prompt once.
+        """
         c = self.config
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
             got = f"{tokens.dtype} tensor of shape {tuple(tokens.shape)}" if isinstance(
@@ -166,10 +173,11 @@ class MiniGPT(nn.Module):
             raise ValueError(f"tokens must hold at least one token for one sequence, got shape [{B}, {T}]")
         if tokens.device != self.device:
             raise ValueError(f"tokens are on {tokens.device} but the model is on {self.device}")
-        low, high = int(tokens.min()), int(tokens.max())
-        if low < 0 or high >= c.V:
-            bad = low if low < 0 else high
-            raise ValueError(f"token id {bad} is out of range: ids must be in 0..{c.V - 1} (V={c.V})")
+        if check_values:
+            low, high = int(tokens.min()), int(tokens.max())
+            if low < 0 or high >= c.V:
+                bad = low if low < 0 else high
+                raise ValueError(f"token id {bad} is out of range: ids must be in 0..{c.V - 1} (V={c.V})")
         S = 0
         if cache is not None:
             if cache.config != c:

@@ -1,0 +1,112 @@
+"""MiniGPT ↔ Hugging Face GPT-2: the exported directory loads in transformers with no custom code and
+computes the same logits (1e-5, fp32), the same greedy continuation, and the same cached `generate`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from minigpt import ModelConfig, generate, load_pretrained
+from minigpt.interop.hf import export_gpt2, load_gpt2, load_gpt2_tokenizer
+from minigpt.measure import sweeps
+
+transformers = pytest.importorskip("transformers", reason="transformers is in requirements.txt (make install)")
+
+
+@pytest.fixture(scope="module")
+def shipped() -> tuple:
+    return load_pretrained()
+
+
+@pytest.fixture(scope="module")
+def exported(shipped, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_gpt2(shipped.model, tmp_path_factory.mktemp("gpt2"), shipped.tokenizer)
+
+
+@pytest.fixture(scope="module")
+def hf_model(exported: Path):
+    return transformers.GPT2LMHeadModel.from_pretrained(exported, local_files_only=True).eval()
+
+
+def test_directory_holds_standard_files(exported: Path) -> None:
+    assert sorted(p.name for p in exported.iterdir()) == [
+        "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    config = json.loads((exported / "config.json").read_text())
+    assert config["model_type"] == "gpt2" and config["activation_function"] == "gelu"
+    assert config["n_positions"] == 128 and config["layer_norm_epsilon"] == 1e-5
+
+
+def test_logits_equal(shipped, hf_model) -> None:
+    ids = torch.tensor([shipped.tokenizer.encode("Yesterday I worked and he played ."), list(range(1, 8))])
+    with torch.no_grad():
+        ours = shipped.model(ids)
+        theirs = hf_model(ids).logits
+    torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=0)
+
+
+def test_greedy_continuation_and_cached_generate_equal(shipped, hf_model) -> None:
+    ids = torch.tensor([shipped.tokenizer.encode("Yesterday I worked")])
+    D = 20
+    ours = generate(shipped.model, ids, D).tokens[0]
+    with torch.no_grad():  # transformers' own KV cache, greedy
+        theirs = hf_model.generate(ids, max_new_tokens=D, do_sample=False, use_cache=True,
+                                   attention_mask=torch.ones_like(ids))[0, ids.shape[1]:].tolist()
+        seq = ids  # and greedy without a cache, argmax of the full forward each step
+        for _ in range(D):
+            seq = torch.cat([seq, hf_model(seq).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert theirs == ours == seq[0, ids.shape[1]:].tolist()
+
+
+def test_tokenizer_round_trips(shipped, exported: Path) -> None:
+    fast = transformers.AutoTokenizer.from_pretrained(exported, local_files_only=True)
+    text = "Yesterday I worked and he played ."
+    assert fast(text)["input_ids"] == shipped.tokenizer.encode(text)
+    assert fast.decode(shipped.tokenizer.encode(text)) == text
+    assert fast.pad_token_id == 0
+    assert load_gpt2_tokenizer(exported).vocab == shipped.tokenizer.vocab
+
+
+def test_import_back_is_the_same_model(shipped, exported: Path) -> None:
+    back = load_gpt2(exported)
+    assert back.config == shipped.config
+    for (name, a), (_, b) in zip(shipped.model.state_dict().items(), back.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_a_transformers_written_gpt2_imports(tmp_path: Path) -> None:
+    cfg = ModelConfig(L=2, H=2, H_kv=2, d_h=8, d_ffn=40, V=30, S_max=24)
+    model = sweeps.random_model(cfg, seed=5)
+    hf = transformers.GPT2LMHeadModel.from_pretrained(export_gpt2(model, tmp_path / "a"), local_files_only=True)
+    hf.save_pretrained(tmp_path / "b")  # transformers' own writing of it
+    back = load_gpt2(tmp_path / "b")
+    ids = torch.randint(0, 30, (2, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(back(ids), model(ids), atol=1e-5, rtol=0)
+
+
+def test_what_gpt2_cannot_hold_is_a_clear_error(tmp_path: Path) -> None:
+    gqa = sweeps.random_model(ModelConfig(L=1, H=4, H_kv=2, d_h=8, d_ffn=32, V=20, S_max=16))
+    with pytest.raises(ValueError, match=r"H_kv must equal H to export, got H=4, H_kv=2 \(GQA"):
+        export_gpt2(gqa, tmp_path / "gqa")
+    assert not (tmp_path / "gqa").exists()
+    model = sweeps.random_model(ModelConfig(L=1, H=2, H_kv=2, d_h=8, d_ffn=32, V=20, S_max=16))
+    out = export_gpt2(model, tmp_path / "ok")
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, "activation_function": "gelu_new"}))
+    with pytest.raises(ValueError, match=r"activation_function must be 'gelu' for MiniGPT.*tanh"):
+        load_gpt2(out)
+    (out / "config.json").write_text(json.dumps({**config, "layer_norm_epsilon": 1e-6}))
+    with pytest.raises(ValueError, match=r"layer_norm_epsilon must be 1e-05"):
+        load_gpt2(out)
+    with pytest.raises(FileNotFoundError, match=r"config.json does not exist"):
+        load_gpt2(tmp_path / "nothing")
+
+
+def test_import_minigpt_stays_light() -> None:
+    code = "import sys, minigpt, minigpt.interop.hf; sys.exit('transformers' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
