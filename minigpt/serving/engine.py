@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,8 +58,11 @@ class Engine:
     """Serves requests on one paged KV pool with one executor (see the module docstring)."""
 
     def __init__(self, executor: Executor, pool: PagedKVCache, config: EngineConfig | None = None, *,
-                 echo: bool = False) -> None:
+                 echo: bool = False, clock: Callable[[], float] = time.perf_counter) -> None:
+        """`clock` times a step when the executor predicts nothing: `time.perf_counter` (wall), or
+        `time.thread_time` (this thread's CPU time: on a shared CPU with torch.set_num_threads(1))."""
         self.config = config = config or EngineConfig()
+        self.clock = clock
         self.executor, self.pool = executor, pool
         self.prefix_cache = PrefixCache(pool) if config.prefix_caching else None
         self.scheduler = Scheduler(pool, policy=config.policy, max_batch=config.max_batch,
@@ -73,11 +76,12 @@ class Engine:
 
     @classmethod
     def for_model(cls, model: MiniGPT, *, num_blocks: int, block_size: int = 16,
-                  config: EngineConfig | None = None, echo: bool = False) -> Engine:
+                  config: EngineConfig | None = None, echo: bool = False,
+                  clock: Callable[[], float] = time.perf_counter) -> Engine:
         """An engine running `model` on a new paged pool of `num_blocks` blocks of `block_size` tokens."""
         pool = PagedKVCache(model.config, num_blocks=num_blocks, block_size=block_size, dtype=model.dtype,
                             device=model.device)
-        return cls(ModelExecutor(model, pool), pool, config, echo=echo)
+        return cls(ModelExecutor(model, pool), pool, config, echo=echo, clock=clock)
 
     @classmethod
     def replay(cls, model: ModelPreset, hardware: HardwarePreset, *, num_blocks: int | None = None,
@@ -170,7 +174,7 @@ class Engine:
     def step(self) -> list[Chunk]:
         """Handle due events, run one step, advance the clock; returns the step's chunks (empty when idle)."""
         self._events()
-        start = time.perf_counter()
+        start = self.clock()
         chunks = self.scheduler.schedule()
         if not chunks:
             if self.scheduler.waiting and not self.scheduler.running:
@@ -186,7 +190,7 @@ class Engine:
         for c in chunks:
             c.tracked.computed += c.T
         self.scheduler.after_step(chunks)
-        self.now += predicted if predicted is not None else time.perf_counter() - start
+        self.now += predicted if predicted is not None else self.clock() - start
         generated = 0
         for c in chunks:
             t = c.tracked
