@@ -114,6 +114,26 @@ class PagedKVCache:
         self._lengths[child] = self._lengths[seq]
         return child
 
+    def add_sequence_from(self, blocks: list[int], S: int) -> int:
+        """A new sequence whose first S tokens are the used `blocks`, shared (a prefix-cache hit)."""
+        b = self.block_size
+        if isinstance(S, bool) or not isinstance(S, int) or S < 0:
+            raise ValueError(f"S must be a non-negative integer, got {S!r}")
+        if len(blocks) != -(-S // b):
+            raise ValueError(
+                f"{S} tokens fill {-(-S // b)} blocks of {b}, but {len(blocks)} blocks were given"
+            )
+        for block in blocks:
+            if not isinstance(block, int) or not 0 <= block < self.allocator.num_blocks:
+                raise ValueError(f"block ids must be integers in 0..{self.allocator.num_blocks - 1}, got {block!r}")
+            if self.allocator.refcount(block) < 1:
+                raise ValueError(f"block {block} is free; a sequence can only start from used blocks")
+        seq = self.add_sequence()
+        for block in blocks:
+            self.allocator.incref(block)
+        self._tables[seq], self._lengths[seq] = list(blocks), S
+        return seq
+
     def free_sequence(self, seq: int) -> None:
         """Forget `seq` and release its blocks (shared ones stay with their other owners)."""
         self._check_seq(seq)
