@@ -139,3 +139,14 @@ def test_static_forward_is_the_reference_for_prefill() -> None:
         got = static_forward(model, prompt, cache, torch.arange(7))
         want = model(prompt)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_truncate_rewinds_the_static_cache() -> None:
+    model = sweeps.random_model(SMALL)
+    decoder = StaticDecoder(model, 1, compile=False)
+    decoder.prefill(torch.tensor([[1, 2, 3]]))
+    first = decoder.decode_step(torch.tensor([4]))
+    decoder.cache.truncate(3)
+    torch.testing.assert_close(decoder.decode_step(torch.tensor([4])), first, atol=0, rtol=0)
+    with pytest.raises(ValueError, match=r"S must be an integer in 0..4 \(the tokens held\), got 5"):
+        decoder.cache.truncate(5)
