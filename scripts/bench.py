@@ -177,6 +177,27 @@ def achieved_bandwidth(model: MiniGPT, name: str, bandwidth: float, S: int, repe
     return row
 
 
+#: Issue 14's targets, reported (never asserted): name -> target.
+TARGETS = {
+    "eager >= 2x transformers (MiniGPT)": 2.0,
+    "compiled >= 5x eager (MiniGPT)": 5.0,
+    "compiled batch-1 bandwidth >= 0.75 of probe (largest)": 0.75,
+}
+
+
+def targets(peer_rows: list[dict], bandwidth_row: dict) -> dict[str, dict]:
+    """Each target with its measured value and measured / target (>= 1: met)."""
+    mini = peer_rows[0]
+    values = [mini["eager_over_transformers"], mini["compiled_over_eager"], bandwidth_row["compiled"]["of_probe"]]
+    out = {}
+    print("\ntargets (reported, not asserted):")
+    for (name, target), value in zip(TARGETS.items(), values, strict=True):
+        out[name] = {"target": target, "measured": value, "of_target": value / target, "met": value >= target}
+        print(f"  {name:<55} measured {value:6.2f}  target {target:5.2f}  {'met' if value >= target else 'MISSED'}"
+              f" ({value / target:.0%} of target)")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--P", type=int, default=16)
@@ -209,6 +230,7 @@ def main() -> None:
         result["peers"] = peers(family, args.P, args.peer_D, args.peer_repeats, device)
         largest = max(family, key=lambda k: measure.module_bytes(family[k]))  # all fit: 0.8 GB at most in fp32
         result["peer_bandwidth"] = achieved_bandwidth(family[largest], largest, bandwidth, S=args.P, repeats=10)
+        result["targets"] = targets(result["peers"], result["peer_bandwidth"])
     out = args.out or ROOT / "_build" / "bench" / f"bench_{device.type}.json"
     sweeps.write_json(out, result)
     print(f"\nwrote {out}")

@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minigpt import ModelConfig, generate
 from minigpt.measure import sweeps
@@ -139,3 +141,31 @@ def test_static_forward_is_the_reference_for_prefill() -> None:
         got = static_forward(model, prompt, cache, torch.arange(7))
         want = model(prompt)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_truncate_rewinds_the_static_cache() -> None:
+    model = sweeps.random_model(SMALL)
+    decoder = StaticDecoder(model, 1, compile=False)
+    decoder.prefill(torch.tensor([[1, 2, 3]]))
+    first = decoder.decode_step(torch.tensor([4]))
+    decoder.cache.truncate(3)
+    torch.testing.assert_close(decoder.decode_step(torch.tensor([4])), first, atol=0, rtol=0)
+    with pytest.raises(ValueError, match=r"S must be an integer in 0..4 \(the tokens held\), got 5"):
+        decoder.cache.truncate(5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(L=st.integers(1, 2), H_kv=st.sampled_from([1, 2, 4]), d_h=st.sampled_from([4, 8]), B=st.integers(1, 3),
+       P=st.integers(1, 6), D=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_static_path_equals_the_model_over_random_shapes(L: int, H_kv: int, d_h: int, B: int, P: int, D: int,
+                                                         seed: int) -> None:
+    cfg = ModelConfig(L=L, H=4, H_kv=H_kv, d_h=d_h, d_ffn=16, V=17, S_max=16)
+    model = sweeps.random_model(cfg, seed=seed)
+    prompt, tokens = _prompt(B, P, cfg.V, seed), _prompt(B, D, cfg.V, seed + 1)
+    decoder, cache = StaticDecoder(model, B, S_max=P + D, compile=False), model.new_cache(B, S_max=P + D)
+    with torch.no_grad():
+        want = [model(prompt, cache, last_only=True)[:, -1]] + [model(tokens[:, i : i + 1], cache)[:, -1]
+                                                              for i in range(D)]
+    got = [decoder.prefill(prompt)] + [decoder.decode_step(tokens[:, i]) for i in range(D)]  # the same ids fed to both
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
