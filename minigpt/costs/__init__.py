@@ -19,6 +19,15 @@ Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `rooflin
 `presets` (published models and chips).
 """
 
+from minigpt.costs.attention_kernels import (
+    flash_attention_hbm_bytes,
+    flash_decoding_speedup,
+    flash_decoding_work_items,
+    speculative_speedup,
+    speculative_tokens_per_pass,
+    standard_attention_hbm_bytes,
+    tiled_attention_flops,
+)
 from minigpt.costs.batching import batching_gain, decode_step_time, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
     cache_saving_factor,
@@ -105,6 +114,9 @@ FORMULAS = (
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
     "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    # Part III: attention kernels (tiling, split-S decode) and speculative decoding
+    "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
+    "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]
