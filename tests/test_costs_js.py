@@ -248,7 +248,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                   ("flash_decoding_speedup", dict(B=B, H_kv=H_kv, S=S, splits=splits, n_sm=sms), None)]
     for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
-                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None)]
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
     return calls
 
 

@@ -85,8 +85,9 @@ def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:
     return (1 - _fraction("alpha", alpha) ** (g + 1)) / (1 - alpha)
 
 
-def speculative_speedup(*, alpha: float, gamma: int, cost_ratio: float) -> float:
+def speculative_speedup(*, alpha: float, gamma: int, cost_ratio: float, verify_ratio: float = 1.0) -> float:
     """Wall-clock speedup of speculative decoding (Leviathan et al. 2023, Theorem 3.8): tokens per pass over
-    the cost of one round, γ·c + 1 target-step times, c = cost_ratio (a draft step over a target step)."""
-    c = _positive("cost_ratio", cost_ratio)
-    return speculative_tokens_per_pass(alpha=alpha, gamma=gamma) / (gamma * c + 1)
+    the cost of one round, γ·c + v target-step times, c = cost_ratio (a draft step over a target step) and
+    v = verify_ratio (the verify pass over γ+1 tokens over one decode step; the paper's 1)."""
+    c, v = _positive("cost_ratio", cost_ratio), _positive("verify_ratio", verify_ratio)
+    return speculative_tokens_per_pass(alpha=alpha, gamma=gamma) / (gamma * c + v)

@@ -467,8 +467,10 @@
     }
     return alpha === 1 ? g + 1 : (1 - Math.pow(alpha, g + 1)) / (1 - alpha);
   };
-  C.speculative_speedup = (a) =>
-    C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + 1);
+  C.speculative_speedup = function (a) {
+    const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
+    return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
+  };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {

@@ -25,18 +25,20 @@ def flash_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, splits: i
     g = H // H_kv
     c = -(-S // splits)  # keys per chunk
     pad = splits * c - S
-    k = F.pad(k, (0, 0, 0, pad)).view(B, H_kv, 1, splits, c, d_h).transpose(2, 3)  # [B, H_kv, splits, 1, c, d_h]
-    v = F.pad(v, (0, 0, 0, pad)).view(B, H_kv, 1, splits, c, d_h).transpose(2, 3)
-    q = q.reshape(B, H_kv, 1, g, 1, d_h)  # [B, H_kv, 1, g, 1, d_h]: the same query for every chunk
-    s = (q @ k.transpose(-2, -1)) / math.sqrt(d_h)  # [B, H_kv, splits, g, 1, c]
-    padding = (torch.arange(splits * c, device=q.device) >= S).view(splits, 1, 1, c)
-    s = s.masked_fill(padding, float("-inf"))
+    if pad:  # splits ∤ S: pad the last chunk (a copy; none when splits divides S)
+        k, v = F.pad(k, (0, 0, 0, pad)), F.pad(v, (0, 0, 0, pad))
+    k = k.reshape(B, H_kv, splits, c, d_h)  # [B, H_kv, splits, c, d_h]: a view of the cache
+    v = v.reshape(B, H_kv, splits, c, d_h)
+    q = q.reshape(B, H_kv, 1, g, d_h)  # the g query heads of a K/V head as rows, the same for every chunk
+    s = (q @ k.transpose(-2, -1)) / math.sqrt(d_h)  # [B, H_kv, splits, g, c]
+    if pad:
+        s = s.masked_fill((torch.arange(splits * c, device=q.device) >= S).view(splits, 1, c), float("-inf"))
     # each chunk: its own maximum, sum and normalised partial output (an empty chunk: lse = -inf, o = 0)
-    m = s.amax(dim=-1, keepdim=True)  # [B, H_kv, splits, g, 1, 1]
+    m = s.amax(dim=-1, keepdim=True)  # [B, H_kv, splits, g, 1]
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     p = torch.exp(s - m)
     l = p.sum(dim=-1, keepdim=True)  # noqa: E741
-    o = (p @ v) / l.clamp_min(torch.finfo(l.dtype).tiny)  # [B, H_kv, splits, g, 1, d_h]
+    o = (p @ v) / l.clamp_min(torch.finfo(l.dtype).tiny)  # [B, H_kv, splits, g, d_h]
     lse = m + torch.log(l)  # log Σ exp(score) over the chunk
     # the combine: weight each chunk's output by exp(lse_c − logsumexp over chunks)
     w = torch.exp(lse - torch.logsumexp(lse, dim=2, keepdim=True))
