@@ -15,8 +15,8 @@ attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0``
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
 Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
-`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` (Part III), `format` (the prose),
-`presets` (published models and chips).
+`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` and `attention_kernels` (Part III), `format`
+(the prose), `presets` (published models and chips).
 """
 
 from minigpt.costs.attention_kernels import (
