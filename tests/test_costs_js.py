@@ -254,6 +254,20 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     for S, b in [(0, 1), (1, 16), (16, 16), (17, 16), (1000, 7), (10**6, 256)]:
         calls += [("paged_blocks", dict(S=S, block_size=b), None),
                   ("paged_slack_tokens", dict(S=S, block_size=b), None)]
+    for T, S, bq, bk in [(1, 0, 16, 16), (64, 0, 16, 16), (50, 13, 16, 8), (7, 100, 4, 32), (128, 0, 128, 1)]:
+        calls += [("tiled_attention_flops", dict(T=T, S=S, d_h=16, H=4, B=3, block_q=bq, block_k=bk), None),
+                  ("tiled_attention_flops", dict(T=T, S=S, d_h=64, block_q=bq, block_k=bk, causal=False), None)]
+    for P, d_h, s, sram in [(1, 16, 4, 256), (128, 16, 4, 4096), (4096, 128, 2, 192 * 1024), (10**5, 64, 2, 100_000)]:
+        calls += [("standard_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, H=8, B=2), None),
+                  ("flash_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, sram_bytes=sram, H=8, B=2), None)]
+    for B, H_kv, S, splits, sms in [(1, 8, 8192, 16, 132), (1, 8, 8192, 17, 132), (64, 8, 100, 4, 132),
+                                    (1, 1, 5, 9, 2)]:
+        calls += [("flash_decoding_work_items", dict(B=B, H_kv=H_kv, splits=splits), None),
+                  ("flash_decoding_speedup", dict(B=B, H_kv=H_kv, S=S, splits=splits, n_sm=sms), None)]
+    for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:
+        calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
     return calls
 
 

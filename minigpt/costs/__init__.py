@@ -15,10 +15,19 @@ attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0``
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
 Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
-`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` (Part III), `format` (the prose),
-`presets` (published models and chips).
+`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` and `attention_kernels` (Part III), `format`
+(the prose), `presets` (published models and chips).
 """
 
+from minigpt.costs.attention_kernels import (
+    flash_attention_hbm_bytes,
+    flash_decoding_speedup,
+    flash_decoding_work_items,
+    speculative_speedup,
+    speculative_tokens_per_pass,
+    standard_attention_hbm_bytes,
+    tiled_attention_flops,
+)
 from minigpt.costs.batching import batching_gain, decode_step_time, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
     cache_saving_factor,
@@ -117,6 +126,9 @@ FORMULAS = (
     "prefill_flops_by_term", "moe_decode_params",
     # Chapter 7: the critical batch with the KV term
     "critical_batch",
+    # Part III: attention kernels (tiling, split-S decode) and speculative decoding
+    "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
+    "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

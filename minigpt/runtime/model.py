@@ -45,6 +45,8 @@ class CausalSelfAttention(nn.Module):
     Written with explicit matmuls, so `FlopCounterMode` sees every multiply-add of Eq. (1.1).
     """
 
+    kernel = staticmethod(attention)  # the plain path; `minigpt.runtime.attention.use_attention` swaps it per model
+
     def __init__(self, config: ModelConfig, layer: int) -> None:
         super().__init__()
         self.config = config
@@ -66,7 +68,7 @@ class CausalSelfAttention(nn.Module):
             visible = cache.visible(T)  # [B, T, K] for a ragged cache (each sequence its own length)
         if visible is None:
             visible = causal_visible(S, T, x.device)
-        a = attention(q, k, v, visible)  # [B, H, T, d_h]
+        a = self.kernel(q, k, v, visible)  # [B, H, T, d_h]
         a = a.transpose(1, 2).reshape(B, T, c.d)  # [B, T, d]
         return self.out(a)
 

@@ -484,6 +484,57 @@
       lm_head: N(lm_head_big(Object.assign({}, a, { T: 1 }))),
     };
   };
+  // ---- Part III: attention kernels and speculative decoding (minigpt/costs/attention_kernels.py) ----
+  const ceilDiv = (a, b) => (a + b - 1n) / b;
+  C.tiled_attention_flops = function (a) {
+    const T = int(a, "T", 1), S = int(a, "S", 0, 0), d_h = int(a, "d_h", 1), H = int(a, "H", 1, 1);
+    const B = int(a, "B", 1, 1), bq = int(a, "block_q", 1, 16), bk = int(a, "block_k", 1, 16);
+    const causal = a.causal === undefined || a.causal === null ? true : a.causal;
+    if (typeof causal !== "boolean") throw new RangeError("causal must be true or false, got " + causal);
+    const keys = S + T;
+    let total = 0n;
+    for (let i0 = 0n; i0 < T; i0 += bq) {
+      const i1 = i0 + bq < T ? i0 + bq : T;
+      let seen = keys;
+      if (causal) {
+        const whole = ceilDiv(S + i1, bk) * bk;
+        seen = whole < keys ? whole : keys;
+      }
+      total += (i1 - i0) * seen;
+    }
+    return N(4n * B * H * d_h * total);
+  };
+  C.standard_attention_hbm_bytes = function (a) {
+    const P = int(a, "P", 1), d_h = int(a, "d_h", 1);
+    return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * (4n * P * d_h + 4n * P * P) * int(a, "s", 1));
+  };
+  C.flash_attention_hbm_bytes = function (a) {
+    const n = int(a, "P", 1), d = int(a, "d_h", 1), s = int(a, "s", 1);
+    const M = int(a, "sram_bytes", 1) / s;
+    if (M < 4n * d) throw new RangeError("sram_bytes must hold at least 4·d_h values, got " + a.sram_bytes);
+    const Tc = ceilDiv(n, ceilDiv(M, 4n * d));
+    const elements = n * d + 2n * n + 2n * n * d + Tc * (3n * n * d + 4n * n);
+    return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * elements * s);
+  };
+  C.flash_decoding_work_items = (a) => N(int(a, "B", 1) * int(a, "H_kv", 1) * int(a, "splits", 1, 1));
+  C.flash_decoding_speedup = function (a) {
+    const S = int(a, "S", 1), sms = int(a, "n_sm", 1, 132), asked = int(a, "splits", 1);
+    const splits = asked < S ? asked : S;
+    const one = int(a, "B", 1) * int(a, "H_kv", 1);
+    return N(ceilDiv(one, sms) * S) / N(ceilDiv(one * splits, sms) * ceilDiv(S, splits));
+  };
+  C.speculative_tokens_per_pass = function (a) {
+    const g = N(int(a, "gamma", 0)), alpha = a.alpha;
+    if (typeof alpha !== "number" || !(alpha >= 0 && alpha <= 1)) {
+      throw new RangeError("alpha must be a number in [0, 1] (the acceptance rate), got " + alpha);
+    }
+    return alpha === 1 ? g + 1 : (1 - Math.pow(alpha, g + 1)) / (1 - alpha);
+  };
+  C.speculative_speedup = function (a) {
+    const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
+    return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
+  };
+
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
