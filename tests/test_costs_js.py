@@ -236,6 +236,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     for S, b in [(0, 1), (1, 16), (16, 16), (17, 16), (1000, 7), (10**6, 256)]:
         calls += [("paged_blocks", dict(S=S, block_size=b), None),
                   ("paged_slack_tokens", dict(S=S, block_size=b), None)]
+    calls += [("paged_fork_saved_blocks", dict(P=P, n=n, block_size=b), None)
+              for P, n, b in [(1, 1, 16), (100, 8, 16), (15, 4, 16), (4096, 64, 256), (10**6, 3, 7)]]
     return calls
 
 
@@ -326,6 +328,8 @@ def test_js_rejects_bad_inputs_like_python():
         ("decode_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12,
                                   overlap="yes"), None),
         ("chars_per_second", dict(tok_s=-1, chars_per_token=4), None),
+        ("paged_fork_saved_blocks", dict(P=10, n=0, block_size=16), None),
+        ("paged_fork_saved_blocks", dict(P=10, n=2, block_size=0), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

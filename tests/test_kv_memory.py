@@ -52,10 +52,10 @@ def test_n_samples_sharing_a_prompt_save_its_full_blocks():
     alone = km.shared_prompt_bytes(model, prompt, n=n, D=D, block_size=b, share=False)
     shared = km.shared_prompt_bytes(model, prompt, n=n, D=D, block_size=b, share=True)
     assert alone == n * costs.paged_blocks(S=21 + D, block_size=b) * per_block
-    saved = km.fork_saved_blocks(P=21, n=n, block_size=b)
+    saved = costs.paged_fork_saved_blocks(P=21, n=n, block_size=b)
     assert alone - shared == (n - 1) * (21 // b) * per_block == saved * per_block
     with pytest.raises(ValueError, match="n must be"):
-        km.fork_saved_blocks(P=21, n=0, block_size=b)
+        costs.paged_fork_saved_blocks(P=21, n=0, block_size=b)
 
 
 def test_concurrent_sequences_with_the_real_caches():

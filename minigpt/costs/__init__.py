@@ -49,7 +49,7 @@ from minigpt.costs.format import (
     fmt_percent,
     fmt_sig,
 )
-from minigpt.costs.kv_storage import paged_blocks, paged_slack_tokens, quantized_kv_bytes
+from minigpt.costs.kv_storage import paged_blocks, paged_fork_saved_blocks, paged_slack_tokens, quantized_kv_bytes
 from minigpt.costs.memory import (
     MemoryFit,
     fits_in_memory,
@@ -105,6 +105,7 @@ FORMULAS = (
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
     "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

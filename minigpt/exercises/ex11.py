@@ -70,7 +70,7 @@ EXERCISE = Exercise(
         ),
         Question(
             "q4", "fork_saved_blocks", "fork_saved_blocks(P, n, block_size) -> int", _saved_cases,
-            lambda P, n, block_size: kv_memory.fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
+            lambda P, n, block_size: costs.paged_fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
             "Eq. (11.3): n forks share the ⌊P / b⌋ full blocks of the prompt; each of the n − 1 extra samples "
             "saves them (the partly filled last block is copied on its first write).",
         ),

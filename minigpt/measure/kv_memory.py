@@ -156,14 +156,3 @@ def concurrent_sequences(config: ModelConfig, *, budget_bytes: int, lengths: lis
     return Capacity(policy="paged" if paged else "slots", sequences=admitted, tokens=tokens,
                     bytes_reserved=cache.bytes_reserved, budget_bytes=budget_bytes)
 
-
-def fork_saved_blocks(*, P: int, n: int, block_size: int) -> int:
-    """Blocks that n forked samples of a P-token prompt save over n copies: (n − 1)·⌊P / b⌋ (Eq. 11.3).
-
-    The full blocks of the prompt stay shared; its partly filled last block is copied on the first
-    divergent write, so it is saved only while no sample has written.
-    """
-    for name, value in (("P", P), ("n", n), ("block_size", block_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return (n - 1) * (P // block_size)

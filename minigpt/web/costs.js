@@ -420,6 +420,9 @@
     return N(squares) / N(6n * d * tokens + squares);
   };
   C.no_cache_crossover_D = (a) => N(9n * int(a, "d", 1));
+  // ---- Chapter 11: blocks saved by n samples sharing one prompt (Eq. 11.3) ----
+  C.paged_fork_saved_blocks = (a) =>
+    N((int(a, "n", 1) - 1n) * (int(a, "P", 1) / int(a, "block_size", 1)));
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
