@@ -268,6 +268,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
+    calls += [("paged_fork_saved_blocks", dict(P=P, n=n, block_size=b), None)
+              for P, n, b in [(1, 1, 16), (100, 8, 16), (15, 4, 16), (4096, 64, 256), (10**6, 3, 7)]]
     return calls
 
 
@@ -360,6 +362,8 @@ def test_js_rejects_bad_inputs_like_python():
         ("decode_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12,
                                   overlap="yes"), None),
         ("chars_per_second", dict(tok_s=-1, chars_per_token=4), None),
+        ("paged_fork_saved_blocks", dict(P=10, n=0, block_size=16), None),
+        ("paged_fork_saved_blocks", dict(P=10, n=2, block_size=0), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

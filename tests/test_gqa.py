@@ -3,32 +3,14 @@ repeated, and mean-pooling a checkpoint's K/V heads (GQA uptraining's starting p
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minigpt import MiniGPT, ModelConfig, costs, prefill
-from minigpt.runtime.gqa import mean_pool_kv_heads
+from minigpt.runtime.gqa import mean_pool_kv_heads, repeat_kv_heads
 from minigpt.runtime.model import attention, causal_visible
-
-
-def repeated_as_mha(model: MiniGPT) -> MiniGPT:
-    """The MHA model (H_kv = H) whose K/V head h is the GQA model's head h // g, for every query head h."""
-    c = model.config
-    mha = MiniGPT(replace(c, H_kv=c.H))
-    state = model.state_dict()
-    for layer in range(c.L):
-        for part in ("weight", "bias"):
-            key = f"blocks.{layer}.attn.qkv.{part}"
-            q, k, v = state[key].split([c.H * c.d_h, c.H_kv * c.d_h, c.H_kv * c.d_h], dim=0)
-            k = k.unflatten(0, (c.H_kv, c.d_h)).repeat_interleave(c.group_size, dim=0).flatten(0, 1)
-            v = v.unflatten(0, (c.H_kv, c.d_h)).repeat_interleave(c.group_size, dim=0).flatten(0, 1)
-            state[key] = torch.cat([q, k, v], dim=0)
-    mha.load_state_dict(state)
-    return mha.eval()
 
 
 @settings(max_examples=20, deadline=None)
@@ -41,7 +23,7 @@ def test_grouped_attention_equals_mha_with_repeated_kv_heads(H_kv, g, d_h, B, P,
     torch.manual_seed(seed)
     config = ModelConfig(L=2, H=H_kv * g, H_kv=H_kv, d_h=d_h, d_ffn=32, V=20, S_max=16)
     gqa = MiniGPT(config).eval()
-    mha = repeated_as_mha(gqa)
+    mha = repeat_kv_heads(gqa)
     tokens = torch.randint(0, 20, (B, P), generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         a, b = gqa(tokens), mha(tokens)

@@ -140,3 +140,25 @@ def test_slot_cache_equals_kv_cache_for_a_uniform_batch():
     token = torch.tensor([7, 8])
     assert torch.equal(decode_step(MODEL, token, slots.batch(seqs)), decode_step(MODEL, token, cache))
     assert torch.equal(slots.k[:, :, :, :4], cache.k[:, :, :, :4])
+
+
+def test_every_owner_of_a_shared_block_writing_at_once_needs_one_copy_fewer():
+    """Two forks whose parent is gone share a partly filled block (refcount 2): the first writer copies it, the
+    second finds it unshared and writes in place, so the batch needs 1 block, and 1 free block is enough."""
+    paged = PagedKVCache(CONFIG, num_blocks=3, block_size=4)
+    parent = paged.add_sequence()
+    prefill(MODEL, torch.tensor([[1, 2, 3, 4, 5, 6]]), paged.batch([parent]))  # blocks: full + partial
+    children = [paged.fork(parent) for _ in range(2)]
+    paged.free_sequence(parent)
+    assert paged.allocator.num_free == 1
+    slots = SlotKVCache(CONFIG, slots=2)
+    s_ids = [slots.add_sequence() for _ in range(2)]
+    with torch.no_grad():
+        MODEL(torch.tensor([[1, 2, 3, 4, 5, 6]] * 2), slots.batch(s_ids))
+    a = decode_step(MODEL, torch.tensor([7, 8]), paged.batch(children))  # fits: one copy, one in-place write
+    b = decode_step(MODEL, torch.tensor([7, 8]), slots.batch(s_ids))
+    assert paged.allocator.num_free == 0
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)  # the children diverge as separate sequences do
+    decode_step(MODEL, torch.tensor([1, 1]), paged.batch(children))  # row 3 of the blocks they own: no block
+    with pytest.raises(OutOfBlocks, match="need 2 free KV blocks but only 0"):
+        decode_step(MODEL, torch.tensor([1, 1]), paged.batch(children))

@@ -59,7 +59,7 @@ from minigpt.costs.format import (
     fmt_percent,
     fmt_sig,
 )
-from minigpt.costs.kv_storage import paged_blocks, paged_slack_tokens, quantized_kv_bytes
+from minigpt.costs.kv_storage import paged_blocks, paged_fork_saved_blocks, paged_slack_tokens, quantized_kv_bytes
 from minigpt.costs.memory import (
     MemoryFit,
     fits_in_memory,
@@ -129,6 +129,7 @@ FORMULAS = (
     # Part III: attention kernels (tiling, split-S decode) and speculative decoding
     "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
     "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
+    "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

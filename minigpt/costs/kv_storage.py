@@ -2,7 +2,8 @@
 
 `quantized_kv_bytes` is Eq. (2.2) with s replaced by the bits of a code plus the fp16 scales (int8
 with one scale per d_h-vector is `int8_kv_bytes`); `paged_blocks` and `paged_slack_tokens` are
-what a paged cache (PagedAttention) reserves for a sequence of S tokens in blocks of b tokens.
+what a paged cache (PagedAttention) reserves for a sequence of S tokens in blocks of b tokens, and
+`paged_fork_saved_blocks` what n samples sharing one prompt save.
 """
 
 from __future__ import annotations
@@ -39,3 +40,11 @@ def paged_blocks(*, S: int, block_size: int) -> int:
 def paged_slack_tokens(*, S: int, block_size: int) -> int:
     """Internal fragmentation of a paged sequence: ⌈S / b⌉·b − S token slots reserved but empty (≤ b − 1)."""
     return paged_blocks(S=S, block_size=block_size) * block_size - S
+
+
+def paged_fork_saved_blocks(*, P: int, n: int, block_size: int) -> int:
+    """Blocks n forked samples of a P-token prompt save over n copies, Eq. (11.3): (n − 1)·⌊P / b⌋.
+
+    The prompt's full blocks stay shared; its partly filled last block is copied on each sample's first write.
+    """
+    return (_int("n", n, 1) - 1) * (_int("P", P, 1) // _int("block_size", block_size, 1))

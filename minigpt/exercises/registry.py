@@ -1,11 +1,12 @@
-"""The exercises by id ("ex01" ... "ex08") and question lookup ("ex01.q1")."""
+"""The exercises by id ("ex01" ... "ex11") and question lookup ("ex01.q1")."""
 
 from __future__ import annotations
 
-from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08
+from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11
 from minigpt.exercises.spec import Exercise, Question
 
-EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08)}
+_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11)
+EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in _MODULES}
 
 
 def exercise(eid: str) -> Exercise:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -17,6 +17,9 @@ from minigpt.runtime.tokenizer import Tokenizer
 
 Prompt = str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor
 StopReason = Literal["max_new_tokens", "stop"]
+#: Builds the cache a generation writes: ``new_cache(B, S_max)``, e.g. ``lambda B, S_max:
+#: QuantizedKVCache(model.config, B, S_max=S_max, bits=8)``; the default is ``model.new_cache``.
+CacheFactory = Callable[[int, int], KVCache]
 
 
 @torch.no_grad()
@@ -132,14 +135,16 @@ def generate(
     use_cache: bool = True,
     tokenizer: Tokenizer | None = None,
     sampling: Sampling | None = None,
+    new_cache: CacheFactory | None = None,
     **settings: object,
 ) -> Generation:
     """Generate up to `max_new_tokens` per sequence: prefill, then D − 1 decode steps (Eq. 1.4, 1.5).
 
     `sampling` (a `Sampling`) or its fields as keywords (``temperature=0.8, seed=0, stop=["."]``).
+    `new_cache(B, S_max)` builds the cache (a `QuantizedKVCache`, say); default `model.new_cache`.
     """
     ids = _as_batch(prompt, tokenizer, model)
-    steps = _run(model, ids, max_new_tokens, use_cache, _sampling(sampling, settings), tokenizer)
+    steps = _run(model, ids, max_new_tokens, use_cache, _sampling(sampling, settings), tokenizer, new_cache)
     while True:
         try:
             next(steps)
@@ -155,13 +160,14 @@ def stream(
     use_cache: bool = True,
     tokenizer: Tokenizer | None = None,
     sampling: Sampling | None = None,
+    new_cache: CacheFactory | None = None,
     **settings: object,
 ) -> Stream:
     """Like `generate` for one sequence, but yields each new token id as soon as it is sampled."""
     ids = _as_batch(prompt, tokenizer, model)
     if ids.shape[0] != 1:
         raise ValueError(f"stream() takes one prompt, got a batch of B={ids.shape[0]}; use generate()")
-    return Stream(_run(model, ids, max_new_tokens, use_cache, _sampling(sampling, settings), tokenizer))
+    return Stream(_run(model, ids, max_new_tokens, use_cache, _sampling(sampling, settings), tokenizer, new_cache))
 
 
 def _run(
@@ -171,9 +177,14 @@ def _run(
     use_cache: bool,
     sampling: Sampling,
     tokenizer: Tokenizer | None,
+    new_cache: CacheFactory | None = None,
 ) -> Iterator[list[int]]:
     """The generation loop shared by `generate` and `stream`: yields the tokens of each step."""
     B, P = ids.shape
+    if new_cache is not None and not callable(new_cache):
+        raise ValueError(f"new_cache must be a callable (B, S_max) -> cache, got {type(new_cache).__name__}")
+    if new_cache is not None and not use_cache:
+        raise ValueError("new_cache was given with use_cache=False; a generation without a cache builds none")
     V, S_max = model.config.V, model.config.S_max
     if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
@@ -198,7 +209,8 @@ def _run(
     was_training = model.training
     model.eval()
     try:
-        cache = model.new_cache(B, S_max=P + max(max_new_tokens - 1, 0)) if use_cache else None
+        factory = new_cache or (lambda B, S_max: model.new_cache(B, S_max=S_max))
+        cache = factory(B, P + max(max_new_tokens - 1, 0)) if use_cache else None
         seq = ids  # the whole sequence, kept only without a cache (each step recomputes it)
         token = ids[:, -1]
         t0 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""Grouped-query attention from a multi-head checkpoint: mean-pool each group's key and value heads.
+"""Grouped-query attention from a multi-head checkpoint: mean-pool each group's key and value heads
+(and the reverse check: repeat a GQA model's heads into an equivalent MHA model).
 
 Ainslie et al. (2023) turn an MHA model into a GQA one by averaging the key and value projection
 heads of each group of g = H / H_kv query heads, then training briefly ("uptraining"). Query heads
@@ -33,3 +34,20 @@ def mean_pool_kv_heads(model: MiniGPT, H_kv: int) -> MiniGPT:
             state[key] = torch.cat([q, k, v], dim=0)
     target.load_state_dict(state)
     return target.train(model.training)
+
+
+@torch.no_grad()
+def repeat_kv_heads(model: MiniGPT) -> MiniGPT:
+    """The MHA model (H_kv = H) whose K/V head h is `model`'s head h // g: the same function, H/H_kv× the cache."""
+    c = model.config
+    mha = MiniGPT(replace(c, H_kv=c.H)).to(dtype=model.dtype, device=model.device)
+    state = model.state_dict()
+    for layer in range(c.L):
+        for part in ("weight", "bias"):
+            key = f"blocks.{layer}.attn.qkv.{part}"
+            q, k, v = state[key].split([c.H * c.d_h, c.H_kv * c.d_h, c.H_kv * c.d_h], dim=0)
+            k = k.unflatten(0, (c.H_kv, c.d_h)).repeat_interleave(c.group_size, dim=0).flatten(0, 1)
+            v = v.unflatten(0, (c.H_kv, c.d_h)).repeat_interleave(c.group_size, dim=0).flatten(0, 1)
+            state[key] = torch.cat([q, k, v], dim=0)
+    mha.load_state_dict(state)
+    return mha.train(model.training)

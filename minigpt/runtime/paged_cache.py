@@ -200,11 +200,21 @@ class PagedKVCache:
         copy = 1 if S % b and self.allocator.refcount(table[-1]) > 1 else 0
         return new + copy
 
+    def _copies_spared(self, seqs: list[int]) -> int:
+        """Copies `blocks_needed` counts that `reserve` will not make: when every owner of a shared, partly
+        filled last block writes in this batch, the last of them finds it unshared and writes in place."""
+        b, writers = self.block_size, {}
+        for seq in seqs:
+            S, table = self._lengths[seq], self._tables[seq]
+            if S % b and self.allocator.refcount(table[-1]) > 1:
+                writers[table[-1]] = writers.get(table[-1], 0) + 1
+        return sum(1 for block, k in writers.items() if k == self.allocator.refcount(block))
+
     def reserve(self, seqs: list[int], T: int) -> None:
         """Make room for T more tokens in each of `seqs`, all or nothing: new blocks, copy-on-write."""
         for seq in seqs:
             self._check_seq(seq)
-        needed = sum(self.blocks_needed(seq, T) for seq in seqs)
+        needed = sum(self.blocks_needed(seq, T) for seq in seqs) - self._copies_spared(seqs)
         if needed > self.allocator.num_free:
             raise OutOfBlocks(
                 f"{T} more tokens for {len(seqs)} sequences need {needed} free KV blocks but only "

@@ -440,6 +440,9 @@
     return N(squares) / N(6n * d * tokens + squares);
   };
   C.no_cache_crossover_D = (a) => N(9n * int(a, "d", 1));
+  // ---- Chapter 11: blocks saved by n samples sharing one prompt (Eq. 11.3) ----
+  C.paged_fork_saved_blocks = (a) =>
+    N((int(a, "n", 1) - 1n) * (int(a, "P", 1) / int(a, "block_size", 1)));
 
   // ---- Chapter 2: sliding window, latent attention, mixture of experts ----
   C.window_kv_cache_bytes = function (a) {

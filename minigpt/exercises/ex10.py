@@ -1,0 +1,102 @@
+"""Exercise 10 (Chapter 10, a quantized KV cache): absmax int8 round trip, bytes with scales, the KL cost."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+import torch.nn.functional as F
+
+from minigpt import costs
+from minigpt.costs.presets import MODELS, ModelPreset
+from minigpt.exercises.spec import Exercise, Question, close, exact_int, randn, tensor
+from minigpt.runtime.quantized_cache import dequantize, quantize
+
+
+def _round_trip_cases(rng: random.Random) -> list[dict]:
+    return [dict(x=randn([rng.randint(1, 3), rng.randint(1, 6), rng.choice([4, 8, 16, 64])], rng,
+                         scale=rng.choice([0.1, 1.0, 5.0]))) for _ in range(6)]
+
+
+def _round_trip(x: torch.Tensor) -> torch.Tensor:
+    d_h = x.shape[-1]
+    codes, scales = quantize(x, bits=8, group_size=d_h)
+    return dequantize(codes, scales, bits=8, group_size=d_h, dtype=torch.float32)
+
+
+def _bytes_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(8):
+        d_h = rng.choice([16, 64, 128])
+        bits = rng.choice([8, 4])
+        cases.append(dict(L=rng.randint(1, 80), H_kv=rng.choice([1, 2, 8, 32]), d_h=d_h, bits=bits,
+                          group_size=rng.choice([g for g in (16, 32, 64, 128) if d_h % g == 0])))
+    return cases
+
+
+def _bytes(L: int, H_kv: int, d_h: int, bits: int, group_size: int) -> int:
+    return costs.quantized_kv_bytes(L=L, H_kv=H_kv, d_h=d_h, S=1, bits=bits, group_size=group_size)
+
+
+def _kl_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(6):
+        shape = [rng.randint(1, 5), rng.randint(3, 40)]
+        cases.append(dict(p_logits=randn(shape, rng, scale=3.0), q_logits=randn(shape, rng, scale=3.0)))
+    return cases
+
+
+def _kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
+    log_p, log_q = F.log_softmax(p_logits.double(), -1), F.log_softmax(q_logits.double(), -1)
+    return (log_p.exp() * (log_p - log_q)).sum(-1).mean().item()
+
+
+def _gain_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(8):
+        model = rng.choice(list(MODELS))
+        d_h = MODELS[model].d_h
+        groups = [g for g in (16, 32, 64, 128) if d_h % g == 0]
+        cases.append(dict(model={"$preset": model}, S=rng.randint(1, 32768), B=rng.randint(1, 128),
+                          bits=rng.choice([8, 4]), group_size=rng.choice(groups)))
+    return cases
+
+
+def _gain(model: ModelPreset, S: int, B: int, bits: int, group_size: int) -> float:
+    weights = costs.weight_bytes(N_params=model.N_params, s=2)
+    bf16 = costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
+    quant = costs.quantized_kv_bytes(L=model.L, H_kv=model.H_kv, d_h=model.d_h, S=1, bits=bits, group_size=group_size)
+    step = (costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=S, B=B) for kv in (bf16, quant))
+    return next(step) / next(step)
+
+
+EXERCISE = Exercise(
+    id="ex10",
+    notebook="ex10_quantized_kv_cache.ipynb",
+    title="A quantized KV cache",
+    questions=(
+        Question(
+            "q1", "int8_round_trip", "int8_round_trip(x) -> tensor", _round_trip_cases, _round_trip,
+            tensor(atol=1e-5, rtol=1e-5),
+            "Eq. (10.1) per vector (last dimension): scale = (max|x| / 127) stored as fp16 (.half()), codes = "
+            "round(x / scale) clamped to ±127, read back as codes·scale in fp32.",
+        ),
+        Question(
+            "q2", "quantized_bytes_per_token", "quantized_bytes_per_token(L, H_kv, d_h, bits, group_size) -> int",
+            _bytes_cases, _bytes, exact_int,
+            "2·L·H_kv·(d_h·bits/8 + (d_h/group_size)·2): the codes plus one 2-byte fp16 scale per group, keys "
+            "and values, every layer.",
+        ),
+        Question(
+            "q3", "mean_kl", "mean_kl(p_logits, q_logits) -> float", _kl_cases, _kl, close(1e-6, 1e-9),
+            "Eq. (10.2): per row, KL(p‖q) = Σ p·(log p − log q) with p = softmax(p_logits), q = softmax(q_logits) "
+            "(use log_softmax); the mean over rows, a float.",
+        ),
+        Question(
+            "q4", "quantized_decode_gain", "quantized_decode_gain(model, S, B, bits, group_size) -> float",
+            _gain_cases, _gain, close(1e-9),
+            "Eq. (10.4) with a fused kernel: bytes of a decode step with a bf16 cache over bytes with the quantized "
+            "one, N·2 + B·S·(bytes per token) each (bf16 weights in both; q2's bytes per token for the quantized).",
+        ),
+    ),
+)
