@@ -316,3 +316,30 @@ def test_preemption_by_recompute_keeps_every_token(prefix_caching):
         assert any(t.recompute_hit_tokens for t in out)  # ... but a recompute found its own blocks still cached
     e.close()
     assert e.pool.allocator.num_used == 0
+
+
+def test_the_committed_sweep_accounts_for_every_request():
+    """chapters/data/serving_cpu.json: every run finished all its requests, and continuous batching's
+    median TTFT is below static batching's at every load below the capacity (MiniGPT and replay)."""
+    from pathlib import Path
+
+    from minigpt.measure import sweeps
+
+    data = sweeps.read_json(Path(__file__).resolve().parents[1] / "chapters" / "data" / "serving_cpu.json")
+
+    def runs(node):
+        if isinstance(node, dict):
+            if "not_finished" in node:
+                yield node
+            for v in node.values():
+                yield from runs(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from runs(v)
+
+    found = list(runs(data))
+    assert len(found) > 50 and all(r["not_finished"] == 0 for r in found)
+    for row in data["batching"]["runs"]:
+        if row["load"] < 1:
+            for mode in ("minigpt", "llama_h100"):
+                assert row[f"{mode}_continuous"]["ttft_p50_s"] < row[f"{mode}_static"]["ttft_p50_s"]
