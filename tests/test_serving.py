@@ -56,7 +56,7 @@ def traces(draw):
         if rng.random() < 0.4:
             stop = (tuple(rng.randrange(CONFIG.V) for _ in range(rng.randint(1, 2))),)
         arrival = rng.choice([0.0, rng.random() * 1e-3])
-        sampling = Sampling(stop=stop)
+        sampling = Sampling(stop=stop, include_stop=rng.random() < 0.5)
         reqs.append(Request(f"r{i}", tuple(prompt), rng.randint(1, 16), arrival_s=arrival, sampling=sampling))
     policy = draw(st.sampled_from(["static", "continuous"]))
     block_size = draw(st.integers(1, 5))
