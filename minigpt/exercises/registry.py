@@ -1,11 +1,11 @@
-"""The exercises by id ("ex01" ... "ex06") and question lookup ("ex01.q1")."""
+"""The exercises by id ("ex01" ... "ex06", "ex12") and question lookup ("ex01.q1")."""
 
 from __future__ import annotations
 
-from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06
+from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06, ex12
 from minigpt.exercises.spec import Exercise, Question
 
-EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in (ex01, ex02, ex03, ex04, ex05, ex06)}
+EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in (ex01, ex02, ex03, ex04, ex05, ex06, ex12)}
 
 
 def exercise(eid: str) -> Exercise:
