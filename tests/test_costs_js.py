@@ -236,6 +236,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     for S, b in [(0, 1), (1, 16), (16, 16), (17, 16), (1000, 7), (10**6, 256)]:
         calls += [("paged_blocks", dict(S=S, block_size=b), None),
                   ("paged_slack_tokens", dict(S=S, block_size=b), None)]
+    for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[:2]):  # Part III: serving
+        chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
+        calls += [("mixed_step_time", dict(chip, T=T, S_prefix=Sp, B=B, S=S), None)
+                  for T, Sp, B, S in [(512, 0, 16, 1024), (0, 0, 8, 4096), (3500, 0, 0, 0), (256, 1024, 31, 300)]]
     return calls
 
 

@@ -78,6 +78,7 @@ from minigpt.costs.roofline import (
     roofline_bound,
     roofline_time,
 )
+from minigpt.costs.serving import mixed_step_time
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.text_rates import chars_per_second
 from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
@@ -105,6 +106,7 @@ FORMULAS = (
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
     "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "mixed_step_time",  # Part III: serving (Chapters 12-14)
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]
