@@ -270,6 +270,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
     calls += [("paged_fork_saved_blocks", dict(P=P, n=n, block_size=b), None)
               for P, n, b in [(1, 1, 16), (100, 8, 16), (15, 4, 16), (4096, 64, 256), (10**6, 3, 7)]]
+    for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[:2]):  # Part III: serving
+        chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
+        calls += [("mixed_step_time", dict(chip, T=T, S_prefix=Sp, B=B, S=S), None)
+                  for T, Sp, B, S in [(512, 0, 16, 1024), (0, 0, 8, 4096), (3500, 0, 0, 0), (256, 1024, 31, 300)]]
     return calls
 
 

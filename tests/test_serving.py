@@ -56,7 +56,7 @@ def traces(draw):
         if rng.random() < 0.4:
             stop = (tuple(rng.randrange(CONFIG.V) for _ in range(rng.randint(1, 2))),)
         arrival = rng.choice([0.0, rng.random() * 1e-3])
-        sampling = Sampling(stop=stop)
+        sampling = Sampling(stop=stop, include_stop=rng.random() < 0.5)
         reqs.append(Request(f"r{i}", tuple(prompt), rng.randint(1, 16), arrival_s=arrival, sampling=sampling))
     policy = draw(st.sampled_from(["static", "continuous"]))
     block_size = draw(st.integers(1, 5))
@@ -316,3 +316,55 @@ def test_preemption_by_recompute_keeps_every_token(prefix_caching):
         assert any(t.recompute_hit_tokens for t in out)  # ... but a recompute found its own blocks still cached
     e.close()
     assert e.pool.allocator.num_used == 0
+
+
+def test_the_committed_sweep_accounts_for_every_request():
+    """chapters/data/serving_cpu.json: every run finished all its requests, and continuous batching's
+    median TTFT is below static batching's at every load below the capacity (MiniGPT and replay)."""
+    from pathlib import Path
+
+    from minigpt.measure import sweeps
+
+    data = sweeps.read_json(Path(__file__).resolve().parents[1] / "chapters" / "data" / "serving_cpu.json")
+
+    def runs(node):
+        if isinstance(node, dict):
+            if "not_finished" in node:
+                yield node
+            for v in node.values():
+                yield from runs(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from runs(v)
+
+    found = list(runs(data))
+    assert len(found) > 50 and all(r["not_finished"] == 0 for r in found)
+    for row in data["batching"]["runs"]:
+        if row["load"] < 1:
+            for mode in ("minigpt", "llama_h100"):
+                assert row[f"{mode}_continuous"]["ttft_p50_s"] < row[f"{mode}_static"]["ttft_p50_s"]
+
+
+def test_a_fused_mixed_step_is_priced_by_mixed_step_time():
+    """Replay with fused=True: a step of B decodes and a prompt chunk costs costs.mixed_step_time; T = 0 is
+    Eq. (7.2) and B = 0 a prefill."""
+    llama, h100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    chip = dict(N_params=llama.N_params, s=2, bandwidth=h100.bandwidth, peak_flops=h100.peak_flops)
+    e = Engine.replay(llama, h100, fused=True, config=EngineConfig(max_batch=8, chunk_size=300))
+    for i in range(3):
+        e.submit(Request(f"d{i}", tuple([1] * 50), 100))
+    e.step()  # three prefills of 50 tokens
+    e.submit(Request("long", tuple([2] * 1000), 2, arrival_s=e.now))
+    before = e.now
+    chunks = e.step()  # three decodes at S = 50, then 297 prompt tokens
+    assert sorted(c.T for c in chunks) == [1, 1, 1, 297]
+    expect = costs.evaluate(costs.mixed_step_time, llama, T=297, B=3, S=50, **chip)
+    assert e.now - before == pytest.approx(expect, rel=1e-12)
+    before = e.now
+    e.step()  # the next chunk starts after 297 cached prompt tokens; the decodes are at S = 51
+    expect = costs.evaluate(costs.mixed_step_time, llama, T=297, S_prefix=297, B=3, S=51, **chip)
+    assert e.now - before == pytest.approx(expect, rel=1e-12)
+    decode = costs.evaluate(costs.decode_step_time, llama, S=77, B=5, **chip)
+    assert costs.evaluate(costs.mixed_step_time, llama, B=5, S=77, **chip) == pytest.approx(decode, rel=1e-12)
+    with pytest.raises(ValueError, match="T \\(prompt tokens\\) or B \\(decodes\\) must be >= 1"):
+        costs.evaluate(costs.mixed_step_time, llama, **chip)

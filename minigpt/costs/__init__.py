@@ -94,6 +94,7 @@ from minigpt.costs.roofline import (
     roofline_bound,
     roofline_time,
 )
+from minigpt.costs.serving import mixed_step_time
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.text_rates import chars_per_second
 from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
@@ -130,6 +131,7 @@ FORMULAS = (
     "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
     "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
+    "mixed_step_time",  # Part III: serving (Chapters 12-14)
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]

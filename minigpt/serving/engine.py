@@ -73,6 +73,7 @@ class Engine:
         self._arrivals: list[tuple[float, int, Request]] = []
         self._cancels: list[tuple[float, int, str]] = []
         self._order = 0
+        self._ids: set[str] = set()
 
     @classmethod
     def for_model(cls, model: MiniGPT, *, num_blocks: int, block_size: int = 16,
@@ -99,8 +100,9 @@ class Engine:
         """Queue `request` to arrive at its `arrival_s` (engine time)."""
         if not isinstance(request, Request):
             raise ValueError(f"submit takes a minigpt.serving.Request, got {type(request).__name__}")
-        if request.id in self.requests or any(r.id == request.id for _, _, r in self._arrivals):
+        if request.id in self._ids:
             raise ValueError(f"request id {request.id!r} is already in use; ids must be unique")
+        self._ids.add(request.id)
         self._order += 1
         heapq.heappush(self._arrivals, (request.arrival_s, self._order, request))
         if request.cancel_s is not None:
@@ -184,6 +186,9 @@ class Engine:
             if upcoming:
                 self.now = max(self.now, min(upcoming))
             return chunks
+        for c in chunks:
+            if c.tracked.admitted_s is None:
+                c.tracked.admitted_s = self.now  # the step that first runs it starts now
         predicted = self.executor.step_time(chunks) if self.executor.predicts_time else None  # type: ignore[attr-defined]
         samples = self.executor.run(chunks)
         prompt_tokens = sum(c.T for c in chunks if not c.tracked.decoding)
@@ -202,8 +207,6 @@ class Engine:
         return chunks
 
     def _append(self, t: Tracked, token: int) -> None:
-        if t.admitted_s is None:
-            t.admitted_s = self.now
         t.generated.append(token)
         t.token_s.append(self.now)
         for stop in t.request.sampling.stop:

@@ -538,6 +538,21 @@
     return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
   };
 
+  // ---- Part III: a chunked-prefill step (prompt chunk + decodes) as one forward ----
+  C.mixed_step_time = function (a) {
+    const L = int(a, "L", 1), T = int(a, "T", 0, 0), B = int(a, "B", 0, 0), S = int(a, "S", 0, 0);
+    const Sp = int(a, "S_prefix", 0, 0);
+    if (T === 0n && B === 0n) {
+      throw new RangeError("a step needs work: T (prompt tokens) or B (decodes) must be >= 1, got T=0 and B=0");
+    }
+    let flops = T > 0n ? L * layer_flops_big(Object.assign({}, a, { T: N(T), S: N(Sp), B: 1 })) : 0n;
+    if (B > 0n) flops += L * layer_flops_big(Object.assign({}, a, { T: 1, S: N(S), B: N(B) }));
+    flops += lm_head_big(Object.assign({}, a, { T: 1, B: N(B) + (T > 0n ? 1 : 0) }));
+    const kvToken = 2n * L * kvWidth(a) * int(a, "s", 1);
+    const moved = C.weight_bytes(a) + N((Sp + B * S) * kvToken);
+    return C.roofline_time({ flops: N(flops), bytes: moved, peak_flops: a.peak_flops, bandwidth: a.bandwidth });
+  };
+
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
