@@ -13,7 +13,7 @@ WEB     := _build/assets/minigpt-web/minigpt_weights.js
 # Reproducible notebook runs: same hash seed everywhere; MINIGPT_DEVICE (cpu|cuda) passes through.
 export PYTHONHASHSEED := 0
 
-NOTEBOOKS = $(wildcard chapters/*.ipynb exercises/*.ipynb)
+NOTEBOOKS = $(wildcard chapters/*.ipynb exercises/*.ipynb decoder_ring/*.ipynb)
 NBVAL_ARGS ?= --nbval-cell-timeout=600
 NB ?=
 

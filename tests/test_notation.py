@@ -244,6 +244,11 @@ GLOSSARY_TERMS = {
     "All-reduce", "Tensor parallelism",
     "GELU", "SwiGLU", "Token-pass", "CUDA graph",
     "Critical batch", "Latency–throughput frontier",
+    # Part III
+    "Block table", "Copy-on-write", "Internal fragmentation", "Ragged batch", "Uptraining", "Absmax quantization",
+    "Dequantize on read", "KL divergence", "Greedy agreement", "Online softmax", "Split-K", "Log-sum-exp",
+    "Draft model", "Acceptance rate", "Speculative sampling", "Preemption", "Hash chain", "Static cache",
+    "torch.compile", "Operator floor",
 }
 
 
