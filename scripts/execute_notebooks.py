@@ -58,7 +58,16 @@ def execute(path: Path, timeout: int) -> None:
         record_timing=False,  # no timestamps in cell metadata: re-runs give small diffs
     )
     client.execute()
+    _drop_unviewed_widget_state(nb)
     nbformat.write(nb, path)
+
+
+def _drop_unviewed_widget_state(nb: nbformat.NotebookNode) -> None:
+    """Keep the saved widget state only if an output displays a widget: a progress bar that a library shows
+    and clears (tqdm) leaves state without a view, and the site would wait for a widget it never draws."""
+    view = "application/vnd.jupyter.widget-view+json"
+    if not any(view in output.get("data", {}) for cell in nb.cells for output in cell.get("outputs", [])):
+        nb.metadata.pop("widgets", None)
 
 
 def main(argv: list[str] | None = None) -> int:
