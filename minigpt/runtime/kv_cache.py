@@ -21,7 +21,41 @@ def check_cache_args(config: ModelConfig, B: int, S_max: int | None, dtype: torc
     return S_max
 
 
-class KVCache:
+class TokenCount:
+    """The host-side count S of the tokens a cache holds, out of `S_max`: room checks, advance, rewind, reset.
+
+    Shared by `KVCache` and `minigpt.runtime.static_cache.StaticKVCache`; `_kind` names the cache in errors.
+    """
+
+    _S: int
+    S_max: int
+    _kind = "KV cache"
+
+    def check_room(self, T: int) -> None:
+        """Raise a clear error if T more tokens would not fit."""
+        if self._S + T > self.S_max:
+            raise ValueError(
+                f"{self._kind} overflow: it holds S={self._S} tokens and {T} more were written, "
+                f"but S_max is {self.S_max}; allocate a larger cache or generate fewer tokens"
+            )
+
+    def advance(self, T: int) -> None:
+        """Mark T more tokens as written (called by the model after its last layer)."""
+        self.check_room(T)
+        self._S += T
+
+    def truncate(self, S: int) -> None:
+        """Keep only the first S tokens (rewind: later rows are overwritten, or masked, until the next write)."""
+        if not isinstance(S, int) or isinstance(S, bool) or not 0 <= S <= self._S:
+            raise ValueError(f"S must be an integer in 0..{self._S} (the tokens held), got {S!r}")
+        self._S = S
+
+    def reset(self) -> None:
+        """Forget every token (the memory stays allocated)."""
+        self._S = 0
+
+
+class KVCache(TokenCount):
     """Keys and values of every token seen so far, preallocated as `[L, B, H_kv, S_max, d_h]`.
 
     The cache is the state that connects prefill and decode (Chapter 1, Chapter 6). A forward pass
@@ -81,14 +115,6 @@ class KVCache:
         """Bytes holding real tokens, Eq. (2.2) with the current S."""
         return 2 * self.config.L * self.B * self.config.H_kv * self._S * self.config.d_h * self.s
 
-    def check_room(self, T: int) -> None:
-        """Raise a clear error if T more tokens would not fit."""
-        if self._S + T > self.S_max:
-            raise ValueError(
-                f"KV cache overflow: it holds S={self._S} tokens and {T} more were written, "
-                f"but S_max is {self.S_max}; allocate a larger cache or generate fewer tokens"
-            )
-
     def update(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write `k_new`, `v_new` ([B, H_kv, T, d_h]) at rows [S, S+T) of `layer`; return the valid prefix.
 
@@ -105,21 +131,6 @@ class KVCache:
         """Which keys each of the next T queries may see, `[B, T, S+T]`; None: all sequences hold S tokens,
         so the plain causal mask applies (ragged caches such as the paged one return a mask)."""
         return None
-
-    def advance(self, T: int) -> None:
-        """Mark T more tokens as written (called by the model after its last layer)."""
-        self.check_room(T)
-        self._S += T
-
-    def truncate(self, S: int) -> None:
-        """Keep only the first S tokens (rewind: later rows are overwritten by the next write)."""
-        if not isinstance(S, int) or isinstance(S, bool) or not 0 <= S <= self._S:
-            raise ValueError(f"S must be an integer in 0..{self._S} (the tokens held), got {S!r}")
-        self._S = S
-
-    def reset(self) -> None:
-        """Forget every token (the memory stays allocated)."""
-        self._S = 0
 
     def __repr__(self) -> str:
         c = self.config

@@ -13,12 +13,14 @@ import torch
 from torch import nn
 
 from minigpt.config import ModelConfig
-from minigpt.runtime.kv_cache import check_cache_args
+from minigpt.runtime.kv_cache import TokenCount, check_cache_args
 
 
-class StaticKVCache(nn.Module):
+class StaticKVCache(TokenCount, nn.Module):
     """Keys and values as buffers `k<layer>`, `v<layer>` of shape `[B, H_kv, S_max, d_h]` (an nn.Module, so a
     compiled step and CUDA graphs see fixed addresses); `S` is tracked on the host, never read from the device."""
+
+    _kind = "static KV cache"
 
     def __init__(
         self,
@@ -75,29 +77,6 @@ class StaticKVCache(nn.Module):
     def visible(self, input_pos: torch.Tensor) -> torch.Tensor:
         """`[1, T, S_max]`: the query at position p sees rows 0..p (causal; rows not written yet are hidden)."""
         return (self.rows.view(1, 1, -1) <= input_pos.view(1, -1, 1))
-
-    def check_room(self, T: int) -> None:
-        """Raise a clear error if T more tokens would not fit."""
-        if self._S + T > self.S_max:
-            raise ValueError(
-                f"static KV cache overflow: it holds S={self._S} tokens and {T} more were written, "
-                f"but S_max is {self.S_max}; allocate a larger cache or generate fewer tokens"
-            )
-
-    def advance(self, T: int) -> None:
-        """Mark T more tokens as written (host-side)."""
-        self.check_room(T)
-        self._S += T
-
-    def truncate(self, S: int) -> None:
-        """Keep only the first S tokens (rows past S are masked until the next writes overwrite them)."""
-        if not isinstance(S, int) or isinstance(S, bool) or not 0 <= S <= self._S:
-            raise ValueError(f"S must be an integer in 0..{self._S} (the tokens held), got {S!r}")
-        self._S = S
-
-    def reset(self) -> None:
-        """Forget every token (stale rows stay but are masked until overwritten)."""
-        self._S = 0
 
     def extra_repr(self) -> str:
         c = self.config
