@@ -1,5 +1,5 @@
-"""Shared pytest setup: the `site` marker, the built site used by the site tests, and the rule that a
-browser check may be skipped only when the user says so."""
+"""Shared pytest setup: the `site` and `sandbox` markers, the built site used by the site tests, and the rule
+that a browser check or a sandbox check may be skipped only when the user says so."""
 
 from __future__ import annotations
 
@@ -15,12 +15,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 #: Set to 1 to run `make test` on a machine without chromium: the browser check is then skipped, said so
 #: in the last line of the run. Without it, a missing chromium fails the run (CI installs it: `.ci/run`).
 SKIP_BROWSER_ENV = "MINIGPT_SKIP_BROWSER"
+#: Set to 1 where bubblewrap cannot build a sandbox (the GPU machine: scripts/gpu_run.py): the grader's tests
+#: (marker `sandbox`) are then skipped, said so in the last line. Without it, a missing sandbox fails the run.
+SKIP_SANDBOX_ENV = "MINIGPT_SKIP_SANDBOX"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "site: needs the built book in _build/html (run after `make book`; `make site`)"
     )
+    config.addinivalue_line("markers", "sandbox: grades in a bubblewrap sandbox (needs a working bwrap)")
 
 
 def _browser_skipped_by_choice() -> bool:
@@ -28,6 +32,7 @@ def _browser_skipped_by_choice() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _skip_sandbox_if_told(config, items)
     site_items = [item for item in items if item.get_closest_marker("site")]
     if not site_items or CHROMIUM.exists():
         return
@@ -43,6 +48,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _SKIPPED = pytest.StashKey[int]()
+_SANDBOX_SKIPPED = pytest.StashKey[tuple[int, str]]()
+
+
+def _skip_sandbox_if_told(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a working bwrap the `sandbox` tests fail the run, unless MINIGPT_SKIP_SANDBOX=1 skips them."""
+    sandbox_items = [item for item in items if item.get_closest_marker("sandbox")]
+    if not sandbox_items:
+        return
+    from minigpt.grading.sandbox import unavailable
+
+    why = unavailable()
+    if why is None:
+        return
+    if os.environ.get(SKIP_SANDBOX_ENV, "") != "1":
+        raise pytest.UsageError(f"the grader's tests need a bubblewrap sandbox: {why}. To run without it, set "
+                                f"{SKIP_SANDBOX_ENV}=1: its {len(sandbox_items)} tests are then skipped.")
+    skip = pytest.mark.skip(reason=f"no bubblewrap sandbox here and {SKIP_SANDBOX_ENV}=1")
+    for item in sandbox_items:
+        item.add_marker(skip)
+    config.stash[_SANDBOX_SKIPPED] = (len(sandbox_items), why)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
@@ -51,6 +76,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         terminalreporter.write_line(
             f"BROWSER CHECK NOT RUN: {skipped} site tests skipped ({SKIP_BROWSER_ENV}=1, chromium absent)",
             yellow=True, bold=True,
+        )
+    sandbox_skipped = config.stash.get(_SANDBOX_SKIPPED, None)
+    if sandbox_skipped:
+        terminalreporter.write_line(
+            f"SANDBOX CHECK NOT RUN: {sandbox_skipped[0]} grader tests skipped ({SKIP_SANDBOX_ENV}=1: "
+            f"{sandbox_skipped[1][:120]})", yellow=True, bold=True,
         )
 
 

@@ -31,6 +31,7 @@ from minigpt.grading.review import review_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "data" / "submissions"
+pytestmark = pytest.mark.sandbox  # every test here grades, or stages, a sandboxed run (tests/conftest.py)
 
 
 def solution_blocks(eid: str) -> dict[str, str]:
