@@ -8,7 +8,8 @@ On the GPU machine (Python 3.12 with a CUDA torch; the notebook stack as wheels 
 
 The rehearsal on a CPU (the same script end to end, the sweeps on cpu):
 
-    MINIGPT_DEVICE=cpu .venv/bin/python scripts/gpu_run.py --out /tmp/gpu-rehearsal --budget 1500
+    MINIGPT_DEVICE=cpu .venv/bin/python scripts/gpu_run.py --out /tmp/gpu-rehearsal --budget 2400 \
+        --sweep-time-scale 10 --test-reserve 900
 
 And back here, the results into the book's data (chapters/data/*_cuda.json, chapters/data/gpu_run_cuda.json):
 
@@ -158,20 +159,23 @@ info["packages"] = versions
 print(json.dumps(info))
 """
     result = child(run, "env", [sys.executable, "-c", code], 120)
+    result["command"] = f"{sys.executable} -c <the environment record of scripts/gpu_run.py>"
     try:
         info = json.loads(run.log("env").read_text().splitlines()[-1])
     except (ValueError, IndexError):
         info = {}
     (run.stage_dir / "env.json").write_text(json.dumps(info, indent=2))
     run.record["env"] = {k: v for k, v in info.items() if k != "nvidia_smi"}
-    result.pop("tail", None) if result["rc"] == 0 else None
+    if result["rc"] == 0:
+        result.pop("tail")
     run.stage("env", result)
 
 
-def stage_sweeps(run: Run, reserve_s: float) -> None:
+def stage_sweeps(run: Run, reserve_s: float, scale: float) -> None:
     """Each sweep alone; skipped (said so) when what is left of the budget must stay for the tests."""
     results: dict[str, object] = {}
-    for name, extra, limit in SWEEPS:
+    for name, extra, h200_limit in SWEEPS:
+        limit = h200_limit * scale
         if run.left() - reserve_s < min(limit, 30):
             results[name] = {"skipped": f"{run.left():.0f} s left, {reserve_s:.0f} s kept for the tests"}
             continue
@@ -282,7 +286,7 @@ def unpack(folder: Path) -> None:
     with tarfile.open(folder / "data.tar.gz") as tar:
         for member in tar.getmembers():
             name = Path(member.name).name
-            if member.isfile() and name.endswith(f"_{device}.json") and "/" not in name:
+            if member.isfile() and name.endswith(f"_{device}.json"):
                 (DATA / name).write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
                 print(f"wrote chapters/data/{name}")
     env = json.loads((folder / "env.json").read_text()) if (folder / "env.json").is_file() else {}
@@ -300,6 +304,8 @@ def main() -> int:
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument("--test-reserve", type=float, default=240.0,
                         help="seconds of the budget the sweeps leave for unit and nbval (default 240)")
+    parser.add_argument("--sweep-time-scale", type=float, default=1.0,
+                        help="multiply each sweep's time limit (set for an H200) by this: e.g. 10 on a 2-core CPU")
     parser.add_argument("--wheels", type=Path, default=WHEELS, help="folder of wheels to install first (default .whl)")
     parser.add_argument("--unpack", type=Path, help="a folder of returned files: write them into chapters/data")
     args = parser.parse_args()
@@ -308,8 +314,9 @@ def main() -> int:
         return 0
     if args.out is None:
         parser.error("--out is required (a folder for the results), unless --unpack is given")
-    if args.budget <= 0:
-        parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
+    if args.budget <= 0 or args.sweep_time_scale <= 0 or args.test_reserve < 0:
+        parser.error(f"--budget and --sweep-time-scale must be positive and --test-reserve at least 0, got "
+                     f"{args.budget}, {args.sweep_time_scale} and {args.test_reserve}")
     device = os.environ.get("MINIGPT_DEVICE", "cuda")
     if device not in ("cpu", "cuda"):
         parser.error(f"MINIGPT_DEVICE must be cpu or cuda, got {device!r}")
@@ -319,7 +326,7 @@ def main() -> int:
         stage_env(run)
     tests = [s for s in args.stages if s in ("unit", "nbval")]
     if "sweeps" in args.stages:
-        stage_sweeps(run, args.test_reserve if tests else 0.0)
+        stage_sweeps(run, args.test_reserve if tests else 0.0, args.sweep_time_scale)
     if tests:
         stage_tests(run, tests, os.cpu_count() or 2)
     return pack(run)
