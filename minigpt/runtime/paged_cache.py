@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from minigpt.config import ModelConfig
-from minigpt.runtime.ragged import RaggedBatch
+from minigpt.runtime.sequence_pool import SequencePoolBase
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -73,7 +73,7 @@ class BlockAllocator:
             self._free.append(block)
 
 
-class PagedKVCache:
+class PagedKVCache(SequencePoolBase):
     """A block pool shared by many sequences, each with its own block table and length."""
 
     def __init__(
@@ -85,23 +85,18 @@ class PagedKVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> None:
-        self.config = config
         self.block_size = _positive_int("block_size", block_size)
         self.allocator = BlockAllocator(num_blocks)
         shape = (config.L, num_blocks, config.H_kv, block_size, config.d_h)  # [L, N, H_kv, b, d_h]
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        super().__init__(config, shape, dtype, device)
         self._tables: dict[int, list[int]] = {}
-        self._lengths: dict[int, int] = {}
-        self._next_id = 0
 
     # -- sequences -------------------------------------------------------------------------------
 
     def add_sequence(self) -> int:
         """A new, empty sequence; returns its id (no block is reserved until it holds a token)."""
-        seq = self._next_id
-        self._next_id += 1
-        self._tables[seq], self._lengths[seq] = [], 0
+        seq = self._new_id()
+        self._tables[seq] = []
         return seq
 
     def fork(self, seq: int) -> int:
@@ -141,42 +136,17 @@ class PagedKVCache:
             self.allocator.release(block)
         del self._lengths[seq]
 
-    def length(self, seq: int) -> int:
-        """S_b: tokens held for sequence `seq`."""
-        self._check_seq(seq)
-        return self._lengths[seq]
-
     def block_table(self, seq: int) -> list[int]:
         self._check_seq(seq)
         return list(self._tables[seq])
 
-    @property
-    def sequences(self) -> list[int]:
-        return list(self._tables)
-
-    def _check_seq(self, seq: int) -> None:
-        if seq not in self._tables:
-            raise KeyError(f"no sequence {seq!r} in this cache; live sequences: {sorted(self._tables)}")
 
     # -- memory ----------------------------------------------------------------------------------
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.k.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.k.device
 
     @property
     def bytes_per_block(self) -> int:
         """Keys and values of block_size tokens across all layers: b·(Eq. 2.1's bytes per token)."""
         return 2 * self.config.L * self.config.H_kv * self.block_size * self.config.d_h * self.k.element_size()
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the whole pool (allocated once, up front)."""
-        return self.k.nbytes + self.v.nbytes
 
     @property
     def bytes_reserved(self) -> int:
@@ -231,17 +201,6 @@ class PagedKVCache:
                 table[-1] = new
             while len(table) * b < S + T:
                 table.append(self.allocator.allocate())
-
-    def batch(self, seqs: list[int]) -> RaggedBatch:
-        """The cache as the model sees it for one forward over the sequences `seqs` (in this order)."""
-        for seq in seqs:
-            self._check_seq(seq)
-        return RaggedBatch(self, seqs)
-
-    def advance(self, seqs: list[int], T: int) -> None:
-        """Mark T more tokens as written for each of `seqs` (after a forward wrote them)."""
-        for seq in seqs:
-            self._lengths[seq] += T
 
     def _padded_tables(self, seqs: list[int], K: int) -> torch.Tensor:
         """Block tables padded to the blocks of K tokens, `[B, ⌈K/b⌉]` (padding: block 0, never visible)."""

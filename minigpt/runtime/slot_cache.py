@@ -11,10 +11,10 @@ import torch
 
 from minigpt.config import ModelConfig
 from minigpt.runtime.paged_cache import OutOfBlocks
-from minigpt.runtime.ragged import RaggedBatch
+from minigpt.runtime.sequence_pool import SequencePoolBase
 
 
-class SlotKVCache:
+class SlotKVCache(SequencePoolBase):
     """`slots` sequences of up to `S_max` tokens each, stored contiguously; ragged batches over them."""
 
     def __init__(
@@ -31,27 +31,11 @@ class SlotKVCache:
         S_max = config.S_max if S_max is None else S_max
         if isinstance(S_max, bool) or not isinstance(S_max, int) or not 0 < S_max <= config.S_max:
             raise ValueError(f"S_max must be an integer in 1..{config.S_max}, got {S_max!r}")
-        self.config = config
         self.S_max = S_max
         shape = (config.L, slots, config.H_kv, S_max, config.d_h)  # [L, slots, H_kv, S_max, d_h]
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        super().__init__(config, shape, dtype, device)
         self._free = list(range(slots - 1, -1, -1))
         self._slot: dict[int, int] = {}
-        self._lengths: dict[int, int] = {}
-        self._next_id = 0
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.k.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.k.device
-
-    @property
-    def nbytes(self) -> int:
-        return self.k.nbytes + self.v.nbytes
 
     @property
     def bytes_reserved(self) -> int:
@@ -66,23 +50,14 @@ class SlotKVCache:
         """A new, empty sequence in a free slot; `OutOfBlocks` when every slot is taken."""
         if not self._free:
             raise OutOfBlocks(f"all {self.k.shape[1]} slots of S_max={self.S_max} tokens are in use")
-        seq = self._next_id
-        self._next_id += 1
-        self._slot[seq], self._lengths[seq] = self._free.pop(), 0
+        seq = self._new_id()
+        self._slot[seq] = self._free.pop()
         return seq
 
     def free_sequence(self, seq: int) -> None:
         self._check_seq(seq)
         self._free.append(self._slot.pop(seq))
         del self._lengths[seq]
-
-    def length(self, seq: int) -> int:
-        self._check_seq(seq)
-        return self._lengths[seq]
-
-    def _check_seq(self, seq: int) -> None:
-        if seq not in self._slot:
-            raise KeyError(f"no sequence {seq!r} in this cache; live sequences: {sorted(self._slot)}")
 
     def reserve(self, seqs: list[int], T: int) -> None:
         """Check that T more tokens fit every slot (the room was reserved when the sequence started)."""
@@ -92,16 +67,6 @@ class SlotKVCache:
                     f"KV cache overflow: sequence {seq} holds {self._lengths[seq]} tokens and {T} more were "
                     f"written, but its slot holds S_max={self.S_max}"
                 )
-
-    def advance(self, seqs: list[int], T: int) -> None:
-        for seq in seqs:
-            self._lengths[seq] += T
-
-    def batch(self, seqs: list[int]) -> RaggedBatch:
-        """The cache as the model sees it for one forward over `seqs` (in this order)."""
-        for seq in seqs:
-            self._check_seq(seq)
-        return RaggedBatch(self, seqs)
 
     def write_and_gather(
         self, layer: int, seqs: list[int], lengths: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
