@@ -92,13 +92,15 @@ def static_batch_tok_s(
 
 @dataclass(frozen=True)
 class PrefixHit:
-    """The terms of Eq. (13.1): tokens served from the cache, TTFT floor without and with the hit, the saving,
-    and the bytes of K/V the cached prefix holds once for every request that shares it."""
+    """The terms of Eq. (13.1): tokens served from the cache, TTFT floor without and with the hit, the saving (< 0
+    when the hit's read of the cached K/V costs more than the miss recomputes), the speedup miss/hit, and the bytes
+    of K/V the cached prefix holds once for every request that shares it."""
 
     cached_tokens: int
     miss_s: float
     hit_s: float
     saved_s: float
+    speedup: float
     cached_bytes: int
 
 
@@ -115,5 +117,5 @@ def prefix_hit_ttft(
                  d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)
     miss = mixed_step_time(**shape, T=S_prefix + T)
     hit = mixed_step_time(**shape, T=S_prefix + T - cached, S_prefix=cached)
-    return PrefixHit(cached_tokens=cached, miss_s=miss, hit_s=hit, saved_s=miss - hit,
+    return PrefixHit(cached_tokens=cached, miss_s=miss, hit_s=hit, saved_s=miss - hit, speedup=miss / hit,
                      cached_bytes=cached * 2 * L * _kv_width(d, H_kv, d_h) * s)

@@ -597,7 +597,10 @@
     const miss = C.mixed_step_time(Object.assign({}, base, { T: N(Sp + T), S_prefix: 0 }));
     const hit = C.mixed_step_time(Object.assign({}, base, { T: N(Sp + T - cached), S_prefix: N(cached) }));
     const cachedBytes = cached * 2n * int(a, "L", 1) * kvWidth(a) * int(a, "s", 1);
-    return { cached_tokens: N(cached), miss_s: miss, hit_s: hit, saved_s: miss - hit, cached_bytes: N(cachedBytes) };
+    return {
+      cached_tokens: N(cached), miss_s: miss, hit_s: hit, saved_s: miss - hit, speedup: miss / hit,
+      cached_bytes: N(cachedBytes),
+    };
   };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
