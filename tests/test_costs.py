@@ -418,22 +418,23 @@ def test_cost_per_million_tokens():
 
 
 def test_critical_batch_is_the_first_compute_bound_batch():
+    """Eq. (7.4) for a preset on a preset chip: the first B whose decode step the roofline points call compute-bound."""
     from minigpt.costs import roofline
     from minigpt.costs.presets import HARDWARE, MODELS
 
     for model, hw, S in [("Llama-2-7B", "A100 80GB", 128), ("Llama-3-8B", "H100 SXM", 128),
-                         ("Llama-2-7B", "H100 SXM", 1), ("Llama-3-70B", "H200", 1024)]:
+                         ("Llama-2-7B", "H100 SXM", 1), ("Llama-3-70B", "H200", 1024), ("Llama-3-8B", "T4", 0)]:
         m, h = MODELS[model], HARDWARE[hw]
         hw_args = dict(peak_flops=h.peak_flops, bandwidth=h.bandwidth)
-        B = roofline.critical_batch_for(m, S=S, **hw_args)
+        B = roofline.critical_batch_on(m, h, S=S)
         assert roofline.decode_point(m, S=S, B=B, **hw_args).bound == "compute"
         assert B == 1 or roofline.decode_point(m, S=S, B=B - 1, **hw_args).bound == "memory"
     a100 = HARDWARE["A100 80GB"]
-    assert roofline.critical_batch_for(MODELS["Llama-2-7B"], S=128, peak_flops=a100.peak_flops,
-                                   bandwidth=a100.bandwidth) == 685
+    assert roofline.critical_batch_on(MODELS["Llama-2-7B"], a100, S=128) == 685
     # multi-head attention at 4,096 tokens: the asymptote stays below the ridge, no batch reaches it
-    assert roofline.critical_batch_for(MODELS["Llama-2-7B"], S=4096, peak_flops=a100.peak_flops,
-                                   bandwidth=a100.bandwidth) is None
+    assert roofline.critical_batch_on(MODELS["Llama-2-7B"], a100, S=4096) is None
+    assert roofline.decode_intensity_limit(MODELS["Llama-2-7B"], S=4096) < costs.ridge_point(
+        peak_flops=a100.peak_flops, bandwidth=a100.bandwidth)
 
 
 def test_decode_intensity_limit_is_approached_from_below_as_B_grows():

@@ -48,6 +48,7 @@ PYTHON_ONLY = {
     "model_args": "model-shape binding for Python callers (see evaluate)",
     "WallClock": "a result type: the JS twin of wall_clock returns the same fields as a plain object",
     "MemoryFit": "a result type: the JS twin of memory_fit returns the same fields as a plain object",
+    "PrefixHit": "a result type: the JS twin of prefix_hit_ttft returns the same fields as a plain object",
 }
 
 SHAPES = [
@@ -274,6 +275,14 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
         calls += [("mixed_step_time", dict(chip, T=T, S_prefix=Sp, B=B, S=S), None)
                   for T, Sp, B, S in [(512, 0, 16, 1024), (0, 0, 8, 4096), (3500, 0, 0, 0), (256, 1024, 31, 300)]]
+        calls += [("prefix_hit_ttft", dict(chip, S_prefix=Sp, T=T, block_size=b), None)
+                  for Sp, T, b in [(0, 1, 16), (40, 4, 16), (2048, 64, 16), (3000, 700, 256), (5, 3, 1)]]
+        calls += [("static_batch_tok_s", dict(chip, S=S, B=B, D_max=hi, D_min=lo), None)
+                  for S, B, lo, hi in [(1024, 16, 1, 256), (0, 1, 1, 1), (300, 64, 64, 512), (4000, 7, 9, 9)]]
+    for B, lo, hi in [(1, 1, 1), (1, 1, 64), (8, 1, 64), (64, 64, 512), (256, 3, 4096), (5, 7, 8)]:
+        calls += [("static_batch_steps", dict(B=B, D_max=hi, D_min=lo), None),
+                  ("static_batch_utilisation", dict(B=B, D_max=hi, D_min=lo), None)]
+    calls.append(("static_batch_utilisation", dict(B=4, D_max=100), None))
     return calls
 
 
@@ -368,6 +377,13 @@ def test_js_rejects_bad_inputs_like_python():
         ("chars_per_second", dict(tok_s=-1, chars_per_token=4), None),
         ("paged_fork_saved_blocks", dict(P=10, n=0, block_size=16), None),
         ("paged_fork_saved_blocks", dict(P=10, n=2, block_size=0), None),
+        ("static_batch_steps", dict(B=4, D_max=10, D_min=11), None),
+        ("static_batch_steps", dict(B=0, D_max=10), None),
+        ("static_batch_utilisation", dict(B=4, D_max=0), None),
+        ("prefix_hit_ttft", dict(L=4, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12, S_prefix=8, T=0),
+         None),
+        ("prefix_hit_ttft", dict(L=4, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12, S_prefix=8, T=2,
+                                 block_size=0), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

@@ -53,11 +53,13 @@ EXPLORER_CHECKS = [
     ("chapters/04_wall_clock", "ch4-wall-clock", "P", 0.8, "share", "wall_clock"),
     ("chapters/07_batching_economics", "ch7-batching", "B", 0.9, "toks", "decode_tok_s"),
     ("chapters/07_batching_economics", "ch7-batching", "S", 0.8, "step_additive", "decode_step_time"),
+    ("chapters/12_serving_engine", "ch12-static", "S", 0.3, "static", "static_batch_tok_s"),
+    ("chapters/13_prefix_caching", "ch13-prefix", "S_prefix", 0.6, "hit", "prefix_hit_ttft"),
     ("chapters/14_chunked_prefill", "ch14-chunk", "T", 0.8, "mixed", "mixed_step_time"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching"}
-EXPLORER_IDS |= {"ch14-chunk"}
+EXPLORER_IDS |= {"ch12-static", "ch13-prefix", "ch14-chunk"}
 
 
 def book_pages() -> list[str]:

@@ -94,7 +94,14 @@ from minigpt.costs.roofline import (
     roofline_bound,
     roofline_time,
 )
-from minigpt.costs.serving import mixed_step_time
+from minigpt.costs.serving import (
+    PrefixHit,
+    mixed_step_time,
+    prefix_hit_ttft,
+    static_batch_steps,
+    static_batch_tok_s,
+    static_batch_utilisation,
+)
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.text_rates import chars_per_second
 from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
@@ -132,6 +139,9 @@ FORMULAS = (
     "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
+    "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)
+    "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
 )
 
-__all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]
+__all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock", "evaluate", "fmt_sig",
+           "model_args", "of"]

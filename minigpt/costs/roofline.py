@@ -219,32 +219,6 @@ def decode_intensity_limit(model: ModelPreset, *, S: int, s: int = 2) -> float:
     return model_step_flops(model, T=1, S=S, B=1) / (S * _kv_token(model, s))
 
 
-def critical_batch_for(
-    model: ModelPreset, *, S: int, peak_flops: float, bandwidth: float, s: int = 2,
-) -> int | None:
-    """Smallest B whose decode step (FLOPs over Eq. (3.5)'s bytes) reaches the ridge, Eq. (3.3); None if none does.
-
-    The intensity B·F₁/(N·s + B·S·b_token) rises with B towards `decode_intensity_limit`; B_crit =
-    ⌈I*·N·s / (F₁ − I*·S·b_token)⌉ exists only while that limit exceeds the ridge I* = π/BW.
-    """
-    ridge = ridge_point(peak_flops=peak_flops, bandwidth=bandwidth)
-    if _int("S", S) and decode_intensity_limit(model, S=S, s=s) <= ridge:
-        return None
-    flops_1 = model_step_flops(model, T=1, S=S, B=1)
-    kv_step = S * _kv_token(model, s)
-    weights = weight_bytes(N_params=model.N_params, s=s)
-
-    def compute_bound(B: int) -> bool:  # the bound the roofline points report; guards the ceil against rounding
-        return decode_point(model, S=S, B=B, s=s, peak_flops=peak_flops, bandwidth=bandwidth).bound == "compute"
-
-    B = max(1, math.ceil(ridge * weights / (flops_1 - ridge * kv_step)))
-    while not compute_bound(B):
-        B += 1
-    while B > 1 and compute_bound(B - 1):
-        B -= 1
-    return B
-
-
 def roofline_time(*, flops: float, bytes: float, peak_flops: float, bandwidth: float) -> float:
     """Lower bound on a workload's time under the roofline, Eq. (3.3): max(flops / peak_flops, bytes / bandwidth)."""
     if isinstance(flops, bool) or not isinstance(flops, (int, float)) or flops < 0:
