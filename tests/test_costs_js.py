@@ -261,10 +261,13 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     for P, d_h, s, sram in [(1, 16, 4, 256), (128, 16, 4, 4096), (4096, 128, 2, 192 * 1024), (10**5, 64, 2, 100_000)]:
         calls += [("standard_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, H=8, B=2), None),
                   ("flash_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, sram_bytes=sram, H=8, B=2), None)]
+        calls.append(("flash_attention_hbm_saving", dict(P=P, d_h=d_h, s=s, sram_bytes=sram), None))
     for B, H_kv, S, splits, sms in [(1, 8, 8192, 16, 132), (1, 8, 8192, 17, 132), (64, 8, 100, 4, 132),
                                     (1, 1, 5, 9, 2)]:
         calls += [("flash_decoding_work_items", dict(B=B, H_kv=H_kv, splits=splits), None),
                   ("flash_decoding_speedup", dict(B=B, H_kv=H_kv, S=S, splits=splits, n_sm=sms), None)]
+        calls += [("flash_decoding_best_splits", dict(B=B, H_kv=H_kv, S=S, n_sm=sms), None),
+                  ("flash_decoding_best_splits", dict(B=B, H_kv=H_kv, S=S, n_sm=sms, max_splits=splits), None)]
     for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),

@@ -145,3 +145,15 @@ def test_hbm_model_orders_of_theorem_2():
     with pytest.raises(ValueError, match="sram_bytes must hold"):
         costs.flash_attention_hbm_bytes(P=8, d_h=64, s=2, sram_bytes=100)
     assert math.isfinite(costs.flash_attention_hbm_bytes(P=1, d_h=1, s=1, sram_bytes=4))
+
+
+def test_hbm_saving_is_the_ratio_and_tends_to_its_limit():
+    """The saving is standard over flash bytes; at long P, 4P² over (P/B_c)·P·(3d_h + 4) with B_c = M/(4d_h):
+    M/(d_h·(3d_h + 4)) for M values of SRAM, ≈ M/(3d_h²)."""
+    args = dict(P=8192, d_h=64, s=2, sram_bytes=192 * 1024)
+    assert costs.flash_attention_hbm_saving(**args) == (
+        costs.standard_attention_hbm_bytes(P=8192, d_h=64, s=2, H=8, B=3)
+        / costs.flash_attention_hbm_bytes(**args, H=8, B=3))
+    M = 2**20 // 2
+    assert costs.flash_attention_hbm_saving(P=2**20, d_h=64, s=2, sram_bytes=2**20) == pytest.approx(
+        M / (64 * (3 * 64 + 4)), rel=0.01)

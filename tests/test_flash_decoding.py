@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minigpt import MiniGPT, ModelConfig, costs, decode_step, prefill
-from minigpt.runtime.attention import flash_decode, use_attention
+from minigpt.runtime.attention import combine_chunks, flash_decode, use_attention
 from minigpt.runtime.model import attention
 
 TOL = dict(rtol=1e-5, atol=1e-5)
@@ -74,3 +74,44 @@ def test_occupancy_model():
     assert costs.flash_decoding_speedup(B=1, H_kv=8, S=8192, splits=17) == pytest.approx(8192 / (2 * 482))
     assert costs.flash_decoding_speedup(B=64, H_kv=8, S=8192, splits=4) == pytest.approx(1.0)  # already full
     assert costs.flash_decoding_speedup(B=1, H_kv=8, S=10, splits=64) == pytest.approx(10.0)  # one key per item
+
+
+@settings(max_examples=60, deadline=None)
+@given(B=st.integers(1, 64), H_kv=st.sampled_from([1, 2, 4, 8]), S=st.integers(1, 5000),
+       n_sm=st.sampled_from([2, 16, 108, 132]), max_splits=st.integers(1, 80))
+def test_best_splits_is_the_first_argmax_of_the_speedup(B, H_kv, S, n_sm, max_splits):
+    """The best chunk count is the smallest K in 1..min(max_splits, S) whose predicted speedup is the largest."""
+    args = dict(B=B, H_kv=H_kv, S=S, n_sm=n_sm)
+    speedups = [costs.flash_decoding_speedup(**args, splits=k) for k in range(1, min(max_splits, S) + 1)]
+    best = costs.flash_decoding_best_splits(**args, max_splits=max_splits)
+    assert speedups[best - 1] == max(speedups) and max(speedups) not in speedups[: best - 1]
+
+
+def test_best_splits_on_an_h100():
+    """8 items on 132 SMs at S = 8192: 33 chunks (two full waves of 264 slots, 249 keys each) beat 16 (one wave)."""
+    assert costs.flash_decoding_best_splits(B=1, H_kv=8, S=8192, max_splits=32) == 16
+    assert costs.flash_decoding_best_splits(B=1, H_kv=8, S=8192) == 33
+    assert costs.flash_decoding_best_splits(B=1, H_kv=8, S=5) == 5  # one key per chunk
+    assert costs.flash_decoding_best_splits(B=132, H_kv=8, S=8192) == 1  # the chip is already full
+    with pytest.raises(ValueError, match="max_splits"):
+        costs.flash_decoding_best_splits(B=1, H_kv=8, S=8192, max_splits=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(K=st.integers(1, 9), c=st.integers(1, 12), scale=st.sampled_from([1.0, 100.0]), seed=st.integers(0, 2**16))
+def test_combine_chunks_is_the_softmax_over_all_keys(K, c, scale, seed):
+    """Partials computed chunk by chunk and merged equal one softmax over all K·c keys, even at scores of ~±300
+    (where exp of a raw score overflows fp32); an empty chunk (ℓ = 0) drops out."""
+    g = torch.Generator().manual_seed(seed)
+    s, v = torch.randn(2, K, c, generator=g) * scale, torch.randn(2, K, c, 4, generator=g)
+    m = s.amax(-1)
+    p = torch.exp(s - m[..., None])
+    l = p.sum(-1)  # noqa: E741
+    o = (p[..., None] * v).sum(-2) / l[..., None]
+    whole = torch.softmax(s.flatten(1), -1)[..., None].mul(v.flatten(1, 2)).sum(1)
+    torch.testing.assert_close(combine_chunks(m, l, o), whole, **TOL)
+    empty = combine_chunks(torch.cat([m, torch.zeros(2, 1)], 1), torch.cat([l, torch.zeros(2, 1)], 1),
+                           torch.cat([o, torch.zeros(2, 1, 4)], 1))
+    torch.testing.assert_close(empty, whole, **TOL)
+    with pytest.raises(ValueError, match="o \\[..., K, d_h\\]"):
+        combine_chunks(m, l, o[:1])

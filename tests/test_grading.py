@@ -218,6 +218,9 @@ def test_review_lists_references_to_answers_and_tampering(hostile: tuple[Path, d
     assert ("dir_fd", "tampering", "dir_fd=") in rows
     assert not any(r[0] in ("exception", "missing_function") for r in rows)
     assert review_cell(0, "from minigpt.costs.presets import MODELS\nfrom minigpt.exercises import check\n") == []
+    kernels = ("from minigpt.runtime.attention import combine_chunks\n"
+               "from minigpt.costs.attention_kernels import H100_SMS\n")
+    assert [f.category for f in review_cell(0, kernels)] == ["answer", "answer"]  # Exercise 13's oracles
 
 
 HOG = """import json, os, signal, sys, time

@@ -56,10 +56,15 @@ EXPLORER_CHECKS = [
     ("chapters/12_serving_engine", "ch12-static", "S", 0.3, "static", "static_batch_tok_s"),
     ("chapters/13_prefix_caching", "ch13-prefix", "S_prefix", 0.6, "hit", "prefix_hit_ttft"),
     ("chapters/14_chunked_prefill", "ch14-chunk", "T", 0.8, "mixed", "mixed_step_time"),
+    ("chapters/15_flash_attention", "ch15-flash", "P", 0.8, "saving", "flash_attention_hbm_saving"),
+    ("chapters/15_flash_attention", "ch15-flash", "sram", 0.9, "flash", "flash_attention_hbm_bytes"),
+    ("chapters/16_flash_decoding", "ch16-split", "S", 0.3, "best", "flash_decoding_best_splits"),
+    ("chapters/16_flash_decoding", "ch16-split", "splits", 0.6, "speedup", "flash_decoding_speedup"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching"}
 EXPLORER_IDS |= {"ch12-static", "ch13-prefix", "ch14-chunk"}
+EXPLORER_IDS |= {"ch15-flash", "ch16-split"}
 
 
 def book_pages() -> list[str]:

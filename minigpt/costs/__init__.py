@@ -21,6 +21,8 @@ Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `rooflin
 
 from minigpt.costs.attention_kernels import (
     flash_attention_hbm_bytes,
+    flash_attention_hbm_saving,
+    flash_decoding_best_splits,
     flash_decoding_speedup,
     flash_decoding_work_items,
     speculative_speedup,
@@ -137,6 +139,7 @@ FORMULAS = (
     # Part III: attention kernels (tiling, split-S decode) and speculative decoding
     "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
     "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
+    "flash_attention_hbm_saving", "flash_decoding_best_splits",  # Chapters 15-16: the explorers' ratio and best K
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
     "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)

@@ -4,9 +4,11 @@
   diagonal skipped, tile by tile as `minigpt.runtime.attention.flash_attention` visits them.
 - `standard_attention_hbm_bytes`, `flash_attention_hbm_bytes`: the model of HBM accesses of Dao et al. 2022
   (FlashAttention, arXiv:2205.14135), Algorithm 0 against Algorithm 1, whose orders are Theorem 2's
-  Θ(N·d + N²) and Θ(N²·d²/M) with N = P, d = d_h and M the on-chip SRAM in values.
+  Θ(N·d + N²) and Θ(N²·d²/M) with N = P, d = d_h and M the on-chip SRAM in values; `flash_attention_hbm_saving`
+  their ratio.
 - `flash_decoding_work_items`, `flash_decoding_speedup`: the occupancy model of a decode step (Dao, Haziza,
-  Massa, Sizov 2023, "Flash-Decoding for long-context inference"): B·H_kv independent work items, ×splits.
+  Massa, Sizov 2023, "Flash-Decoding for long-context inference"): B·H_kv independent work items, ×splits;
+  `flash_decoding_best_splits` the chunk count it favours.
 - `speculative_tokens_per_pass`, `speculative_speedup`: Leviathan, Kalman, Matias 2023 (arXiv:2211.17192),
   Eq. (1) and Theorem 3.8, with acceptance rate alpha, gamma drafted tokens and draft/target cost ratio.
 """
@@ -59,6 +61,13 @@ def flash_attention_hbm_bytes(*, P: int, d_h: int, s: int, sram_bytes: int, H: i
     return _int("B", B, 1) * _int("H", H, 1) * elements * s
 
 
+def flash_attention_hbm_saving(*, P: int, d_h: int, s: int, sram_bytes: int) -> float:
+    """How many times fewer HBM bytes FlashAttention moves than standard attention (Dao et al. 2022, Theorem 2):
+    `standard_attention_hbm_bytes` over `flash_attention_hbm_bytes` (the same for every head and sequence)."""
+    return standard_attention_hbm_bytes(P=P, d_h=d_h, s=s) / flash_attention_hbm_bytes(
+        P=P, d_h=d_h, s=s, sram_bytes=sram_bytes)
+
+
 def flash_decoding_work_items(*, B: int, H_kv: int, splits: int = 1) -> int:
     """Independent work items of one decode step's attention: B·H_kv (one per sequence and K/V head), ×splits."""
     return _int("B", B, 1) * _int("H_kv", H_kv, 1) * _int("splits", splits, 1)
@@ -73,6 +82,15 @@ def flash_decoding_speedup(*, B: int, H_kv: int, S: int, splits: int, n_sm: int 
     one = flash_decoding_work_items(B=B, H_kv=H_kv)
     split = flash_decoding_work_items(B=B, H_kv=H_kv, splits=splits)
     return (-(-one // n_sm) * S) / (-(-split // n_sm) * -(-S // splits))
+
+
+def flash_decoding_best_splits(*, B: int, H_kv: int, S: int, n_sm: int = H100_SMS, max_splits: int = 64) -> int:
+    """The chunk count K in 1..min(max_splits, S) with the largest `flash_decoding_speedup`, i.e. the fewest
+    ⌈B·H_kv·K/n_sm⌉·⌈S/K⌉ key-steps (waves × keys per chunk); the smallest such K on a tie."""
+    S, n_sm = _int("S", S, 1), _int("n_sm", n_sm, 1)
+    one = flash_decoding_work_items(B=B, H_kv=H_kv)
+    top = min(_int("max_splits", max_splits, 1), S)
+    return min(range(1, top + 1), key=lambda k: (-(-one * k // n_sm) * -(-S // k), k))
 
 
 def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:

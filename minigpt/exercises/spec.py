@@ -37,6 +37,11 @@ def randn(shape: list[int], rng: random.Random, scale: float = 1.0) -> dict[str,
     return {"$randn": list(shape), "seed": rng.getrandbits(48), "scale": scale}
 
 
+def uniform(shape: list[int], rng: random.Random, low: float, high: float) -> dict[str, Any]:
+    """A JSON description of a float32 tensor uniform in [low, high), reproducible from its seed."""
+    return {"$uniform": list(shape), "seed": rng.getrandbits(48), "low": low, "high": high}
+
+
 def model_spec(rng: random.Random) -> dict[str, Any]:
     """A JSON description of a small random MiniGPT (weights ~ N(0, 0.3²), so logits are well apart)."""
     H = rng.choice([2, 4])
@@ -87,6 +92,8 @@ def describe(value: Any) -> str:
     if isinstance(value, dict):
         if "$randn" in value:
             return f"tensor{value['$randn']}"
+        if "$uniform" in value:
+            return f"tensor{value['$uniform']} in [{value['low']:g}, {value['high']:g})"
         if "$long" in value:
             return f"long tensor {value['$long']}"
         if "$preset" in value:

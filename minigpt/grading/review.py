@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 ANSWER_MODULES = {"costs", "presets", "roofline", "text_rates", "exercises", "grading", "measure", "cost_curve",
                   "sweeps", "flops", "memory", "params", "traffic", "wall_clock", "batching", "kv_storage", "parallel",
-                  "shape", "format", "quality"}
+                  "shape", "format", "quality", "attention", "attention_kernels"}
 RUNTIME_ANSWERS = {"generate", "prefill", "decode_step", "stream", "sample"}
 ORACLE_ATTRIBUTES = {"oracle", "expected", "EXERCISES", "registry", "question", "run_check"}
 PRESET_TABLES = {"HARDWARE", "MODELS", "HardwarePreset", "ModelPreset"}  # data, offered as records in the sandbox

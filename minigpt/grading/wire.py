@@ -1,8 +1,9 @@
 """The grader's wire format: JSON input descriptions -> objects, and returned values -> JSON.
 
 Shared by both sides of the grader and by the student-side `check`: the trusted parent describes a
-question's inputs as plain JSON (``{"$randn": [2, 3], "seed": 7}``, ``{"$long": [[1, 2]]}``,
-``{"$config": {...}}``, ``{"$model": {...}, "seed": 5}``, ``{"$record": "ModelPreset", "fields": {...}}``)
+question's inputs as plain JSON (``{"$randn": [2, 3], "seed": 7}``, ``{"$uniform": [4], "seed": 7, "low": 1,
+"high": 9}``, ``{"$long": [[1, 2]]}``, ``{"$config": {...}}``, ``{"$model": {...}, "seed": 5}``,
+``{"$record": "ModelPreset", "fields": {...}}``)
 and the sandboxed child turns them into tensors, configs, small MiniGPTs and read-only records. The
 child's copy of `minigpt` holds this module and the runtime (model, cache), never the answer
 functions: a preset reaches it as a `Record` of its fields, not as an object with formula methods.
@@ -73,6 +74,9 @@ def build(value: Any, lookup: Lookup | None = None) -> Any:
     if "$randn" in value:
         g = torch.Generator().manual_seed(value["seed"])
         return torch.randn(value["$randn"], generator=g) * value.get("scale", 1.0)
+    if "$uniform" in value:
+        g = torch.Generator().manual_seed(value["seed"])
+        return value["low"] + (value["high"] - value["low"]) * torch.rand(value["$uniform"], generator=g)
     if "$long" in value:
         return torch.tensor(value["$long"], dtype=torch.long)
     if "$record" in value:

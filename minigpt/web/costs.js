@@ -519,12 +519,26 @@
     const elements = n * d + 2n * n + 2n * n * d + Tc * (3n * n * d + 4n * n);
     return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * elements * s);
   };
+  C.flash_attention_hbm_saving = function (a) {
+    const head = { P: a.P, d_h: a.d_h, s: a.s };
+    return C.standard_attention_hbm_bytes(head) / C.flash_attention_hbm_bytes(Object.assign({ sram_bytes: a.sram_bytes }, head));
+  };
   C.flash_decoding_work_items = (a) => N(int(a, "B", 1) * int(a, "H_kv", 1) * int(a, "splits", 1, 1));
   C.flash_decoding_speedup = function (a) {
     const S = int(a, "S", 1), sms = int(a, "n_sm", 1, 132), asked = int(a, "splits", 1);
     const splits = asked < S ? asked : S;
     const one = int(a, "B", 1) * int(a, "H_kv", 1);
     return N(ceilDiv(one, sms) * S) / N(ceilDiv(one * splits, sms) * ceilDiv(S, splits));
+  };
+  C.flash_decoding_best_splits = function (a) {
+    const S = int(a, "S", 1), sms = int(a, "n_sm", 1, 132), one = int(a, "B", 1) * int(a, "H_kv", 1);
+    const asked = int(a, "max_splits", 1, 64), top = asked < S ? asked : S;
+    let best = 1n, fewest = ceilDiv(one, sms) * S;
+    for (let k = 2n; k <= top; k += 1n) {
+      const steps = ceilDiv(one * k, sms) * ceilDiv(S, k);
+      if (steps < fewest) [best, fewest] = [k, steps];
+    }
+    return N(best);
   };
   C.speculative_tokens_per_pass = function (a) {
     const g = N(int(a, "gamma", 0)), alpha = a.alpha;

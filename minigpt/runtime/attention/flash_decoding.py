@@ -39,7 +39,21 @@ def flash_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, splits: i
     p = torch.exp(s - m)
     l = p.sum(dim=-1, keepdim=True)  # noqa: E741
     o = (p @ v) / l.clamp_min(torch.finfo(l.dtype).tiny)  # [B, H_kv, splits, g, d_h]
+    # the chunks as the last axis of m and l, the next-to-last of o: [B, H_kv, g, splits(, d_h)]
+    out = combine_chunks(m.squeeze(-1).movedim(2, -1), l.squeeze(-1).movedim(2, -1), o.movedim(2, -2))
+    return out.reshape(B, H, 1, d_h)
+
+
+def combine_chunks(m: torch.Tensor, l: torch.Tensor, o: torch.Tensor) -> torch.Tensor:  # noqa: E741
+    """Flash-Decoding's merge of K partial softmaxes: Σ_c exp(lse_c − lse)·o_c, lse_c = m_c + log ℓ_c and
+    lse = log Σ_c exp(lse_c), with no exp of a raw score (so no overflow at any scale).
+
+    m, l `[..., K]`: each chunk's largest score and Σ exp(score − m) over its keys (0 for an empty chunk, which
+    drops out); o `[..., K, d_h]`: each chunk's normalised output Σ exp(score − m)·v / ℓ. Returns `[..., d_h]`.
+    """
+    if m.shape != l.shape or o.shape[:-1] != m.shape:
+        raise ValueError(f"m and l must be [..., K] and o [..., K, d_h]; got m {list(m.shape)}, "
+                         f"l {list(l.shape)}, o {list(o.shape)}")
     lse = m + torch.log(l)  # log Σ exp(score) over the chunk
-    # the combine: weight each chunk's output by exp(lse_c − logsumexp over chunks)
-    w = torch.exp(lse - torch.logsumexp(lse, dim=2, keepdim=True))
-    return (w * o).sum(dim=2).reshape(B, H, 1, d_h)
+    w = torch.exp(lse - torch.logsumexp(lse, dim=-1, keepdim=True))  # [..., K]: the chunks' shares, summing to 1
+    return (w[..., None] * o).sum(dim=-2)
