@@ -23,6 +23,7 @@ from minigpt.costs.attention_kernels import (
     flash_attention_hbm_bytes,
     flash_decoding_speedup,
     flash_decoding_work_items,
+    speculative_best_gamma,
     speculative_speedup,
     speculative_tokens_per_pass,
     standard_attention_hbm_bytes,
@@ -130,6 +131,7 @@ FORMULAS = (
     # Part III: attention kernels (tiling, split-S decode) and speculative decoding
     "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
     "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
+    "speculative_best_gamma",  # Chapter 17: the best γ, Eq. (17.3)
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
 )
