@@ -272,6 +272,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
+    for alpha, c, v, top in [(0.0, 0.1, 1.0, 16), (0.7, 0.114, 1.0, 16), (0.9, 0.114, 1.44, 10), (1.0, 0.1, 1.0, 16),
+                             (1.0, 0.1, 0.1, 16), (0.987, 0.28, 1.44, 32), (0.5, 1.0, 2.0, 1), (0.95, 0.01, 1.0, 1024)]:
+        calls.append(("speculative_best_gamma", dict(alpha=alpha, cost_ratio=c, verify_ratio=v, gamma_max=top), None))
+    calls.append(("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.05), None))
     calls += [("paged_fork_saved_blocks", dict(P=P, n=n, block_size=b), None)
               for P, n, b in [(1, 1, 16), (100, 8, 16), (15, 4, 16), (4096, 64, 256), (10**6, 3, 7)]]
     for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[:2]):  # Part III: serving
@@ -387,6 +391,9 @@ def test_js_rejects_bad_inputs_like_python():
          None),
         ("prefix_hit_ttft", dict(L=4, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12, S_prefix=8, T=2,
                                  block_size=0), None),
+        ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=0), None),
+        ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=1025), None),
+        ("speculative_best_gamma", dict(alpha=1.2, cost_ratio=0.1), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

@@ -60,11 +60,13 @@ EXPLORER_CHECKS = [
     ("chapters/15_flash_attention", "ch15-flash", "sram", 0.9, "flash", "flash_attention_hbm_bytes"),
     ("chapters/16_flash_decoding", "ch16-split", "S", 0.3, "best", "flash_decoding_best_splits"),
     ("chapters/16_flash_decoding", "ch16-split", "splits", 0.6, "speedup", "flash_decoding_speedup"),
+    ("chapters/17_speculative_decoding", "ch17-speculative", "alpha", 0.95, "best", "speculative_best_gamma"),
+    ("chapters/17_speculative_decoding", "ch17-speculative", "c", 0.2, "speedup", "speculative_speedup"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching"}
 EXPLORER_IDS |= {"ch12-static", "ch13-prefix", "ch14-chunk"}
-EXPLORER_IDS |= {"ch15-flash", "ch16-split"}
+EXPLORER_IDS |= {"ch15-flash", "ch16-split", "ch17-speculative"}
 
 
 def book_pages() -> list[str]:

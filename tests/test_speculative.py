@@ -18,7 +18,11 @@ from hypothesis import strategies as st
 
 from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained
 from minigpt.corpus.sentences import generate_sentences
-from minigpt.runtime.speculative import speculative_generate
+from minigpt.runtime.speculative import (
+    acceptance_probability,
+    residual_distribution,
+    speculative_generate,
+)
 
 NEAR_TIE = 1e-4
 
@@ -170,6 +174,49 @@ def test_acceptance_matches_the_formula_for_a_copy_of_the_target():
     assert costs.speculative_tokens_per_pass(alpha=1.0, gamma=4) == 5
     assert costs.speculative_tokens_per_pass(alpha=0.0, gamma=4) == 1
     assert costs.speculative_speedup(alpha=0.8, gamma=4, cost_ratio=0.05) == pytest.approx(3.3616 / 1.2)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.6, 0.8, 0.9, 0.97, 0.999])
+@pytest.mark.parametrize("c,v", [(0.01, 1.0), (0.114, 1.0), (0.28, 1.44), (0.5, 1.2), (1.0, 1.0)])
+def test_best_gamma_is_the_argmax_and_the_speedup_is_unimodal(alpha, c, v):
+    gains = [costs.speculative_speedup(alpha=alpha, gamma=g, cost_ratio=c, verify_ratio=v) for g in range(1, 33)]
+    best = costs.speculative_best_gamma(alpha=alpha, cost_ratio=c, verify_ratio=v, gamma_max=32)
+    assert gains[best - 1] == max(gains)
+    peak = next((g for g in range(1, 32) if gains[g] <= gains[g - 1]), 32)  # the first γ the next one does not beat
+    assert best == peak, "Eq. (17.2) is not unimodal in γ here, or the search missed its peak"
+    assert all(a < b for a, b in zip(gains[: best - 1], gains[1:best], strict=True))
+    assert all(a >= b for a, b in zip(gains[best - 1 :], gains[best:], strict=False))
+
+
+def test_best_gamma_on_known_cases():
+    assert costs.speculative_best_gamma(alpha=0.0, cost_ratio=0.1) == 1  # nothing accepted: fewest drafts
+    assert costs.speculative_best_gamma(alpha=1.0, cost_ratio=0.1, gamma_max=12) == 12  # (γ+1)/(γc+1) grows
+    assert costs.speculative_best_gamma(alpha=1.0, cost_ratio=0.5, verify_ratio=0.2) == 1  # v < c: it shrinks
+    assert costs.speculative_best_gamma(alpha=1.0, cost_ratio=0.25, verify_ratio=0.25) == 1  # a tie: fewest
+    # Llama-3-8B drafting for Llama-3-70B (c = 0.114): the chapter's "best γ" at α = 0.5, 0.7, 0.9
+    assert [costs.speculative_best_gamma(alpha=a, cost_ratio=8.03 / 70.6, gamma_max=10) for a in (0.5, 0.7, 0.9)] \
+        == [2, 4, 9]
+    for bad, match in [(dict(gamma_max=0), "gamma_max must be an integer >= 1"),
+                       (dict(gamma_max=1025), r"gamma_max must be an integer in \[1, 1024\]"),
+                       (dict(cost_ratio=0.0), "cost_ratio must be a finite number > 0"),
+                       (dict(alpha=1.5), "alpha must be a number in")]:
+        with pytest.raises(ValueError, match=match):
+            costs.speculative_best_gamma(**(dict(alpha=0.8, cost_ratio=0.1) | bad))
+
+
+def test_rejection_rule_parts():
+    g = torch.Generator().manual_seed(0)
+    p, q = torch.softmax(torch.randn(3, 9, generator=g), -1), torch.softmax(torch.randn(3, 9, generator=g), -1)
+    r = residual_distribution(p, q)
+    expected = (p - q).clamp_min(0)
+    assert torch.allclose(r, expected / expected.sum(-1, keepdim=True))
+    assert torch.allclose(r.sum(-1), torch.ones(3)) and (r[p <= q] == 0).all()
+    assert torch.equal(residual_distribution(p, p), p)  # the draft is the target: never rejected, so p
+    a = acceptance_probability(p[0], q[0])
+    assert torch.allclose(a, torch.minimum(torch.ones(9), p[0] / q[0])) and (a[p[0] >= q[0]] == 1).all()
+    # accepting x with min(1, p/q), else drawing from the residual, gives p: q·min(1, p/q) + (1 − β)·r = p
+    beta = torch.minimum(p, q).sum(-1, keepdim=True)
+    assert torch.allclose(q * acceptance_probability(p, q) + (1 - beta) * r, p, atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs,match", [

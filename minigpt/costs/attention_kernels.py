@@ -9,8 +9,9 @@
 - `flash_decoding_work_items`, `flash_decoding_speedup`: the occupancy model of a decode step (Dao, Haziza,
   Massa, Sizov 2023, "Flash-Decoding for long-context inference"): B·H_kv independent work items, ×splits;
   `flash_decoding_best_splits` the chunk count it favours.
-- `speculative_tokens_per_pass`, `speculative_speedup`: Leviathan, Kalman, Matias 2023 (arXiv:2211.17192),
-  Eq. (1) and Theorem 3.8, with acceptance rate alpha, gamma drafted tokens and draft/target cost ratio.
+- `speculative_tokens_per_pass`, `speculative_speedup`, `speculative_best_gamma`: Leviathan, Kalman, Matias 2023
+  (arXiv:2211.17192), Eq. (1) and Theorem 3.8, with acceptance rate alpha, gamma drafted tokens and draft/target
+  cost ratio; the best gamma is the argmax of the speedup over gamma = 1 .. gamma_max.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def flash_decoding_best_splits(*, B: int, H_kv: int, S: int, n_sm: int = H100_SM
 
 
 def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:
-    """Expected tokens per target pass (Leviathan et al. 2023, Eq. 1): (1 − α^(γ+1))/(1 − α); γ + 1 at α = 1."""
+    """Expected tokens per target pass, Eq. (17.1) (Leviathan et al. 2023's Eq. 1): (1 − α^(γ+1))/(1 − α); γ + 1
+    at α = 1."""
     g = _int("gamma", gamma, 0)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha must be a number in [0, 1] (the acceptance rate), got {alpha!r}")
@@ -104,8 +106,24 @@ def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:
 
 
 def speculative_speedup(*, alpha: float, gamma: int, cost_ratio: float, verify_ratio: float = 1.0) -> float:
-    """Wall-clock speedup of speculative decoding (Leviathan et al. 2023, Theorem 3.8): tokens per pass over
+    """Wall-clock speedup of speculative decoding, Eq. (17.2) (Leviathan et al. 2023, Theorem 3.8): tokens per pass over
     the cost of one round, γ·c + v target-step times, c = cost_ratio (a draft step over a target step) and
     v = verify_ratio (the verify pass over γ+1 tokens over one decode step; the paper's 1)."""
     c, v = _positive("cost_ratio", cost_ratio), _positive("verify_ratio", verify_ratio)
     return speculative_tokens_per_pass(alpha=alpha, gamma=gamma) / (gamma * c + v)
+
+
+GAMMA_MAX_LIMIT = 1024  # the largest gamma_max searched (the search is one speedup per gamma)
+
+
+def speculative_best_gamma(*, alpha: float, cost_ratio: float, verify_ratio: float = 1.0, gamma_max: int = 16) -> int:
+    """The best number of drafts per round, Eq. (17.3): the γ in 1 .. gamma_max with the largest speedup of
+    Eq. (17.2), the smallest one within a relative 1e-12 of the best (ties broken towards fewer drafts). The
+    speedup is unimodal in γ; at α = 1 with v > c it grows without end, so gamma_max bounds the search."""
+    top = _int("gamma_max", gamma_max, 1)
+    if top > GAMMA_MAX_LIMIT:
+        raise ValueError(f"gamma_max must be an integer in [1, {GAMMA_MAX_LIMIT}], got {gamma_max}")
+    gains = [speculative_speedup(alpha=alpha, gamma=g, cost_ratio=cost_ratio, verify_ratio=verify_ratio)
+             for g in range(1, top + 1)]
+    best = max(gains)
+    return next(g for g, gain in enumerate(gains, start=1) if gain >= best * (1 - 1e-12))

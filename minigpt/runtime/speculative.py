@@ -79,6 +79,19 @@ def _draw(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tenso
     return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
 
 
+def acceptance_probability(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+    """min(1, p(x)/q(x)): the chance that a token x drafted with probability q(x) is kept (Leviathan et al. 2023)."""
+    return (p_x / q_x).clamp(max=1.0)
+
+
+def residual_distribution(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """norm(max(0, p − q)) over the last axis, where the token comes from at the first rejection (p where p = q:
+    a draft that matches the target is never rejected)."""
+    residual = (p - q).clamp_min(0)
+    total = residual.sum(-1, keepdim=True)
+    return torch.where(total > 0, residual / total.clamp_min(torch.finfo(residual.dtype).tiny), p)
+
+
 @torch.no_grad()
 def speculative_generate(
     target: MiniGPT, draft: MiniGPT, prompt: torch.Tensor, D: int, *, gamma: int = 4, temperature: float = 0.0,
@@ -108,7 +121,7 @@ def speculative_generate(
         proposal = torch.cat([seq[:, -1:], *drafts], dim=1)  # [B, g+1]
         p = _probs(target(proposal, t_cache), temperature)  # [B, g+1, V]: one pass verifies every draft
         result.target_passes += 1
-        n, nxt = _accept(p, q, drafts, greedy, generator, result)
+        n, nxt = accept_drafts(p, q, drafts, greedy, generator, result)
         new = torch.cat([*drafts[:n], nxt], dim=1)  # [B, n+1]
         result.tokens = torch.cat([result.tokens, new], dim=1)
         result.accepted.append(n)
@@ -120,11 +133,13 @@ def speculative_generate(
     return result
 
 
-def _accept(
+def accept_drafts(
     p: torch.Tensor, q: list[torch.Tensor], drafts: list[torch.Tensor], greedy: bool,
-    generator: torch.Generator | None, result: SpeculativeResult,
+    generator: torch.Generator | None = None, result: SpeculativeResult | None = None,
 ) -> tuple[int, torch.Tensor]:
-    """The rejection rule: n (accepted drafts, the batch's minimum) and each sequence's token n+1 `[B, 1]`."""
+    """The rejection rule on the target's `p` `[B, g+1, V]`, the draft's `q` (g × `[B, V]`) and the drafts (g ×
+    `[B, 1]`): n (accepted drafts, the batch's minimum) and each sequence's token n+1 `[B, 1]`; Σ min(p, q) of each
+    verified position is appended to `result.beta` when a result is given."""
     B, g = p.shape[0], len(drafts)
     if g == 0:
         return 0, (p[:, 0].argmax(-1) if greedy else _draw(p[:, 0], generator)).view(B, 1)
@@ -132,20 +147,19 @@ def _accept(
     q_all = torch.stack(q, dim=1)  # [B, g, V]
     p_x = p[:, :g].gather(-1, x[..., None])[..., 0]  # p(x_j) at each drafted position
     q_x = q_all.gather(-1, x[..., None])[..., 0]
-    result.beta += torch.minimum(p[:, :g], q_all).sum(-1).flatten().tolist()
+    if result is not None:
+        result.beta += torch.minimum(p[:, :g], q_all).sum(-1).flatten().tolist()
     if greedy:
         ok = p_x > 0.5  # one-hot p: the draft token is the target's argmax
     else:
         u = torch.rand(x.shape, generator=generator, device=p.device)
-        ok = u * q_x < p_x  # accept with probability min(1, p/q)
+        ok = u < acceptance_probability(p_x, q_x)
     n_b = torch.cumprod(ok.int(), dim=1).sum(1)  # [B]: accepted prefix per sequence
     n = int(n_b.min())
     if n == g:  # every draft accepted by every sequence: the bonus token from p after the last draft
         bonus = p[:, g].argmax(-1) if greedy else _draw(p[:, g], generator)
         return n, bonus.view(B, 1)
-    residual = (p[:, n] - q_all[:, n]).clamp_min(0)  # norm(max(0, p − q)) at the first rejection
-    residual = residual / residual.sum(-1, keepdim=True).clamp_min(torch.finfo(residual.dtype).tiny)
-    residual = torch.where(residual.sum(-1, keepdim=True) > 0, residual, p[:, n])  # p = q exactly: never rejected
+    residual = residual_distribution(p[:, n], q_all[:, n])  # at the first rejection
     corrected = residual.argmax(-1) if greedy else _draw(residual, generator)
     keep = n_b > n  # these sequences accepted draft n+1 as well: it is their token
     return n, torch.where(keep, x[:, n], corrected).view(B, 1)

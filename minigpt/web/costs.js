@@ -551,6 +551,14 @@
     const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
     return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
   };
+  C.speculative_best_gamma = function (a) {
+    const top = N(int(a, "gamma_max", 1, 16));
+    if (top > 1024) throw new RangeError("gamma_max must be an integer in [1, 1024], got " + top);
+    const gains = [];
+    for (let g = 1; g <= top; g++) gains.push(C.speculative_speedup(Object.assign({}, a, { gamma: g })));
+    const best = Math.max(...gains);
+    return gains.findIndex((gain) => gain >= best * (1 - 1e-12)) + 1;
+  };
 
   // ---- Part III: a chunked-prefill step (prompt chunk + decodes) as one forward ----
   C.mixed_step_time = function (a) {

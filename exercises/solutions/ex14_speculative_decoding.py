@@ -1,0 +1,50 @@
+"""Reference solutions for exercises/ex14_speculative_decoding.ipynb (instructors only; not in the package or the
+book).
+
+Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
+"""
+
+import math
+
+import torch
+
+
+# %% solution:q1
+def greedy_round(drafts, target_argmax):
+    """Each sequence's accepted prefix; the batch keeps the shortest, then each sequence's own next token."""
+    accepted = []
+    for row, best in zip(drafts, target_argmax, strict=True):
+        n = 0
+        while n < len(row) and row[n] == best[n]:
+            n += 1
+        accepted.append(n)
+    n = min(accepted)
+    return [list(row[:n]) + [best[n]] for row, best in zip(drafts, target_argmax, strict=True)]
+
+
+# %% solution:q2
+def rejection_rule(target_logits, draft_logits, temperature, x):
+    """Keep x with probability min(1, p(x)/q(x)); on a rejection draw from norm(max(0, p − q))."""
+    p = torch.softmax(target_logits / temperature, dim=-1)
+    q = torch.softmax(draft_logits / temperature, dim=-1)
+    accept = min(1.0, (p[x] / q[x]).item())
+    residual = (p - q).clamp_min(0)
+    return accept, residual / residual.sum()
+
+
+# %% solution:q3
+def speculation_gain(alpha, gamma, cost_ratio, verify_ratio):
+    """Eq. (17.1), a geometric series of γ + 1 terms, over the round's cost γ·c + v: Eq. (17.2)."""
+    tokens = gamma + 1 if alpha == 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
+    return tokens, tokens / (gamma * cost_ratio + verify_ratio)
+
+
+# %% solution:q4
+def best_gamma(alpha, cost_ratio, verify_ratio, gamma_max):
+    """Eq. (17.3): the speedup of Eq. (17.2) for every γ, and the first γ that reaches the largest."""
+    gains = []
+    for gamma in range(1, gamma_max + 1):
+        tokens = gamma + 1 if alpha == 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
+        gains.append(tokens / (gamma * cost_ratio + verify_ratio))
+    best = max(gains)
+    return 1 + next(i for i, gain in enumerate(gains) if math.isclose(gain, best, rel_tol=1e-12))
