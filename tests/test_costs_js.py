@@ -274,6 +274,18 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
         calls += [("mixed_step_time", dict(chip, T=T, S_prefix=Sp, B=B, S=S), None)
                   for T, Sp, B, S in [(512, 0, 16, 1024), (0, 0, 8, 4096), (3500, 0, 0, 0), (256, 1024, 31, 300)]]
+    for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[::3]):  # Chapter 18: the floor
+        chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
+        kv = costs.evaluate(costs.kv_bytes_per_token, model, s=2)
+        for n_ops, t_op, B, S in [(236, 1.2e-6, 1, 32), (896, 5e-6, 8, 1024), (100, 2.5e-5, 64, 4096)]:
+            floor = dict(n_ops=n_ops, t_op=t_op)
+            calls += [("overhead_floor_s", floor, None),
+                      ("overhead_step_time", dict(chip, **floor, B=B, S=S), None),
+                      ("overhead_step_time", dict(chip, **floor, B=B, S=S, overlap=False), None),
+                      ("overhead_bound", dict(chip, **floor, B=B, S=S), None),
+                      ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=2, kv_bytes_per_token=kv,
+                                                         S=S, B=B), None),
+                      ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None)]
     return calls
 
 
@@ -368,6 +380,11 @@ def test_js_rejects_bad_inputs_like_python():
         ("chars_per_second", dict(tok_s=-1, chars_per_token=4), None),
         ("paged_fork_saved_blocks", dict(P=10, n=0, block_size=16), None),
         ("paged_fork_saved_blocks", dict(P=10, n=2, block_size=0), None),
+        ("overhead_floor_s", dict(n_ops=0, t_op=1e-6), None),
+        ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
+        ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,
+                                    t_op=1e-6, overlap="max"), None),
+        ("overhead_crossover_params", dict(n_ops=236, t_op=1e-6, bandwidth=1e9, s=0), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

@@ -15,7 +15,7 @@ attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0``
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
 Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
-`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` and `attention_kernels` (Part III), `format`
+`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage`, `attention_kernels` and `overhead` (Part III), `format`
 (the prose), `presets` (published models and chips).
 """
 
@@ -78,6 +78,12 @@ from minigpt.costs.memory import (
     weight_bytes,
     window_kv_cache_bytes,
 )
+from minigpt.costs.overhead import (
+    overhead_bound,
+    overhead_crossover_params,
+    overhead_floor_s,
+    overhead_step_time,
+)
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
 from minigpt.costs.roofline import (
@@ -132,6 +138,7 @@ FORMULAS = (
     "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
+    "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "WallClock", "evaluate", "fmt_sig", "model_args", "of"]
