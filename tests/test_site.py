@@ -54,10 +54,12 @@ EXPLORER_CHECKS = [
     ("chapters/07_batching_economics", "ch7-batching", "B", 0.9, "toks", "decode_tok_s"),
     ("chapters/07_batching_economics", "ch7-batching", "S", 0.8, "step_additive", "decode_step_time"),
     ("chapters/14_chunked_prefill", "ch14-chunk", "T", 0.8, "mixed", "mixed_step_time"),
+    ("chapters/18_overhead_floor", "ch18-overhead", "t_op", 0.8, "step", "overhead_step_time"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching"}
 EXPLORER_IDS |= {"ch14-chunk"}
+EXPLORER_IDS |= {"ch18-overhead"}
 
 
 def book_pages() -> list[str]:
