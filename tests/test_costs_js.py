@@ -290,6 +290,18 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("static_batch_steps", dict(B=B, D_max=hi, D_min=lo), None),
                   ("static_batch_utilisation", dict(B=B, D_max=hi, D_min=lo), None)]
     calls.append(("static_batch_utilisation", dict(B=4, D_max=100), None))
+    for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[::3]):  # Chapter 18: the floor
+        chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
+        kv = costs.evaluate(costs.kv_bytes_per_token, model, s=2)
+        for n_ops, t_op, B, S in [(236, 1.2e-6, 1, 32), (896, 5e-6, 8, 1024), (100, 2.5e-5, 64, 4096)]:
+            floor = dict(n_ops=n_ops, t_op=t_op)
+            calls += [("overhead_floor_s", floor, None),
+                      ("overhead_step_time", dict(chip, **floor, B=B, S=S), None),
+                      ("overhead_step_time", dict(chip, **floor, B=B, S=S, overlap=False), None),
+                      ("overhead_bound", dict(chip, **floor, B=B, S=S), None),
+                      ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=2, kv_bytes_per_token=kv,
+                                                         S=S, B=B), None),
+                      ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None)]
     return calls
 
 
@@ -394,6 +406,11 @@ def test_js_rejects_bad_inputs_like_python():
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=0), None),
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=1025), None),
         ("speculative_best_gamma", dict(alpha=1.2, cost_ratio=0.1), None),
+        ("overhead_floor_s", dict(n_ops=0, t_op=1e-6), None),
+        ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
+        ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,
+                                    t_op=1e-6, overlap="max"), None),
+        ("overhead_crossover_params", dict(n_ops=236, t_op=1e-6, bandwidth=1e9, s=0), None),
     ]
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(COSTS_JS)],

@@ -62,11 +62,12 @@ EXPLORER_CHECKS = [
     ("chapters/16_flash_decoding", "ch16-split", "splits", 0.6, "speedup", "flash_decoding_speedup"),
     ("chapters/17_speculative_decoding", "ch17-speculative", "alpha", 0.95, "best", "speculative_best_gamma"),
     ("chapters/17_speculative_decoding", "ch17-speculative", "c", 0.2, "speedup", "speculative_speedup"),
+    ("chapters/18_overhead_floor", "ch18-overhead", "t_op", 0.8, "step", "overhead_step_time"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching"}
 EXPLORER_IDS |= {"ch12-static", "ch13-prefix", "ch14-chunk"}
-EXPLORER_IDS |= {"ch15-flash", "ch16-split", "ch17-speculative"}
+EXPLORER_IDS |= {"ch15-flash", "ch16-split", "ch17-speculative", "ch18-overhead"}
 
 
 def book_pages() -> list[str]:

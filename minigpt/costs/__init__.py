@@ -15,7 +15,7 @@ attention (H_kv·d_h = d; give both or neither), ``d_ffn=None`` is 4·d, ``V=0``
 out, ``B=1``. A model's symbols reach a formula through `of` / `evaluate` (module `shape`).
 
 Modules, by chapter: `flops` (1), `params` and `memory` (2), `traffic`, `roofline` and `parallel` (3),
-`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage` and `attention_kernels` (Part III), `format`
+`wall_clock` and `text_rates` (4), `batching` (7), `kv_storage`, `attention_kernels` and `overhead` (Part III), `format`
 (the prose), `presets` (published models and chips).
 """
 
@@ -80,6 +80,12 @@ from minigpt.costs.memory import (
     moe_expected_experts,
     weight_bytes,
     window_kv_cache_bytes,
+)
+from minigpt.costs.overhead import (
+    overhead_bound,
+    overhead_crossover_params,
+    overhead_floor_s,
+    overhead_step_time,
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
@@ -146,6 +152,7 @@ FORMULAS = (
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
     "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
+    "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock", "evaluate", "fmt_sig",

@@ -625,6 +625,25 @@
     };
   };
 
+  // ---- Chapter 18: the overhead floor (n_ops operators of t_op seconds each) ----
+  C.overhead_floor_s = (a) => N(int(a, "n_ops", 1)) * num(a, "t_op", 0, true);
+  C.overhead_step_time = function (a) {
+    const overlap = a.overlap === undefined ? true : a.overlap;
+    if (typeof overlap !== "boolean") throw new RangeError("overlap must be true (Eq. 18.1's max) or false (Eq. 18.2's sum), got " + overlap);
+    const floor = C.overhead_floor_s(a);
+    const traffic = C.decode_step_time(Object.assign({}, a, { overlap: true }));
+    return overlap ? Math.max(traffic, floor) : traffic + floor;
+  };
+  C.overhead_bound = function (a) {
+    const floor = C.overhead_floor_s(a);
+    return floor >= C.decode_step_time(Object.assign({}, a, { overlap: true })) ? "overhead" : "traffic";
+  };
+  C.overhead_crossover_params = function (a) {
+    const floorBytes = C.overhead_floor_s(a) * num(a, "bandwidth", 0, true);
+    const cache = N(int(a, "B", 1, 1) * int(a, "S", 0, 0) * int(a, "kv_bytes_per_token", 0, 0));
+    return Math.max(0, (floorBytes - cache) / num(a, "s", 0, true));
+  };
+
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
