@@ -84,3 +84,29 @@ def test_sweeps_leave_the_test_reserve_and_say_what_they_skipped(gpu_run, tmp_pa
     sweeps = run.record["stages"]["sweeps"]["sweeps"]
     assert set(sweeps) == {name for name, _, _ in gpu_run.SWEEPS}
     assert all("skipped" in r and "kept for the tests" in r["skipped"] for r in sweeps.values())
+
+
+def test_chapters_read_the_recorded_gpu_data_or_say_how_to_record_it(tmp_path: Path) -> None:
+    from minigpt.book.gpu_data import gpu_results, no_gpu_results, recorded_on
+
+    assert gpu_results("flash", tmp_path) is None
+    assert "scripts/gpu_run.py" in no_gpu_results("flash") and "flash_cuda.json" in no_gpu_results("flash")
+    env = {"date": "2026-12-01", "device_name": "NVIDIA H200", "dtype": "bfloat16", "torch": "2.11.0+cu130"}
+    (tmp_path / "flash_cuda.json").write_text(json.dumps({"environment": env, "memory": []}))
+    run = gpu_results("flash", tmp_path)
+    assert run["memory"] == []
+    assert recorded_on(run) == "recorded 2026-12-01 on NVIDIA H200, bfloat16, torch 2.11.0+cu130"
+    with pytest.raises(ValueError, match="sweep must be a sweep's name"):
+        gpu_results("../flash", tmp_path)
+
+
+@pytest.mark.parametrize("device_name, preset", [
+    ("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA A100-SXM4-40GB", "A100 40GB"),
+    ("NVIDIA A100-SXM4-80GB", "A100 80GB"), ("Tesla T4", "T4"), ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+    ("NVIDIA L4", None), ("x86_64", None),
+])
+def test_a_gpu_is_matched_to_its_datasheet(device_name: str, preset: str | None) -> None:
+    from minigpt.book.gpu_data import datasheet
+
+    found = datasheet(device_name)
+    assert (found.name if found else None) == preset
