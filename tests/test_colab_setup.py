@@ -64,7 +64,11 @@ def test_setup_cell_in_simulated_colab(tmp_path: Path) -> None:
     python = colab / "bin" / "python"
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
-    (Path(site) / "colab_preinstalled.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # Colab's preinstalled packages: this interpreter's, with any PYTHONPATH folders of wheels (the GPU run's
+    # /tmp/site) but never the checkout itself, which the cell must install from MINIGPT_SOURCE.
+    preinstalled = [sysconfig.get_paths()["purelib"]] + [
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
+    (Path(site) / "colab_preinstalled.pth").write_text("\n".join(preinstalled) + "\n")
 
     fake = tmp_path / "fake"
     (fake / "google" / "colab").mkdir(parents=True)
