@@ -214,8 +214,8 @@ def junit_counts(path: Path) -> dict[str, object]:
     return counts
 
 
-def stage_tests(run: Run, stages: list[str], cores: int) -> None:
-    """unit and nbval side by side, each with half the cores (at least one worker each)."""
+def stage_tests(run: Run, stages: list[str], workers: int) -> None:
+    """unit and nbval side by side, each with `workers` pytest-xdist workers."""
     sandbox_env = {}
     try:
         if "unit" in stages:
@@ -226,7 +226,6 @@ def stage_tests(run: Run, stages: list[str], cores: int) -> None:
                 run.record["sandbox_skipped"] = probe.stdout.strip()
     except OSError:
         pass
-    workers = max(1, cores // 2)
     notebooks = sorted(p for g in NOTEBOOK_GLOBS for p in glob.glob(str(ROOT / g)))
     jobs = {}
     if "unit" in stages:
@@ -307,6 +306,8 @@ def main() -> int:
     parser.add_argument("--sweep-time-scale", type=float, default=1.0,
                         help="multiply each sweep's time limit (set for an H200) by this: e.g. 10 on a 2-core CPU")
     parser.add_argument("--wheels", type=Path, default=WHEELS, help="folder of wheels to install first (default .whl)")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="pytest-xdist workers for unit and for nbval each (default: half the cores)")
     parser.add_argument("--unpack", type=Path, help="a folder of returned files: write them into chapters/data")
     args = parser.parse_args()
     if args.unpack:
@@ -314,9 +315,9 @@ def main() -> int:
         return 0
     if args.out is None:
         parser.error("--out is required (a folder for the results), unless --unpack is given")
-    if args.budget <= 0 or args.sweep_time_scale <= 0 or args.test_reserve < 0:
-        parser.error(f"--budget and --sweep-time-scale must be positive and --test-reserve at least 0, got "
-                     f"{args.budget}, {args.sweep_time_scale} and {args.test_reserve}")
+    if args.budget <= 0 or args.sweep_time_scale <= 0 or args.test_reserve < 0 or args.workers < 1:
+        parser.error(f"--budget and --sweep-time-scale must be positive, --test-reserve at least 0 and --workers at "
+                     f"least 1, got {args.budget}, {args.sweep_time_scale}, {args.test_reserve} and {args.workers}")
     device = os.environ.get("MINIGPT_DEVICE", "cuda")
     if device not in ("cpu", "cuda"):
         parser.error(f"MINIGPT_DEVICE must be cpu or cuda, got {device!r}")
@@ -328,7 +329,7 @@ def main() -> int:
     if "sweeps" in args.stages:
         stage_sweeps(run, args.test_reserve if tests else 0.0, args.sweep_time_scale)
     if tests:
-        stage_tests(run, tests, os.cpu_count() or 2)
+        stage_tests(run, tests, args.workers)
     return pack(run)
 
 

@@ -64,6 +64,7 @@ def test_unpack_writes_the_device_data_and_a_summary_without_log_tails(gpu_run, 
 @pytest.mark.parametrize("argv, env, message", [
     (["--out", "x", "--budget", "0"], {}, "--budget and --sweep-time-scale must be positive"),
     (["--out", "x", "--sweep-time-scale", "-1"], {}, "--budget and --sweep-time-scale must be positive"),
+    (["--out", "x", "--workers", "0"], {}, "--workers at least 1"),
     (["--out", "x"], {"MINIGPT_DEVICE": "tpu"}, "MINIGPT_DEVICE must be cpu or cuda"),
     ([], {}, "--out is required"),
     (["--out", "x", "--stages", "docs"], {}, "invalid choice: 'docs'"),
