@@ -282,6 +282,8 @@ def unpack(folder: Path) -> None:
     """The returned files into the book: the sweeps' JSON into chapters/data, the summary as gpu_run_<device>.json."""
     summary = json.loads((folder / "summary.json").read_text())
     device = summary["device"]
+    if device != "cuda":  # a CPU rehearsal's sweeps ran beside the tests: never the book's CPU data
+        raise SystemExit(f"--unpack takes a GPU run's files (device cuda); {folder} holds a {device!r} run")
     with tarfile.open(folder / "data.tar.gz") as tar:
         for member in tar.getmembers():
             name = Path(member.name).name

@@ -59,6 +59,9 @@ def test_unpack_writes_the_device_data_and_a_summary_without_log_tails(gpu_run, 
     written = json.loads((data / "gpu_run_cuda.json").read_text())
     assert written["stages"]["unit"] == {"rc": 1, "tests": 3}
     assert written["env"] == {"device_name": "NVIDIA H200"}
+    (returned / "summary.json").write_text(json.dumps(dict(summary, device="cpu")))  # a CPU rehearsal's files
+    with pytest.raises(SystemExit, match="takes a GPU run's files"):
+        gpu_run.unpack(returned)
 
 
 @pytest.mark.parametrize("argv, env, message", [
