@@ -12,6 +12,7 @@ lengths S. Writes chapters/data/batching_<device>.json, which Chapter 7 loads.
 from __future__ import annotations
 
 from minigpt import measure
+from minigpt.costs.presets import SCALED
 from minigpt.measure import sweeps
 from minigpt.measure.probes import largest_cache_bytes, probe_buffer_bytes
 
@@ -25,7 +26,7 @@ def main() -> None:
     short = [2**k for k in range(max_B.bit_length())]  # 1, 2, 4, ..., max_B
     long = [B for B in short if B <= max_B // 4]
 
-    model = sweeps.random_model(sweeps.SCALED, device=device, dtype=dtype)
+    model = sweeps.random_model(SCALED, device=device, dtype=dtype)
     roofline = measure.probe(device=device, dtype=dtype, clock=args.clock)
     print(f"{measure.environment(device, dtype)}\nprobes: {roofline}")
     runs = {}
@@ -38,7 +39,7 @@ def main() -> None:
         "script": "scripts/sweep_batching.py",
         "environment": measure.environment(device, dtype),
         "clock": args.clock,
-        "config": sweeps.SCALED.to_dict(),
+        "config": SCALED.to_dict(),
         "N_params": sweeps.n_params(model),
         "weight_bytes": measure.module_bytes(model),
         "repeats": args.repeats,

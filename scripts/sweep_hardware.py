@@ -13,6 +13,7 @@ them against the roofline predictions. Writes chapters/data/hardware_<device>.js
 from __future__ import annotations
 
 from minigpt import measure
+from minigpt.costs.presets import FAMILY, GPU_EXTRA
 from minigpt.measure import sweeps
 from minigpt.measure.probes import largest_cache_bytes, probe_buffer_bytes
 
@@ -23,9 +24,9 @@ def main() -> None:
     parser.add_argument("--S", type=int, default=32, help="cached tokens of the timed decode step")
     args = parser.parse_args()
     device, dtype, out = sweeps.sweep_setup(args, "hardware")
-    family = dict(sweeps.FAMILY)
+    family = dict(FAMILY)
     if device.type == "cuda":
-        family.update(sweeps.GPU_EXTRA)
+        family.update(GPU_EXTRA)
 
     roofline = measure.probe(device=device, dtype=dtype, clock=args.clock)
     print(f"{measure.environment(device, dtype)}\nprobes: {roofline}")

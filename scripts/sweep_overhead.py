@@ -1,6 +1,6 @@
 """Chapter 18's sweep: the overhead floor and the compiled decode step for Chapter 8's family of sizes.
 
-For each model of minigpt.measure.sweeps.FAMILY (randomly initialised; timing does not depend on the
+For each model of minigpt.costs.presets.FAMILY (randomly initialised; timing does not depend on the
 weights' values): the operators of one eager decode step (a dispatch-mode count), the time of one
 trivial operator, the floor n_ops · t_op, and the B = 1 decode step at S cached tokens eager, with the
 static cache uncompiled, and compiled (`torch.compile`; CUDA graphs on cuda), with its compile time;
@@ -13,6 +13,7 @@ the bandwidth probe gives Eq. (3.4)'s step. Writes chapters/data/overhead_<devic
 from __future__ import annotations
 
 from minigpt import measure
+from minigpt.costs.presets import FAMILY
 from minigpt.measure import overhead, sweeps
 
 
@@ -25,7 +26,7 @@ def main() -> None:
     bandwidth = measure.probe_bandwidth(device=device, clock=args.clock)
     print(f"{measure.environment(device, dtype)}\nbandwidth probe: {bandwidth / 1e9:.1f} GB/s")
     models = []
-    for name, config in sweeps.FAMILY.items():
+    for name, config in FAMILY.items():
         model = sweeps.random_model(config, device=device, dtype=dtype)
         r = overhead.measure_overhead(model, S=args.S, repeats=args.repeats, clock=args.clock, bandwidth=bandwidth)
         r.update(name=name, config=config.to_dict(), N_params=sweeps.n_params(model))

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from minigpt import load_pretrained, measure
-from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.costs.presets import HARDWARE, MODELS, SCALED
 from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
 from minigpt.serving.trace import chat_trace, poisson_trace
@@ -169,7 +169,7 @@ def main() -> None:
     def real(config: EngineConfig) -> Engine:
         return Engine.for_model(model, num_blocks=160, block_size=16, config=config, clock=clock)
 
-    big = sweeps.random_model(sweeps.SCALED, device=device, dtype=dtype)  # 26 M parameters, S_max = 512
+    big = sweeps.random_model(SCALED, device=device, dtype=dtype)  # 26 M parameters, S_max = 512
 
     def scaled(config: EngineConfig) -> Engine:
         return Engine.for_model(big, num_blocks=320, block_size=16, config=config, clock=clock)
@@ -192,7 +192,7 @@ def main() -> None:
     capacity = data["batching"]["capacity_req_s"]
     data["prefix"] = prefix(real, replay, n // 2, rate=0.2 * capacity)
     data["chunked"] = chunked(real, scaled, replay, n // 2, base_rate=0.3 * capacity)
-    data["scaled_config"] = sweeps.SCALED.to_dict()
+    data["scaled_config"] = SCALED.to_dict()
     data["seconds"] = time.perf_counter() - started
     sweeps.write_json(path, data)
     print(f"wrote {path} in {data['seconds']:.0f} s")

@@ -22,7 +22,6 @@ import torch
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.presets import FAMILY, GPU_EXTRA, SCALED  # noqa: F401  (re-exported for the sweep scripts)
 from minigpt.measure.counting import module_bytes
 from minigpt.measure.timing import Clock, Timing, time_fn
 from minigpt.runtime.generate import decode_step, prefill
