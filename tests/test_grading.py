@@ -23,7 +23,7 @@ import pytest
 
 from minigpt import costs
 from minigpt.exercises import EXERCISES
-from minigpt.grading import feedback, sandbox
+from minigpt.grading import feedback, sandbox, staging
 from minigpt.grading.__main__ import main as grading_main
 from minigpt.grading.grader import PACKAGE_DIR, UnsafeRefused, grade_folder
 from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells, to_python
@@ -270,7 +270,7 @@ def test_grader_refuses_without_a_sandbox_unless_told(tmp_path: Path, monkeypatc
 
 
 def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runtime = sandbox.stage(tmp_path / "stage")
+    runtime = staging.stage(tmp_path / "stage")
     staged = {p.relative_to(tmp_path / "stage" / "lib").as_posix() for p in (tmp_path / "stage" / "lib").rglob("*.py")}
     assert {"minigpt/runtime/model.py", "minigpt/runtime/kv_cache.py", "minigpt/grading/child.py",
             "minigpt/grading/wire.py", "minigpt/costs/presets.py", "minigpt/exercises/__init__.py"} <= staged
@@ -303,9 +303,9 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
     tmp = next(i for i in range(len(command)) if command[i: i + 2] == ["--tmpfs", "/tmp"])
     assert command[tmp - 2: tmp] == ["--size", str(64 * 2**20)]
     assert ["--remount-ro", "/"] == command[command.index("--chdir") - 2: command.index("--chdir")]
-    monkeypatch.setitem(sandbox.STAND_INS, "leaky.py", lambda: "def f():\n    from minigpt.costs import flops\n")
-    with pytest.raises(sandbox.SandboxError, match="leaky.py imports minigpt.costs.flops"):
-        sandbox.stage(tmp_path / "stage2")  # a staged module that would need the formulas is refused
+    monkeypatch.setitem(staging.STAND_INS, "leaky.py", lambda: "def f():\n    from minigpt.costs import flops\n")
+    with pytest.raises(staging.StagingError, match="leaky.py imports minigpt.costs.flops"):
+        staging.stage(tmp_path / "stage2")  # a staged module that would need the formulas is refused
 
 
 def test_feedback_is_sanitized() -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import minigpt
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.exercises.spec import Exercise, Question, describe_call, resolve
-from minigpt.grading import feedback, sandbox
+from minigpt.grading import feedback, sandbox, staging
 from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells
 from minigpt.grading.review import Finding, review_cell
 from minigpt.grading.runner import LOG_CAP_BYTES, SLACK_S, STARTUP_S, ChildRun, Isolation, run_child
@@ -325,7 +325,7 @@ def isolation_for(root: Path, *, unsafe_no_sandbox: bool = False, limits: sandbo
     if problem and not unsafe_no_sandbox:
         raise UnsafeRefused(f"refusing to grade: {problem}. Without an OS sandbox a submission can read the "
                             "reference solutions, other students' notebooks and results, and rewrite the scores.")
-    return Isolation(sandbox.stage(root), limits or sandbox.Limits(), unsafe=bool(problem) or unsafe_no_sandbox)
+    return Isolation(staging.stage(root), limits or sandbox.Limits(), unsafe=bool(problem) or unsafe_no_sandbox)
 
 
 def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: float = 30.0,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from minigpt.grading import sandbox
+from minigpt.grading import sandbox, staging
 
 LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
 EVENTS_CAP_BYTES = 64 * 2**20  # the whole event stream of one run
@@ -37,7 +37,7 @@ SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is 
 class Isolation:
     """How children run: in a bubblewrap sandbox over a staged runtime, or (unsafe) as plain processes."""
 
-    runtime: sandbox.Runtime
+    runtime: staging.Runtime
     limits: sandbox.Limits
     unsafe: bool = False
 
@@ -45,7 +45,7 @@ class Isolation:
         """The child's command line and the extra `subprocess.Popen` arguments."""
         if not self.unsafe:
             return sandbox.bwrap_command(self.runtime, self.limits), {"env": {}, "cwd": "/", **sandbox.popen_user()}
-        site = sorted({str(p.parent) for p in sandbox.distribution_entries()})
+        site = sorted({str(p.parent) for p in staging.distribution_entries()})
         env = dict(sandbox.ENV, PYTHONPATH=os.pathsep.join([str(self.runtime.root / "lib"), *site]),
                    HOME=tempfile.gettempdir(), TMPDIR=tempfile.gettempdir())
         del env["LD_LIBRARY_PATH"], env["PATH"]
