@@ -20,7 +20,7 @@ __all__ = ["SubmissionResult", "TestResult", "grade_folder", "grade_notebook", "
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from minigpt.grading import grader
+        from minigpt.grading import grader, results
 
-        return getattr(grader, name)
+        return getattr(results if name.endswith("Result") else grader, name)
     raise AttributeError(f"module 'minigpt.grading' has no attribute {name!r}")

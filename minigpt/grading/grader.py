@@ -14,8 +14,6 @@ submission: ``progress.jsonl`` is appended (and fsynced), ``scores.csv``, ``deta
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -26,7 +24,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.exercises.spec import Exercise, Question, describe_call, resolve
 from minigpt.grading import feedback, sandbox, staging
 from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells
+from minigpt.grading.results import SubmissionResult, TestResult, atomic_write, write_tables
 from minigpt.grading.review import Finding, review_cell
 from minigpt.grading.runner import LOG_CAP_BYTES, SLACK_S, STARTUP_S, ChildRun, Isolation, run_child
 
@@ -44,55 +43,6 @@ TAMPERED_REASON = "stopped: the notebook wrote to the grader's channel (events o
 
 class UnsafeRefused(RuntimeError):
     """No OS sandbox is available and the instructor did not ask to grade without one."""
-
-
-@dataclass
-class TestResult:
-    """One question's verdict, in Gradescope's test shape."""
-
-    name: str
-    score: float
-    max_score: float
-    output: str
-
-    @property
-    def status(self) -> str:
-        return "passed" if self.score >= self.max_score else "failed"
-
-
-@dataclass
-class SubmissionResult:
-    """All verdicts for one submitted notebook."""
-
-    submission: str
-    tests: list[TestResult]
-    execution_time: float
-    notes: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)  # the static check's, for the instructor only
-
-    @property
-    def score(self) -> float:
-        return sum(t.score for t in self.tests)
-
-    @property
-    def max_score(self) -> float:
-        return sum(t.max_score for t in self.tests)
-
-    def gradescope(self) -> dict[str, Any]:
-        """Gradescope's results.json: top-level score and one entry per test."""
-        return {
-            "score": self.score,
-            "max_score": self.max_score,
-            "execution_time": round(self.execution_time, 2),
-            "output": "\n".join(self.notes),
-            "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "tests": [
-                {"name": t.name, "number": str(i + 1), "score": t.score, "max_score": t.max_score,
-                 "status": t.status, "output": t.output, "visibility": "visible"}
-                for i, t in enumerate(self.tests)
-            ],
-        }
 
 
 @dataclass
@@ -287,38 +237,6 @@ def _slug(folder: Path, path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", rel.replace("/", "__"))[:120] or "submission"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _csv(rows: list[list[Any]]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf).writerows(rows)
-    return buf.getvalue()
-
-
-def write_tables(out: Path, ex: Exercise, results: list[tuple[str, SubmissionResult]]) -> None:
-    """scores.csv (one row per submission), details.csv (one row per question) and review.csv (the static
-    check's findings, for the instructor only), replaced atomically."""
-    qids = [q.id for q in ex.questions]
-    scores = [["submission", *qids, "score", "max_score"]]
-    details = [["submission", "question", "function", "score", "max_score", "output"]]
-    review = [["submission", "cell", "line", "category", "reference"]]
-    for slug, r in results:
-        scores.append([slug, *[t.score for t in r.tests], r.score, r.max_score])
-        for q, t in zip(ex.questions, r.tests, strict=True):
-            details.append([slug, q.id, q.function, t.score, t.max_score, t.output])
-        review.extend([slug, f.cell, f.line, f.category, f.reference] for f in r.findings)
-    _atomic_write(out / "scores.csv", _csv(scores))
-    _atomic_write(out / "details.csv", _csv(details))
-    _atomic_write(out / "review.csv", _csv(review))
-
-
 def isolation_for(root: Path, *, unsafe_no_sandbox: bool = False, limits: sandbox.Limits | None = None) -> Isolation:
     """Stage the sandbox's runtime under `root`; UnsafeRefused when bwrap cannot run and no unsafe grading was asked."""
     problem = sandbox.unavailable()
@@ -354,7 +272,7 @@ def _grade_all(prepared: Prepared, isolation: Isolation, submissions: Path, out:
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     (out / "results").mkdir(exist_ok=True)
-    _atomic_write(out / "run.json", json.dumps({"exercise": prepared.exercise.id, "seed": prepared.seed,
+    atomic_write(out / "run.json", json.dumps({"exercise": prepared.exercise.id, "seed": prepared.seed,
                                                 "timeout": timeout, "sandbox": not isolation.unsafe,
                                                 "minigpt": minigpt.__version__}, indent=1))
     paths = find_submissions(submissions)
@@ -369,7 +287,7 @@ def _grade_all(prepared: Prepared, isolation: Isolation, submissions: Path, out:
         result.submission = slug
         folder = out / "results" / slug
         folder.mkdir(exist_ok=True)
-        _atomic_write(folder / "results.json", json.dumps(result.gradescope(), indent=1))
+        atomic_write(folder / "results.json", json.dumps(result.gradescope(), indent=1))
         with lock:
             done[slug] = result
             with open(out / "progress.jsonl", "a", encoding="utf-8") as progress:
