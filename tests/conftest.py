@@ -85,6 +85,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         )
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Many tiny forwards: one torch thread, since on a shared CPU the thread pool's overhead made them 30-50x
+    slower (measured). A module asks for it with `pytestmark = pytest.mark.usefixtures("one_torch_thread")`."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def built_site() -> Path:
     """`_build/html`, building the book first (`make book`) if it is missing."""

@@ -23,13 +23,7 @@ torch.manual_seed(0)
 MODEL = MiniGPT(CONFIG).eval()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny forwards: one thread avoids the thread pool's overhead on a shared CPU (50x here)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def alone(r: Request) -> tuple[list[int], str]:

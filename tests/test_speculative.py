@@ -27,13 +27,7 @@ from minigpt.runtime.speculative import (
 NEAR_TIE = 1e-4
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Many tiny forwards: one thread (on a shared CPU two threads made them 30× slower, measured)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def random_model(config: ModelConfig, seed: int, std: float) -> MiniGPT:
