@@ -34,7 +34,7 @@ CHILD_PACKAGE: tuple[str, ...] = (
     "__init__.py", "config.py", "data",
     *(f"runtime/{name}.py" for name in ("__init__", "model", "kv_cache", "generate", "meters", "checkpoint",
                                          "tokenizer", "device")),
-    "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py",
+    "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py", "corpus/checker.py", "corpus/stats.py",
     "grading/child.py", "grading/wire.py",
 )
 
