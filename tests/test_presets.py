@@ -8,7 +8,8 @@ import pytest
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.presets import HARDWARE, LATENT_MODELS, MODELS, MOE_MODELS, HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, LATENT_MODELS, MODELS, MOE_MODELS
 from minigpt.runtime.model import MiniGPT
 
 KiB, MiB = 1024, 1024**2

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from minigpt.costs.presets import HARDWARE, HardwarePreset
+from minigpt.costs.preset_types import HardwarePreset
+from minigpt.costs.presets import HARDWARE
 
 
 def gpu_results(sweep: str, folder: str | Path = "data") -> dict[str, Any] | None:

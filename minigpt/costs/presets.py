@@ -5,111 +5,17 @@ holds 80 GiB = 81,920 MiB, as `nvidia-smi` and `torch.cuda.mem_get_info` report;
 reports about 143,771 MiB). Usable memory is lower still: the driver, the CUDA context and the
 framework's allocator reserve some, so a budget leaves a `reserve` (`costs.max_batch`). Bandwidths
 are bytes/s (SI, as datasheets state them) and peak rates FLOP/s, dense (no structured sparsity).
-``minigpt/web/costs.js`` carries a copy for the browser sliders; ``tests/test_costs_js.py`` checks
-the two are equal.
+The records' types are in `minigpt.costs.preset_types`. ``minigpt/web/costs.js`` carries a copy for the
+browser sliders; ``tests/test_costs_js.py`` checks the two are equal.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from minigpt.config import ModelConfig
-from minigpt.costs.memory import (
-    kv_bytes_per_token,
-    latent_kv_bytes_per_token,
-    moe_active_params,
-    moe_decode_params,
-)
+from minigpt.costs.preset_types import HardwarePreset, LatentPreset, LinkPreset, ModelPreset
 
 MiB = 2**20
 GiB = 2**30
-
-
-@dataclass(frozen=True)
-class ModelPreset:
-    """A published decoder's shape in the book's notation, with its published parameter count N_params.
-
-    ``ffn_matrices`` is 2 for a GELU MLP (GPT) and 3 for SwiGLU (Llama, Mistral); ``tied`` says whether
-    the LM head reuses the token embedding; ``norm_params`` is 2·d per norm for LayerNorm, d for RMSNorm
-    (written as the multiplier 2 or 1); ``biases`` says whether Linear layers have biases; ``S_pos`` is
-    the number of learned position embeddings (0 for rotary embeddings); ``S_max`` the context length.
-    A mixture of experts has ``experts`` FFNs per layer of which each token uses ``active_experts`` (1 and 1
-    for a dense model); ``window`` is a sliding-window attention span in tokens (0: every token attends
-    to the whole context).
-    """
-
-    name: str
-    L: int
-    H: int
-    H_kv: int
-    d_h: int
-    d_ffn: int
-    V: int
-    N_params: int
-    source: str
-    ffn_matrices: int = 2
-    tied: bool = True
-    norm_params: int = 2
-    biases: bool = True
-    S_pos: int = 0
-    S_max: int = 0
-    experts: int = 1
-    active_experts: int = 1
-    window: int = 0
-
-    @property
-    def d(self) -> int:
-        """Model width d = H·d_h."""
-        return self.H * self.d_h
-
-    def symbols(self) -> dict[str, int]:
-        """The symbols `minigpt.costs` formulas take (`costs.MODEL_SYMBOLS`)."""
-        return dict(L=self.L, H_kv=self.H_kv, d_h=self.d_h, d=self.d, d_ffn=self.d_ffn, V=self.V,
-                    ffn_matrices=self.ffn_matrices)
-
-    @property
-    def matrix_params(self) -> int:
-        """Weight-matrix parameters of the L blocks: Q, K, V, O projections, ffn_matrices FFN matrices per
-        expert, and the router (d·experts) of a mixture of experts."""
-        d, kv = self.d, self.H_kv * self.d_h
-        router = d * self.experts if self.experts > 1 else 0
-        return self.L * (d * (d + 2 * kv) + d * d + self.experts * self.ffn_matrices * d * self.d_ffn + router)
-
-    @property
-    def active_params(self) -> int:
-        """Parameters one token uses: N_params for a dense model, Eq. (2.6) for a mixture of experts."""
-        if self.experts == 1:
-            return self.N_params
-        return moe_active_params(N_params=self.N_params, L=self.L, d=self.d, d_ffn=self.d_ffn, experts=self.experts,
-                                 active_experts=self.active_experts, ffn_matrices=self.ffn_matrices)
-
-    def read_params(self, B: int = 1) -> float:
-        """Parameters a decode step of B tokens reads: N_params if dense, Eq. (2.8) for a mixture of experts."""
-        if self.experts == 1:
-            return float(self.N_params)
-        return moe_decode_params(N_params=self.N_params, L=self.L, d=self.d, d_ffn=self.d_ffn, experts=self.experts,
-                                 active_experts=self.active_experts, B=B, ffn_matrices=self.ffn_matrices)
-
-    @property
-    def estimated_params(self) -> int:
-        """All parameters from the shape: matrices, biases, norms, embeddings (for checking N_params)."""
-        d, kv = self.d, self.H_kv * self.d_h
-        biases = self.L * ((d + 2 * kv) + d + (self.ffn_matrices - 1) * self.d_ffn + d) if self.biases else 0
-        norms = (2 * self.L + 1) * self.norm_params * d
-        embeddings = self.V * d * (1 if self.tied else 2) + self.S_pos * d
-        return self.matrix_params + biases + norms + embeddings
-
-
-@dataclass(frozen=True)
-class HardwarePreset:
-    """An accelerator's memory (bytes, binary capacity), bandwidth (bytes/s) and dense peak (FLOP/s) in one dtype."""
-
-    name: str
-    memory_bytes: int
-    bandwidth: float
-    peak_flops: float
-    peak_flops_dtype: str
-    source: str
 
 
 def _minigpt() -> ModelPreset:
@@ -182,31 +88,6 @@ MOE_MODELS: dict[str, ModelPreset] = {
         ),
     )
 }
-
-
-@dataclass(frozen=True)
-class LatentPreset:
-    """A model with multi-head latent attention (MLA): per token and layer it caches one compressed latent
-    of d_c values and one decoupled RoPE key of d_rope values, shared by its H heads of dimension d_h."""
-
-    name: str
-    L: int
-    H: int
-    d_h: int
-    d_c: int
-    d_rope: int
-    N_params: int
-    N_active: int
-    S_max: int
-    source: str
-
-    def kv_bytes_per_token(self, s: int) -> int:
-        """Bytes one token leaves in the cache, Eq. (2.5): L·(d_c + d_rope)·s."""
-        return latent_kv_bytes_per_token(L=self.L, d_c=self.d_c, d_rope=self.d_rope, s=s)
-
-    def mha_kv_bytes_per_token(self, s: int) -> int:
-        """What its H heads would cache per token as multi-head attention, Eq. (2.1) with H_kv = H."""
-        return kv_bytes_per_token(L=self.L, H_kv=self.H, d_h=self.d_h, s=s)
 
 
 #: Latent-attention models (Chapter 2, Eq. 2.5).
@@ -298,15 +179,6 @@ FAMILY: dict[str, ModelConfig] = {
 GPU_EXTRA: dict[str, ModelConfig] = {
     "L24-d2048": ModelConfig(L=24, H=16, H_kv=16, d_h=128, d_ffn=8192, V=600, S_max=256),
 }
-
-
-@dataclass(frozen=True)
-class LinkPreset:
-    """A GPU-to-GPU interconnect: bytes/s each GPU can send (and, at the same time, receive)."""
-
-    name: str
-    bandwidth_per_direction: float
-    source: str
 
 
 #: Interconnects of the tensor-parallel example in Chapter 3 (`minigpt.costs.parallel`).

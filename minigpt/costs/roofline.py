@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from minigpt.costs._check import _int, _kv_width, _positive
 from minigpt.costs.flops import decode_step_flops, layer_flops, lm_head_flops, prefill_flops
 from minigpt.costs.memory import kv_bytes_per_token, weight_bytes
-from minigpt.costs.presets import HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.shape import evaluate
 from minigpt.costs.traffic import decode_step_bytes, prefill_bytes
 

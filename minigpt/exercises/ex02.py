@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from minigpt import costs
-from minigpt.costs.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.exercises.spec import Exercise, Question, close, exact_int
 
 _REAL = [name for name in MODELS if name != "MiniGPT"]

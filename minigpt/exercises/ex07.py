@@ -10,7 +10,8 @@ import torch
 
 from minigpt import costs
 from minigpt.costs import roofline
-from minigpt.costs.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.exercises.spec import Exercise, Question, close, exact_int, pair, tensor
 
 _REAL = [name for name in MODELS if name != "MiniGPT"]

@@ -7,7 +7,8 @@ import random
 import torch
 
 from minigpt import costs
-from minigpt.costs.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.exercises.spec import Exercise, Question, close, exact_int, randn, tensor
 from minigpt.runtime.model import attention, causal_visible
 

@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from minigpt import costs
-from minigpt.costs.presets import MODELS, ModelPreset
+from minigpt.costs.preset_types import ModelPreset
+from minigpt.costs.presets import MODELS
 from minigpt.exercises.spec import Exercise, Question, close, exact_int, randn, tensor
 from minigpt.runtime.quantized_cache import dequantize, quantize
 

@@ -15,7 +15,8 @@ import torch
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.presets import HARDWARE, MODELS, HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.exercises.spec import Exercise, Question, close, exact_int, model_spec, tensor
 from minigpt.measure.overhead import decode_step_ops
 from minigpt.runtime.model import MiniGPT

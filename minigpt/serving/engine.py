@@ -21,7 +21,7 @@ from typing import Protocol
 
 import torch
 
-from minigpt.costs.presets import HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving.executor import ModelExecutor

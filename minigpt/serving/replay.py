@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.presets import HardwarePreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving.executor import forwards
 from minigpt.serving.scheduler import Chunk
