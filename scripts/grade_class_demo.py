@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_grading import FIXTURES, build_submission  # noqa: E402 - the tests' reference notebook builder
 
 from minigpt.exercises import EXERCISES  # noqa: E402
-from minigpt.grading.grader import grade_folder  # noqa: E402
+from minigpt.grading.folder import grade_folder  # noqa: E402
 
 HOSTILE = ("oracle_call", "guard_disabled", "dir_fd", "sitecustomize", "escaped_daemon", "kill_parent",
            "endless_heartbeats", "other_jobs", "memory_bomb", "disk_fill", "leaky_messages", "infinite_loop")

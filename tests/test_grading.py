@@ -25,9 +25,10 @@ from minigpt import costs
 from minigpt.exercises import EXERCISES
 from minigpt.grading import feedback, sandbox, staging
 from minigpt.grading.__main__ import main as grading_main
-from minigpt.grading.grader import PACKAGE_DIR, UnsafeRefused, grade_folder
+from minigpt.grading.folder import UnsafeRefused, grade_folder
 from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells, to_python
 from minigpt.grading.review import review_cell
+from minigpt.grading.staging import PACKAGE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "data" / "submissions"

@@ -20,7 +20,8 @@ __all__ = ["SubmissionResult", "TestResult", "grade_folder", "grade_notebook", "
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from minigpt.grading import grader, results
+        from minigpt.grading import folder, grader, results
 
-        return getattr(results if name.endswith("Result") else grader, name)
+        home = results if name.endswith("Result") else folder if name == "grade_folder" else grader
+        return getattr(home, name)
     raise AttributeError(f"module 'minigpt.grading' has no attribute {name!r}")

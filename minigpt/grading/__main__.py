@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from minigpt.exercises.registry import EXERCISES
-from minigpt.grading.grader import UnsafeRefused, grade_folder
+from minigpt.grading.folder import UnsafeRefused, grade_folder
 
 
 def main(argv: list[str] | None = None) -> int:
