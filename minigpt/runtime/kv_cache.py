@@ -31,6 +31,17 @@ class TokenCount:
     S_max: int
     _kind = "KV cache"
 
+    def _start(self, config: ModelConfig, B: int, S_max: int | None, dtype: torch.dtype) -> int:
+        """Validate and record the shape (config, B, S_max; None: the model's), holding no token; return S_max."""
+        S_max = check_cache_args(config, B, S_max, dtype)
+        self.config, self.B, self.S_max, self._S = config, B, S_max, 0
+        return S_max
+
+    @property
+    def S(self) -> int:
+        """Tokens held (a host-side count, the same for every layer between forwards: the device is never asked)."""
+        return self._S
+
     def check_room(self, T: int) -> None:
         """Raise a clear error if T more tokens would not fit."""
         if self._S + T > self.S_max:
@@ -73,23 +84,14 @@ class KVCache(TokenCount):
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> None:
-        S_max = check_cache_args(config, B, S_max, dtype)
-        self.config = config
-        self.B = B
-        self.S_max = S_max
+        S_max = self._start(config, B, S_max, dtype)
         self._dtype = dtype
         self._allocate((config.L, B, config.H_kv, S_max, config.d_h), dtype, torch.device(device))
-        self._S = 0
 
     def _allocate(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> None:
         """The storage: keys and values as two `[L, B, H_kv, S_max, d_h]` tensors of `dtype`."""
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
-
-    @property
-    def S(self) -> int:
-        """Tokens currently held (the same for every layer between forward passes)."""
-        return self._S
 
     @property
     def dtype(self) -> torch.dtype:

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from minigpt.config import ModelConfig
-from minigpt.runtime.kv_cache import TokenCount, check_cache_args
+from minigpt.runtime.kv_cache import TokenCount
 
 
 class StaticKVCache(TokenCount, nn.Module):
@@ -32,21 +32,12 @@ class StaticKVCache(TokenCount, nn.Module):
         device: torch.device | str = "cpu",
     ) -> None:
         super().__init__()
-        S_max = check_cache_args(config, B, S_max, dtype)
-        self.config = config
-        self.B = B
-        self.S_max = S_max
+        S_max = self._start(config, B, S_max, dtype)
         shape = (B, config.H_kv, S_max, config.d_h)
         for layer in range(config.L):
             self.register_buffer(f"k{layer}", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
             self.register_buffer(f"v{layer}", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
         self.register_buffer("rows", torch.arange(S_max, device=device), persistent=False)  # [S_max]
-        self._S = 0
-
-    @property
-    def S(self) -> int:
-        """Tokens written so far (host-side count: the device is never asked)."""
-        return self._S
 
     @property
     def dtype(self) -> torch.dtype:
