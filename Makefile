@@ -17,11 +17,12 @@ NOTEBOOKS = $(wildcard chapters/*.ipynb exercises/*.ipynb decoder_ring/*.ipynb)
 NBVAL_ARGS ?= --nbval-cell-timeout=600
 NB ?=
 
-.PHONY: help install book test unit nbval site lint notebooks bench clean
+.PHONY: help install book test unit unit-portable nbval nbval-portable site lint notebooks bench clean
 
 help:
 	@echo "make book        build the static site into _build/html (warnings are errors)"
 	@echo "make test        lint, unit tests, nbval over every notebook, book build, browser check"
+	@echo "make nbval-portable  nbval under other float kernels (no AVX, MKL's reproducible path, 1 thread)"
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
 	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py, scripts/grade_class_demo.py)"
 	@echo "make lint        ruff"
@@ -60,10 +61,23 @@ nbval: $(STAMP)
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_ARGS) $(NOTEBOOKS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "nbval: no tests collected"; exit 0; fi; exit $$rc
 
+# The same notebooks under other float kernels than the machine's best: no AVX2/AVX-512 kernels
+# (ATEN_CPU_CAPABILITY=default), MKL's reproducible path (MKL_CBWR=COMPATIBLE), one thread. A committed
+# output that changes here depends on the CPU and would fail on a reader's machine (CONTRIBUTING.md,
+# "Outputs that depend on the CPU"). `make test` runs nbval both ways.
+PORTABLE := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MINIGPT_DEVICE=cpu
+
+nbval-portable: $(STAMP)
+	$(PORTABLE) $(MAKE) --no-print-directory nbval
+
+# The unit tests under the same kernels (not part of `make test`: run it when a float tolerance changes).
+unit-portable: $(STAMP)
+	$(PORTABLE) $(MAKE) --no-print-directory unit
+
 site: $(STAMP)
 	$(BIN)/python -m pytest tests -m site
 
-test: lint unit nbval book site
+test: lint unit nbval nbval-portable book site
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py $(NB)
