@@ -1,0 +1,141 @@
+"""One forward per engine step: every token the step schedules, flattened into one `[ΣT, d]` batch.
+
+Orca's selective batching, vLLM and Sarathi-Serve run a step's prefill chunks (any lengths) and decodes
+(T = 1) as one forward. Each sequence b of the step feeds T_b tokens after its S_b cached ones; the step's
+ΣT_b tokens are laid end to end, each with its position S_b + i and its sequence. The embeddings, the
+LayerNorms, the QKV and output projections, the MLP and the LM head are per token, so they run once over
+the `[ΣT, d]` rows: one read of each weight matrix for the whole step. Only attention is per sequence:
+sequence b's T_b queries attend to its own S_b + T_b keys with the offset causal mask (a *varlen*
+attention), read through its block table (`minigpt.runtime.attention.paged`). The new keys and values
+are written at their slots first (`reshape_and_cache`, by `slot_mapping`), so a query sees its own token.
+The LM head runs only at the rows where a token is sampled (`logits_indices`).
+
+The names are vLLM's and FlashAttention's: `input_ids`, `positions`, `cu_seqlens_q` (vLLM's
+`query_start_loc`: where each sequence's rows start), `seq_lens` (S_b + T_b, FlashAttention's
+`cu_seqlens_k` differenced), `context_lens` (S_b), `slot_mapping`, `block_tables`, `logits_indices`.
+Where MiniGPT simplifies: the per-sequence attention is a Python loop over the B sequences (a GPU kernel
+launches one grid over them), and `MiniGPT.forward` with its `[B, T]` batches is left as the rest of the
+book uses it; this module reads the same weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from minigpt.runtime.attention.paged import paged_attention
+from minigpt.runtime.model import MiniGPT
+from minigpt.runtime.sequence_pool import SequencePoolBase
+
+
+@dataclass
+class FlatBatch:
+    """One step's tokens, flattened (see the module docstring); built by `flatten`, read by `forward_varlen`."""
+
+    seqs: list[int]  # the pool's sequence ids, one per scheduled sequence b
+    query_lens: list[int]  # T_b: tokens sequence b feeds in this step
+    context_lens: list[int]  # S_b: tokens it holds before the step
+    cu_seqlens_q: list[int]  # [B + 1]: sequence b's rows are cu_seqlens_q[b]:cu_seqlens_q[b+1]
+    input_ids: torch.Tensor  # [ΣT] token ids
+    positions: torch.Tensor  # [ΣT] S_b + i
+    seq_index: torch.Tensor  # [ΣT] b of each row
+    slot_mapping: torch.Tensor  # [ΣT] where each row's key and value are written
+    block_tables: list[torch.Tensor]  # sequence b's pages holding its S_b + T_b keys (a slot cache: its slot)
+    logits_indices: torch.Tensor  # rows whose logits are sampled, in order
+    keys_read: int = 0  # key positions attention read (all layers), counted by `forward_varlen`
+
+    @property
+    def B(self) -> int:
+        return len(self.seqs)
+
+    @property
+    def num_tokens(self) -> int:
+        """ΣT_b, the rows of every per-token matmul of the step."""
+        return self.cu_seqlens_q[-1]
+
+    @property
+    def seq_lens(self) -> list[int]:
+        """S_b + T_b: the keys sequence b attends to."""
+        return [S + T for S, T in zip(self.context_lens, self.query_lens, strict=True)]
+
+
+def flatten(pool: SequencePoolBase, seqs: Sequence[int], tokens: Sequence[Sequence[int]],
+            samples: Sequence[bool] | None = None) -> FlatBatch:
+    """The step in which sequence `seqs[b]` of `pool` feeds `tokens[b]`; logits at the last row of each b with
+    `samples[b]` (all when None). Reserves the room (all or nothing); nothing is written until the forward."""
+    seqs, tokens = list(seqs), [list(t) for t in tokens]
+    samples = [True] * len(seqs) if samples is None else list(samples)
+    if not seqs:
+        raise ValueError("a step needs at least one sequence")
+    if len(tokens) != len(seqs) or len(samples) != len(seqs):
+        raise ValueError(f"seqs, tokens and samples must have one entry per sequence, got {len(seqs)}, "
+                         f"{len(tokens)} and {len(samples)}")
+    if len(set(seqs)) != len(seqs):
+        raise ValueError(f"a sequence may appear once per step, got {seqs}")
+    c = pool.config
+    context_lens = [pool.length(s) for s in seqs]
+    query_lens = [len(t) for t in tokens]
+    for seq, S, T, ids in zip(seqs, context_lens, query_lens, tokens, strict=True):
+        if T == 0:
+            raise ValueError(f"sequence {seq} feeds no token; each sequence of a step feeds T >= 1")
+        if min(ids) < 0 or max(ids) >= c.V:
+            bad = min(ids) if min(ids) < 0 else max(ids)
+            raise ValueError(f"token id {bad} is out of range: ids must be in 0..{c.V - 1} (V={c.V})")
+        if S + T > c.S_max:
+            raise ValueError(f"sequence {seq} of {S + T} tokens exceeds S_max={c.S_max} (the model's position table)")
+    pool.reserve_each(seqs, query_lens)
+    cu = [0]
+    for T in query_lens:
+        cu.append(cu[-1] + T)
+    dev, long = pool.device, torch.long
+    b = pool.page_size
+    slots, tables = [], []
+    for seq, S, T in zip(seqs, context_lens, query_lens, strict=True):
+        slots += pool.slot_mapping(seq, S, T)
+        tables.append(torch.tensor(pool.pages(seq)[: -(-(S + T) // b)], dtype=long, device=dev))
+    return FlatBatch(
+        seqs=seqs, query_lens=query_lens, context_lens=context_lens, cu_seqlens_q=cu,
+        input_ids=torch.tensor([i for t in tokens for i in t], dtype=long, device=dev),
+        positions=torch.tensor([S + i for S, T in zip(context_lens, query_lens, strict=True) for i in range(T)],
+                               dtype=long, device=dev),
+        seq_index=torch.repeat_interleave(torch.arange(len(seqs), device=dev),
+                                          torch.tensor(query_lens, device=dev)),
+        slot_mapping=torch.tensor(slots, dtype=long, device=dev), block_tables=tables,
+        logits_indices=torch.tensor([cu[i + 1] - 1 for i, s in enumerate(samples) if s], dtype=long, device=dev),
+    )
+
+
+def forward_varlen(model: MiniGPT, pool: SequencePoolBase, batch: FlatBatch) -> torch.Tensor:
+    """Logits `[len(logits_indices), V]` of one fused step; writes the step's K/V and advances every sequence.
+
+    Every per-token layer runs once over the `[ΣT, d]` rows; attention runs per sequence over its own S_b + T_b
+    keys, read through its block table (`paged_attention`). Token for token it computes what `MiniGPT.forward`
+    computes for each sequence alone (to fp32 rounding: the matmuls' row counts differ).
+    """
+    c = model.config
+    if pool.config != c:
+        raise ValueError(f"pool was built for {pool.config}, but the model is {c}")
+    if pool.dtype != model.dtype or pool.device != model.device:
+        raise ValueError(f"pool is {pool.dtype} on {pool.device} but the model is {model.dtype} on {model.device}")
+    N = batch.num_tokens
+    x = model.tok_emb(batch.input_ids) + model.pos_emb(batch.positions)  # [ΣT, d]
+    for layer, block in enumerate(model.blocks):
+        attn = block.attn
+        q, k, v = attn.qkv(block.ln1(x)).split([c.H * c.d_h, c.H_kv * c.d_h, c.H_kv * c.d_h], dim=-1)
+        q = q.view(N, c.H, c.d_h)  # [ΣT, H, d_h]
+        pool.reshape_and_cache(layer, batch.slot_mapping, k.view(N, c.H_kv, c.d_h), v.view(N, c.H_kv, c.d_h))
+        a = torch.empty_like(q)
+        for i in range(batch.B):
+            lo, hi = batch.cu_seqlens_q[i], batch.cu_seqlens_q[i + 1]
+            S = batch.context_lens[i]
+            k_blocks, v_blocks = pool.read_kv(layer, batch.block_tables[i], S + hi - lo)  # [n, H_kv, b, d_h]
+            batch.keys_read += k_blocks.shape[0] * k_blocks.shape[2]
+            a[lo:hi] = paged_attention(q[lo:hi], k_blocks, v_blocks, S)
+        x = x + attn.out(a.view(N, c.d))
+        x = x + block.mlp(block.ln2(x))
+    for seq, T in zip(batch.seqs, batch.query_lens, strict=True):
+        pool.advance([seq], T)
+    x = x[batch.logits_indices]  # [samples, d]: the LM head only where a token is drawn
+    return model.ln_f(x) @ model.tok_emb.weight.T  # [samples, V]
