@@ -6,16 +6,18 @@ Orca's selective batching, vLLM and Sarathi-Serve run a step's prefill chunks (a
 LayerNorms, the QKV and output projections, the MLP and the LM head are per token, so they run once over
 the `[ΣT, d]` rows: one read of each weight matrix for the whole step. Only attention is per sequence:
 sequence b's T_b queries attend to its own S_b + T_b keys with the offset causal mask (a *varlen*
-attention), read through its block table (`minigpt.runtime.attention.paged`). The new keys and values
+attention), read through its block table (`minigpt.runtime.attention.paged`): on a paged pool the
+decodes of the step in one call over all their blocks, each prompt chunk in its own call. The new keys and values
 are written at their slots first (`reshape_and_cache`, by `slot_mapping`), so a query sees its own token.
 The LM head runs only at the rows where a token is sampled (`logits_indices`).
 
 The names are vLLM's and FlashAttention's: `input_ids`, `positions`, `cu_seqlens_q` (vLLM's
 `query_start_loc`: where each sequence's rows start), `seq_lens` (S_b + T_b, FlashAttention's
 `cu_seqlens_k` differenced), `context_lens` (S_b), `slot_mapping`, `block_tables`, `logits_indices`.
-Where MiniGPT simplifies: the per-sequence attention is a Python loop over the B sequences (a GPU kernel
-launches one grid over them), and `MiniGPT.forward` with its `[B, T]` batches is left as the rest of the
-book uses it; this module reads the same weights.
+Where MiniGPT simplifies: the prompt chunks' attention is a Python loop over those sequences (a GPU
+kernel launches one grid over all of them), and so is every sequence's on a slot cache.
+`MiniGPT.forward` with its `[B, T]` batches is left as the rest of the book uses it; this module reads
+the same weights.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from dataclasses import dataclass
 
 import torch
 
-from minigpt.runtime.attention.paged import paged_attention
+from minigpt.runtime.attention.paged import paged_attention, paged_decode_attention
 from minigpt.runtime.model import MiniGPT
+from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.runtime.sequence_pool import SequencePoolBase
 
 
@@ -44,6 +47,8 @@ class FlatBatch:
     slot_mapping: torch.Tensor  # [ΣT] where each row's key and value are written
     block_tables: list[torch.Tensor]  # sequence b's pages holding its S_b + T_b keys (a slot cache: its slot)
     logits_indices: torch.Tensor  # rows whose logits are sampled, in order
+    looped: list[int]  # the sequences whose attention runs one by one (prompt chunks; every one on a slot cache)
+    decode: DecodeBlocks | None  # the decodes (T = 1) of a paged pool, attended all at once
     keys_read: int = 0  # key positions attention read (all layers), counted by `forward_varlen`
 
     @property
@@ -59,6 +64,18 @@ class FlatBatch:
     def seq_lens(self) -> list[int]:
         """S_b + T_b: the keys sequence b attends to."""
         return [S + T for S, T in zip(self.context_lens, self.query_lens, strict=True)]
+
+
+@dataclass(frozen=True)
+class DecodeBlocks:
+    """The decoding sequences of a step on a paged pool, for `paged_decode_attention`: their rows, and all their
+    blocks laid end to end (I = Σ ⌈(S_b + 1)/b⌉), each with its owner and the position of its first key."""
+
+    rows: torch.Tensor  # [B_d] the decodes' rows in the step
+    blocks: torch.Tensor  # [I] block ids
+    owner: torch.Tensor  # [I] which decode (0..B_d−1) each block belongs to
+    key_start: torch.Tensor  # [I] position of the block's first key
+    seq_lens: torch.Tensor  # [B_d] S_b + 1
 
 
 def flatten(pool: SequencePoolBase, seqs: Sequence[int], tokens: Sequence[Sequence[int]],
@@ -91,10 +108,21 @@ def flatten(pool: SequencePoolBase, seqs: Sequence[int], tokens: Sequence[Sequen
         cu.append(cu[-1] + T)
     dev, long = pool.device, torch.long
     b = pool.page_size
-    slots, tables = [], []
+    slots, tables, pages = [], [], []
     for seq, S, T in zip(seqs, context_lens, query_lens, strict=True):
         slots += pool.slot_mapping(seq, S, T)
-        tables.append(torch.tensor(pool.pages(seq)[: -(-(S + T) // b)], dtype=long, device=dev))
+        pages.append(pool.pages(seq)[: -(-(S + T) // b)])
+        tables.append(torch.tensor(pages[-1], dtype=long, device=dev))
+    decodes = [i for i, T in enumerate(query_lens) if T == 1] if isinstance(pool, PagedKVCache) else []
+    decode = None
+    if decodes:
+        owner = [j for j, i in enumerate(decodes) for _ in pages[i]]
+        decode = DecodeBlocks(
+            rows=torch.tensor([cu[i] for i in decodes], dtype=long, device=dev),
+            blocks=torch.tensor([p for i in decodes for p in pages[i]], dtype=long, device=dev),
+            owner=torch.tensor(owner, dtype=long, device=dev),
+            key_start=torch.tensor([k * b for i in decodes for k in range(len(pages[i]))], dtype=long, device=dev),
+            seq_lens=torch.tensor([context_lens[i] + 1 for i in decodes], dtype=long, device=dev))
     return FlatBatch(
         seqs=seqs, query_lens=query_lens, context_lens=context_lens, cu_seqlens_q=cu,
         input_ids=torch.tensor([i for t in tokens for i in t], dtype=long, device=dev),
@@ -104,6 +132,7 @@ def flatten(pool: SequencePoolBase, seqs: Sequence[int], tokens: Sequence[Sequen
                                           torch.tensor(query_lens, device=dev)),
         slot_mapping=torch.tensor(slots, dtype=long, device=dev), block_tables=tables,
         logits_indices=torch.tensor([cu[i + 1] - 1 for i, s in enumerate(samples) if s], dtype=long, device=dev),
+        looped=[i for i in range(len(seqs)) if i not in set(decodes)], decode=decode,
     )
 
 
@@ -127,7 +156,12 @@ def forward_varlen(model: MiniGPT, pool: SequencePoolBase, batch: FlatBatch) -> 
         q = q.view(N, c.H, c.d_h)  # [ΣT, H, d_h]
         pool.reshape_and_cache(layer, batch.slot_mapping, k.view(N, c.H_kv, c.d_h), v.view(N, c.H_kv, c.d_h))
         a = torch.empty_like(q)
-        for i in range(batch.B):
+        d = batch.decode
+        if d is not None:  # every decode at once, each over its own blocks
+            k_blocks, v_blocks = pool.read_kv(layer, d.blocks, 0)  # [I, H_kv, b, d_h]
+            batch.keys_read += k_blocks.shape[0] * k_blocks.shape[2]
+            a[d.rows] = paged_decode_attention(q[d.rows], k_blocks, v_blocks, d.owner, d.key_start, d.seq_lens)
+        for i in batch.looped:
             lo, hi = batch.cu_seqlens_q[i], batch.cu_seqlens_q[i + 1]
             S = batch.context_lens[i]
             k_blocks, v_blocks = pool.read_kv(layer, batch.block_tables[i], S + hi - lo)  # [n, H_kv, b, d_h]

@@ -44,3 +44,33 @@ def paged_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Ten
     o = o / l.clamp_min(torch.finfo(l.dtype).tiny)[..., None]
     out = combine_chunks(m, l, o)  # [H_kv, g·T, d_h]: an empty block (ℓ = 0) drops out
     return out.to(q.dtype).view(H_kv, g, T, d_h).permute(2, 0, 1, 3).reshape(T, H, d_h)
+
+
+def paged_decode_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Tensor, owner: torch.Tensor,
+                           key_start: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
+    """`paged_attention` for B decoding sequences at once (T = 1 each), with no padding to the longest.
+
+    q `[B, H, d_h]`: sequence b's one query, at position seq_lens[b] − 1. k_blocks, v_blocks `[I, H_kv, b, d_h]`:
+    the I = Σ_b ⌈seq_lens[b]/b⌉ blocks of all the sequences, read through their block tables; block i belongs
+    to sequence `owner[i]` and holds keys key_start[i]..key_start[i]+b−1. Each block's partial softmax is
+    computed at once (PagedAttention V2 with one block per partition), then each sequence's blocks are merged
+    by log-sum-exp, as `combine_chunks` does, over segments of different lengths. Returns `[B, H, d_h]`.
+    """
+    B, H, d_h = q.shape
+    I, H_kv, b, _ = k_blocks.shape
+    g = H // H_kv
+    rows = q.view(B, H_kv, g, d_h)[owner]  # [I, H_kv, g, d_h]: each block meets its sequence's query
+    s = (rows @ k_blocks.transpose(-2, -1)).float() / math.sqrt(d_h)  # [I, H_kv, g, b]
+    valid = key_start.view(I, 1) + torch.arange(b, device=q.device) < seq_lens[owner].view(I, 1)  # [I, b]
+    s = s.masked_fill(~valid.view(I, 1, 1, b), float("-inf"))
+    m = s.amax(dim=-1)  # [I, H_kv, g]: finite, every block holds a key of its sequence
+    p = torch.exp(s - m[..., None])
+    l = p.sum(dim=-1)  # noqa: E741
+    o = (p.to(v_blocks.dtype) @ v_blocks).float() / l[..., None]  # [I, H_kv, g, d_h]
+    lse = m + torch.log(l)  # log Σ exp(score) over the block
+    top = torch.full((B, H_kv, g), float("-inf"), device=q.device).scatter_reduce(
+        0, owner.view(I, 1, 1).expand_as(lse), lse, "amax")  # [B, H_kv, g]: each sequence's largest lse
+    w = torch.exp(lse - top[owner])  # [I, H_kv, g]
+    den = torch.zeros(B, H_kv, g, device=q.device).index_add(0, owner, w)
+    out = torch.zeros(B, H_kv, g, d_h, device=q.device).index_add(0, owner, w[..., None] * o) / den[..., None]
+    return out.to(q.dtype).view(B, H, d_h)
