@@ -147,7 +147,7 @@ class PagedKVCache(SequencePoolBase):
     def read_kv(self, layer: int, pages: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The blocks `pages` (a block table's first ⌈K/b⌉ entries) of `layer`, read through the table:
         `[n, H_kv, b, d_h]`, n·b keys for K (at most b − 1 of them past K, never visible)."""
-        return self.k[layer][pages], self.v[layer][pages]
+        return self.k[layer].index_select(0, pages), self.v[layer].index_select(0, pages)  # a row gather
 
     # -- memory ----------------------------------------------------------------------------------
 
@@ -247,8 +247,11 @@ class PagedKVCache(SequencePoolBase):
         pool_k, pool_v = self.k[layer], self.v[layer]  # [N, H_kv, b, d_h]
         pool_k[blocks, :, rows] = k_new.transpose(1, 2)  # [B, T, H_kv, d_h]
         pool_v[blocks, :, rows] = v_new.transpose(1, 2)
-        k = pool_k[tables].permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]  # [B, H_kv, K, d_h]
-        v = pool_v[tables].permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]
+        n = tables.shape[1]
+        k = pool_k.index_select(0, tables.flatten()).view(B, n, H_kv, self.block_size, d_h)  # [B, n, H_kv, b, d_h]
+        v = pool_v.index_select(0, tables.flatten()).view(B, n, H_kv, self.block_size, d_h)
+        k = k.permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]  # [B, H_kv, K, d_h]
+        v = v.permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]
         # Contiguous, so that attention's matmuls see the same memory layout whatever the pool.
         return k.contiguous(), v.contiguous()
 

@@ -55,9 +55,9 @@ def paged_decode_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: to
     B, H, d_h = q.shape
     I, H_kv, b, _ = k_blocks.shape
     g = H // H_kv
-    rows = q.view(B, H_kv, g, d_h)[owner]  # [I, H_kv, g, d_h]: each block meets its sequence's query
+    rows = q.view(B, H_kv, g, d_h).index_select(0, owner)  # [I, H_kv, g, d_h]: each block meets its query
     s = (rows @ k_blocks.transpose(-2, -1)).float() / math.sqrt(d_h)  # [I, H_kv, g, b]
-    valid = key_start.view(I, 1) + torch.arange(b, device=q.device) < seq_lens[owner].view(I, 1)  # [I, b]
+    valid = key_start.view(I, 1) + torch.arange(b, device=q.device) < seq_lens.index_select(0, owner).view(I, 1)
     s = s.masked_fill(~valid.view(I, 1, 1, b), float("-inf"))
     m = s.amax(dim=-1)  # [I, H_kv, g]: finite, every block holds a key of its sequence
     p = torch.exp(s - m[..., None])
@@ -66,7 +66,7 @@ def paged_decode_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: to
     lse = m + torch.log(l)  # log Σ exp(score) over the block
     top = torch.full((B, H_kv, g), float("-inf"), device=q.device).scatter_reduce(
         0, owner.view(I, 1, 1).expand_as(lse), lse, "amax")  # [B, H_kv, g]: each sequence's largest lse
-    w = torch.exp(lse - top[owner])  # [I, H_kv, g]
+    w = torch.exp(lse - top.index_select(0, owner))  # [I, H_kv, g]
     den = torch.zeros(B, H_kv, g, device=q.device).index_add(0, owner, w)
     out = torch.zeros(B, H_kv, g, d_h, device=q.device).index_add(0, owner, w[..., None] * o) / den[..., None]
     return out.to(q.dtype).view(B, H, d_h)
