@@ -57,6 +57,7 @@ def test_a_fused_step_equals_each_sequence_alone(kind, block_size, seed, B, step
         with torch.no_grad():
             got = forward_varlen(MODEL, pool, batch)
         assert got.shape == (sum(samples[b] for b in run), CONFIG.V)
+        assert batch.seq_index.tolist() == [i for i, b in enumerate(run) for _ in range(Ts[b])]
         row = 0
         for b, t in zip(run, tokens, strict=True):
             history[b] += t

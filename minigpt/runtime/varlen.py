@@ -43,7 +43,7 @@ class FlatBatch:
     cu_seqlens_q: list[int]  # [B + 1]: sequence b's rows are cu_seqlens_q[b]:cu_seqlens_q[b+1]
     input_ids: torch.Tensor  # [ΣT] token ids
     positions: torch.Tensor  # [ΣT] S_b + i
-    seq_index: torch.Tensor  # [ΣT] b of each row
+    seq_index: torch.Tensor  # [ΣT] b of each row (what cu_seqlens_q says, per row)
     slot_mapping: torch.Tensor  # [ΣT] where each row's key and value are written
     block_tables: list[torch.Tensor]  # sequence b's pages holding its S_b + T_b keys (a slot cache: its slot)
     logits_indices: torch.Tensor  # rows whose logits are sampled, in order
@@ -132,7 +132,7 @@ def flatten(pool: SequencePoolBase, seqs: Sequence[int], tokens: Sequence[Sequen
                                           torch.tensor(query_lens, device=dev)),
         slot_mapping=torch.tensor(slots, dtype=long, device=dev), block_tables=tables,
         logits_indices=torch.tensor([cu[i + 1] - 1 for i, s in enumerate(samples) if s], dtype=long, device=dev),
-        looped=[i for i in range(len(seqs)) if i not in set(decodes)], decode=decode,
+        looped=sorted(set(range(len(seqs))) - set(decodes)), decode=decode,
     )
 
 
