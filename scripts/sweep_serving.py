@@ -13,8 +13,8 @@ Three experiments, each run by the same scheduler on MiniGPT (step times measure
   (L=8, d=512, random weights, S_max=512), whose prefill of 448 tokens costs many decode steps on a CPU.
 
 Every engine runs a step as one fused forward (`ModelExecutor`; replay prices it so); the chunked
-experiment also replays the older unfused executor (`fused=False`: one forward per chunk length) for
-Chapter 14's comparison.
+experiment also runs the older unfused executor (`fused=False`: one forward per chunk length), replayed
+for Llama and measured on the scaled model, for Chapter 14's comparison.
 
 Writes chapters/data/serving_<device>.json; `--only chunked` runs the chunked experiment alone, at the
 rate the committed serving_<device>.json's capacity gives, into chapters/data/chunked_<device>.json
@@ -32,7 +32,8 @@ from typing import Any
 from minigpt import load_pretrained, measure
 from minigpt.costs.presets import HARDWARE, MODELS, SCALED
 from minigpt.measure import sweeps
-from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
+from minigpt.runtime.paged_cache import PagedKVCache
+from minigpt.serving import Engine, EngineConfig, ModelExecutor, Request, Status, latency_summary
 from minigpt.serving.trace import chat_trace, poisson_trace
 
 LLAMA, H100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
@@ -141,14 +142,19 @@ def long_prompts(short: list[Request], long_P: int, every: int, V: int) -> list[
     return out
 
 
-def chunked(real, scaled, replay, n: int, base_rate: float, replay_unfused=None) -> dict[str, Any]:
+def chunked(real, scaled, replay, n: int, base_rate: float, replay_unfused=None, scaled_unfused=None) -> dict[str, Any]:
+    """The chunked experiment; with `replay_unfused` and `scaled_unfused` also the older executor (one forward
+    per chunk length), replayed for Llama and measured on the scaled model."""
     out: dict[str, Any] = {}
     llama = ((64, 256), (128, 256), 3500, [None, 256, 512, 1024, 2048], LLAMA.V, 32, base_rate, n)
+    big = ((8, 16), (16, 24), 448, [None, 64, 128, 256], 600, 8, 4.0, 24)
     experiments = [
         ("minigpt", real, (8, 16), (48, 64), 112, [None, 8, 16, 32, 64], 600, 8, base_rate, n),
-        ("scaled", scaled, (8, 16), (16, 24), 448, [None, 64, 128, 256], 600, 8, 4.0, 24),
+        ("scaled", scaled, *big),
         ("llama_h100", replay, *llama),
     ]
+    if scaled_unfused is not None:
+        experiments.append(("scaled_unfused", scaled_unfused, *big))
     if replay_unfused is not None:
         experiments.append(("llama_h100_unfused", replay_unfused, *llama))
     for mode, make, short_P, D, long_P, sizes, V, max_batch, rate, count in experiments:
@@ -188,6 +194,10 @@ def main() -> None:
     def scaled(config: EngineConfig) -> Engine:
         return Engine.for_model(big, num_blocks=320, block_size=16, config=config, clock=clock)
 
+    def scaled_unfused(config: EngineConfig) -> Engine:
+        pool = PagedKVCache(big.config, num_blocks=320, block_size=16, dtype=big.dtype, device=big.device)
+        return Engine(ModelExecutor(big, pool, fused=False), pool, config, clock=clock)
+
     def replay(config: EngineConfig) -> Engine:
         return Engine.replay(LLAMA, H100, block_size=16, config=config)
 
@@ -205,7 +215,7 @@ def main() -> None:
                 "capacity_req_s": capacity, "executor": "fused (one forward per step)",
                 "replay": {"model": LLAMA.name, "hardware": H100.name, "s": 2, "block_size": 16},
                 "chunked": chunked(real, scaled, replay, n // 2, base_rate=0.3 * capacity,
-                                   replay_unfused=replay_unfused)}
+                                   replay_unfused=replay_unfused, scaled_unfused=scaled_unfused)}
         data["seconds"] = time.perf_counter() - started
         sweeps.write_json(path, data)
         print(f"wrote {path} in {data['seconds']:.0f} s")
