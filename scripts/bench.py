@@ -8,7 +8,12 @@ One run prints one set of tables and writes them, with the environment, to a JSO
 * the grammar checker's speed and the shipped checkpoint's load time;
 * peers (issue 14): per model, greedy tok/s of MiniGPT eager, MiniGPT compiled (static cache +
   `torch.compile`) and `transformers` GPT-2 `generate` on the same exported weights, interleaved
-  repeats; the eager step's overhead floor; batch-1 achieved bandwidth / the probe's, eager and compiled.
+  repeats; the eager step's overhead floor; batch-1 achieved bandwidth / the probe's, eager and compiled;
+* fused (issue 22): a mixed step (one prompt chunk and B decodes) as one fused forward against the
+  unfused executor's one forward per chunk length, B = 1…64, on the scaled config;
+* paged (issue 22): a decode step and its attention alone on a ragged batch (400 + 7×60 tokens) and a
+  uniform one of equal Σ S_b, through the block table (fused, paged), from slots (fused, slot cache),
+  contiguous (`KVCache`), and the old padded ragged paths.
 """
 
 from __future__ import annotations
@@ -26,10 +31,16 @@ from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained, meas
 from minigpt.corpus import generate_sentences, is_grammatical
 from minigpt.costs.presets import FAMILY, SCALED
 from minigpt.measure import overhead, sweeps
+from minigpt.runtime.attention.paged import paged_attention, paged_decode_attention
 from minigpt.runtime.compiled import StaticDecoder
+from minigpt.runtime.model import attention
+from minigpt.runtime.paged_cache import PagedKVCache
+from minigpt.runtime.sequence_pool import SequencePoolBase
+from minigpt.runtime.slot_cache import SlotKVCache
+from minigpt.runtime.varlen import flatten, forward_varlen
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("cache", "bandwidth", "small", "peers")
+SECTIONS = ("cache", "bandwidth", "small", "peers", "fused", "paged")
 
 
 def decode_seconds(model: MiniGPT, P: int, D: int, use_cache: bool, repeats: int) -> float:
@@ -198,6 +209,117 @@ def targets(peer_rows: list[dict], bandwidth_row: dict) -> dict[str, dict]:
     return out
 
 
+def _filled(model: MiniGPT, pool: SequencePoolBase, lengths: list[int]) -> list[int]:
+    """Sequences of `pool` holding `lengths` tokens each (prefilled one by one, random ids)."""
+    seqs = [pool.add_sequence() for _ in lengths]
+    with torch.no_grad():
+        for seq, S in zip(seqs, lengths, strict=True):
+            forward_varlen(model, pool, flatten(pool, [seq], [torch.randint(0, model.config.V, (S,)).tolist()]))
+    return seqs
+
+
+def _rewound(pool: SequencePoolBase, seqs: list[int], fn: Callable[[], object]) -> Callable[[], None]:
+    """`fn`, then each sequence set back to its length now: a step repeated on the same state (blocks stay)."""
+    lengths = {s: pool.length(s) for s in seqs}
+
+    def step() -> None:
+        with torch.no_grad():
+            fn()
+        for s, S in lengths.items():
+            pool._lengths[s] = S
+
+    return step
+
+
+def _time(fn: Callable[[], None], repeats: int) -> dict[str, float]:
+    t = measure.time_fn(fn, warmup=1, repeats=repeats, clock="thread")
+    return {"median_ms": 1e3 * t.median_s, "min_ms": 1e3 * t.min_s, "max_ms": 1e3 * max(t.times)}
+
+
+def fused_vs_unfused(model: MiniGPT, Bs: list[int], repeats: int, *, S: int = 60, chunk: int = 128,
+                     S_prefix: int = 128) -> list[dict]:
+    """A mixed step, B decodes at S plus a `chunk`-token prompt chunk after S_prefix: one fused forward
+    (`forward_varlen`) against the unfused executor's two (`MiniGPT.forward` on a padded ragged batch per T)."""
+    rows = [_fused_row(model, B, repeats, S, chunk, S_prefix) for B in Bs]
+    return rows
+
+
+def _fused_row(model: MiniGPT, B: int, repeats: int, S: int, chunk: int, S_prefix: int) -> dict:
+    b = 16
+    pool = PagedKVCache(model.config, num_blocks=B * -(-(S + 1) // b) + -(-(S_prefix + chunk) // b) + 1,
+                        block_size=b)
+    decodes = _filled(model, pool, [S] * B)
+    prompt = _filled(model, pool, [S_prefix])[0]
+    chunk_ids = torch.randint(0, model.config.V, (1, chunk))
+    seqs = [*decodes, prompt]
+    fused = _rewound(pool, seqs, lambda: forward_varlen(model, pool, flatten(
+        pool, seqs, [[1]] * B + [chunk_ids[0].tolist()], [True] * B + [False])))
+
+    def two_forwards() -> None:
+        model(chunk_ids, pool.batch([prompt]), last_only=True)
+        model(torch.ones(B, 1, dtype=torch.long), pool.batch(decodes))
+
+    unfused = _rewound(pool, seqs, two_forwards)
+    f, u = _time(fused, repeats), _time(unfused, repeats)
+    row = {"B": B, "S": S, "chunk": chunk, "S_prefix": S_prefix, "fused": f, "unfused": u,
+           "unfused_over_fused": u["median_ms"] / f["median_ms"]}
+    print(f"  B={B:3d}: fused {f['median_ms']:7.1f} ms ({f['min_ms']:.1f}-{f['max_ms']:.1f}), unfused "
+          f"{u['median_ms']:7.1f} ms ({u['min_ms']:.1f}-{u['max_ms']:.1f}): x{row['unfused_over_fused']:.2f}")
+    return row
+
+
+def paged_vs_slot(model: MiniGPT, repeats: int, workloads: dict[str, list[int]]) -> list[dict]:
+    """A decode step (every sequence one token) and layer 0's attention alone, at each workload's lengths:
+    fused through the block table, fused from slots, a contiguous `KVCache` (uniform lengths only), and the
+    old padded ragged batches of both pools (`write_and_gather`)."""
+    return [_paged_row(model, name, lengths, repeats) for name, lengths in workloads.items()]
+
+
+def _paged_row(model: MiniGPT, name: str, lengths: list[int], repeats: int) -> dict:
+    c, b = model.config, 16
+    B = len(lengths)
+    paged = PagedKVCache(c, num_blocks=sum(-(-(S + 1) // b) for S in lengths) + 1, block_size=b)
+    slots = SlotKVCache(c, slots=B)
+    p_ids, s_ids = _filled(model, paged, lengths), _filled(model, slots, lengths)
+    one = torch.ones(B, 1, dtype=torch.long)
+    step = {
+        "fused_paged": _rewound(paged, p_ids, lambda: forward_varlen(model, paged, flatten(
+            paged, p_ids, [[1]] * B))),
+        "fused_slot": _rewound(slots, s_ids, lambda: forward_varlen(model, slots, flatten(
+            slots, s_ids, [[1]] * B))),
+        "padded_paged": _rewound(paged, p_ids, lambda: model(one, paged.batch(p_ids))),
+        "padded_slot": _rewound(slots, s_ids, lambda: model(one, slots.batch(s_ids))),
+    }
+    # attention alone, one layer: the same queries against each layout's keys
+    q = torch.randn(B, c.H, c.d_h)
+    batch = flatten(paged, p_ids, [[1]] * B)
+    d = batch.decode
+    kb, vb = paged.read_kv(0, d.blocks, 0)
+    views = [slots.read_kv(0, torch.tensor(slots.pages(s)), S + 1) for s, S in zip(s_ids, lengths, strict=True)]
+    attn = {
+        "fused_paged": lambda: paged_decode_attention(q, *paged.read_kv(0, d.blocks, 0), d.owner, d.key_start,
+                                                      d.seq_lens),
+        "fused_slot": lambda: [paged_attention(q[i : i + 1], *views[i], lengths[i]) for i in range(B)],
+    }
+    del kb, vb
+    if len(set(lengths)) == 1:
+        cache = model.new_cache(B)
+        with torch.no_grad():
+            model(torch.randint(0, c.V, (B, lengths[0])), cache)
+        step["contiguous"] = _rewound(slots, [], lambda: (model(one, cache), cache.truncate(lengths[0])))
+        kc, vc = cache.k[0, :, :, : lengths[0] + 1], cache.v[0, :, :, : lengths[0] + 1]
+        attn["contiguous"] = lambda: attention(q.view(B, c.H, 1, c.d_h), kc, vc, None)
+    row = {"workload": name, "lengths": lengths, "sum_S": sum(lengths), "B": B,
+           "step": {k: _time(f, repeats) for k, f in step.items()},
+           "attention": {k: _time(f, repeats * 3) for k, f in attn.items()}}
+    for part in ("step", "attention"):
+        base = row[part]["fused_slot"]["median_ms"]
+        text = ", ".join(f"{k} {v['median_ms']:.2f} ms (x{v['median_ms'] / base:.2f})"
+                         for k, v in row[part].items())
+        print(f"  {name} Σ S_b={sum(lengths)}, {part}: {text}")
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--P", type=int, default=16)
@@ -231,6 +353,13 @@ def main() -> None:
         largest = max(family, key=lambda k: measure.module_bytes(family[k]))  # all fit: 0.8 GB at most in fp32
         result["peer_bandwidth"] = achieved_bandwidth(family[largest], largest, bandwidth, S=args.P, repeats=10)
         result["targets"] = targets(result["peers"], result["peer_bandwidth"])
+    if "fused" in args.sections:
+        print("\n## fused vs unfused mixed step (scaled config, thread CPU time)")
+        result["fused"] = fused_vs_unfused(models["scaled L=8 d=512"], [1, 4, 16, 64], args.repeats)
+    if "paged" in args.sections:
+        print("\n## paged vs slot vs contiguous decode step (scaled config, thread CPU time, x: over fused_slot)")
+        result["paged"] = paged_vs_slot(models["scaled L=8 d=512"], args.repeats, {
+            "ragged 400 + 7x60": [400] + [60] * 7, "uniform 8x102": [102] * 8})
     out = args.out or ROOT / "_build" / "bench" / f"bench_{device.type}.json"
     sweeps.write_json(out, result)
     print(f"\nwrote {out}")

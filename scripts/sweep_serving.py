@@ -12,9 +12,16 @@ Three experiments, each run by the same scheduler on MiniGPT (step times measure
   and the long prompts' TTFT, for whole prefills and several chunk sizes; also on the scaled model
   (L=8, d=512, random weights, S_max=512), whose prefill of 448 tokens costs many decode steps on a CPU.
 
-Writes chapters/data/serving_<device>.json.
+Every engine runs a step as one fused forward (`ModelExecutor`; replay prices it so); the chunked
+experiment also runs the older unfused executor (`fused=False`: one forward per chunk length), replayed
+for Llama and measured on the scaled model, for Chapter 14's comparison.
+
+Writes chapters/data/serving_<device>.json; `--only chunked` runs the chunked experiment alone, at the
+rate the committed serving_<device>.json's capacity gives, into chapters/data/chunked_<device>.json
+(Chapter 14's data).
 
     python scripts/sweep_serving.py --threads 1 --clock thread   # what the book's CPU data used
+    python scripts/sweep_serving.py --threads 1 --clock thread --only chunked
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from typing import Any
 from minigpt import load_pretrained, measure
 from minigpt.costs.presets import HARDWARE, MODELS, SCALED
 from minigpt.measure import sweeps
-from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
+from minigpt.runtime.paged_cache import PagedKVCache
+from minigpt.serving import Engine, EngineConfig, ModelExecutor, Request, Status, latency_summary
 from minigpt.serving.trace import chat_trace, poisson_trace
 
 LLAMA, H100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
@@ -134,13 +142,22 @@ def long_prompts(short: list[Request], long_P: int, every: int, V: int) -> list[
     return out
 
 
-def chunked(real, scaled, replay, n: int, base_rate: float) -> dict[str, Any]:
+def chunked(real, scaled, replay, n: int, base_rate: float, replay_unfused=None, scaled_unfused=None) -> dict[str, Any]:
+    """The chunked experiment; with `replay_unfused` and `scaled_unfused` also the older executor (one forward
+    per chunk length), replayed for Llama and measured on the scaled model."""
     out: dict[str, Any] = {}
-    for mode, make, short_P, D, long_P, sizes, V, max_batch, rate, count in (
+    llama = ((64, 256), (128, 256), 3500, [None, 256, 512, 1024, 2048], LLAMA.V, 32, base_rate, n)
+    big = ((8, 16), (16, 24), 448, [None, 64, 128, 256], 600, 8, 4.0, 24)
+    experiments = [
         ("minigpt", real, (8, 16), (48, 64), 112, [None, 8, 16, 32, 64], 600, 8, base_rate, n),
-        ("scaled", scaled, (8, 16), (16, 24), 448, [None, 64, 128, 256], 600, 8, 4.0, 24),
-        ("llama_h100", replay, (64, 256), (128, 256), 3500, [None, 256, 512, 1024, 2048], LLAMA.V, 32, base_rate, n),
-    ):
+        ("scaled", scaled, *big),
+        ("llama_h100", replay, *llama),
+    ]
+    if scaled_unfused is not None:
+        experiments.append(("scaled_unfused", scaled_unfused, *big))
+    if replay_unfused is not None:
+        experiments.append(("llama_h100_unfused", replay_unfused, *llama))
+    for mode, make, short_P, D, long_P, sizes, V, max_batch, rate, count in experiments:
         short = poisson_trace(count, rate=rate, seed=4, P=short_P, D=D, V=V)
         reqs = long_prompts(short, long_P, every=max(count // 8, 1), V=V)
         ids_short = {r.id for r in short}
@@ -161,8 +178,11 @@ def chunked(real, scaled, replay, n: int, base_rate: float) -> dict[str, Any]:
 def main() -> None:
     parser = sweeps.sweep_arguments(__doc__)
     parser.add_argument("--requests", type=int, default=120, help="requests per run")
+    parser.add_argument("--only", choices=["chunked"], default=None,
+                        help="run one experiment alone (capacity from the committed serving JSON)")
     args = parser.parse_args()
     device, dtype, path = sweeps.sweep_setup(args, "serving")
+    served = path
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
     model = load_pretrained(device=device, dtype=dtype).model
 
@@ -174,12 +194,32 @@ def main() -> None:
     def scaled(config: EngineConfig) -> Engine:
         return Engine.for_model(big, num_blocks=320, block_size=16, config=config, clock=clock)
 
+    def scaled_unfused(config: EngineConfig) -> Engine:
+        pool = PagedKVCache(big.config, num_blocks=320, block_size=16, dtype=big.dtype, device=big.device)
+        return Engine(ModelExecutor(big, pool, fused=False), pool, config, clock=clock)
+
     def replay(config: EngineConfig) -> Engine:
         return Engine.replay(LLAMA, H100, block_size=16, config=config)
+
+    def replay_unfused(config: EngineConfig) -> Engine:
+        return Engine.replay(LLAMA, H100, block_size=16, config=config, fused=False)
 
     print(measure.environment(device, dtype))
     started = time.perf_counter()
     n = args.requests
+    if args.only == "chunked":
+        capacity = sweeps.read_json(served)["batching"]["capacity_req_s"]
+        path = args.out or served.with_name(served.name.replace("serving_", "chunked_"))
+        data = {"script": "scripts/sweep_serving.py --only chunked", "environment": measure.environment(device, dtype),
+                "clock": args.clock, "config": model.config.to_dict(), "scaled_config": SCALED.to_dict(),
+                "capacity_req_s": capacity, "executor": "fused (one forward per step)",
+                "replay": {"model": LLAMA.name, "hardware": H100.name, "s": 2, "block_size": 16},
+                "chunked": chunked(real, scaled, replay, n // 2, base_rate=0.3 * capacity,
+                                   replay_unfused=replay_unfused, scaled_unfused=scaled_unfused)}
+        data["seconds"] = time.perf_counter() - started
+        sweeps.write_json(path, data)
+        print(f"wrote {path} in {data['seconds']:.0f} s")
+        return
     data = {
         "script": "scripts/sweep_serving.py",
         "environment": measure.environment(device, dtype),

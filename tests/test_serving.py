@@ -340,11 +340,11 @@ def test_the_committed_sweep_accounts_for_every_request():
 
 
 def test_a_fused_mixed_step_is_priced_by_mixed_step_time():
-    """Replay with fused=True: a step of B decodes and a prompt chunk costs costs.mixed_step_time; T = 0 is
-    Eq. (7.2) and B = 0 a prefill."""
+    """Replay by default (fused, as the engine runs a step): a step of B decodes and a prompt chunk costs
+    costs.mixed_step_time; T = 0 is Eq. (7.2) and B = 0 a prefill."""
     llama, h100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
     chip = dict(N_params=llama.N_params, s=2, bandwidth=h100.bandwidth, peak_flops=h100.peak_flops)
-    e = Engine.replay(llama, h100, fused=True, config=EngineConfig(max_batch=8, chunk_size=300))
+    e = Engine.replay(llama, h100, config=EngineConfig(max_batch=8, chunk_size=300))
     for i in range(3):
         e.submit(Request(f"d{i}", tuple([1] * 50), 100))
     e.step()  # three prefills of 50 tokens
@@ -362,3 +362,26 @@ def test_a_fused_mixed_step_is_priced_by_mixed_step_time():
     assert costs.evaluate(costs.mixed_step_time, llama, B=5, S=77, **chip) == pytest.approx(decode, rel=1e-12)
     with pytest.raises(ValueError, match="T \\(prompt tokens\\) or B \\(decodes\\) must be >= 1"):
         costs.evaluate(costs.mixed_step_time, llama, **chip)
+
+
+def test_the_unfused_replay_pays_a_weight_read_per_chunk_length():
+    """fused=False prices the older executor: the chunk's forward and the decodes' forward, each reading the
+    weights (kept for Chapter 14's comparison); the default prices one."""
+    llama, h100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    chip = dict(N_params=llama.N_params, s=2, bandwidth=h100.bandwidth, peak_flops=h100.peak_flops)
+    times = {}
+    for fused in (True, False):
+        e = Engine.replay(llama, h100, fused=fused, config=EngineConfig(max_batch=8, chunk_size=300))
+        for i in range(3):
+            e.submit(Request(f"d{i}", tuple([1] * 50), 100))
+        e.step()
+        e.submit(Request("long", tuple([2] * 1000), 2, arrival_s=e.now))
+        before = e.now
+        e.step()  # three decodes at S = 50 and a 297-token chunk
+        times[fused] = e.now - before
+    apart = (costs.evaluate(costs.mixed_step_time, llama, T=297, **chip)
+             + costs.evaluate(costs.mixed_step_time, llama, B=3, S=50, **chip))
+    assert times[False] == pytest.approx(apart, rel=1e-12)
+    assert times[True] == pytest.approx(costs.evaluate(costs.mixed_step_time, llama, T=297, B=3, S=50, **chip),
+                                        rel=1e-12)
+    assert times[False] > times[True]

@@ -5,8 +5,8 @@ An engine that chunks its prefills (Chapter 14) runs, in one step, T tokens of a
 S_prefix of it already cached plus one token for each of B decoding sequences holding S tokens. As one
 forward it reads the weights once and every cached K/V it attends to, and computes the chunk's and
 the decodes' FLOPs; its time is the roofline's max(bytes / BW, F / π) (Chapter 3). With T = 0 it is a
-decode step (Eq. 7.2); with B = 0 a prefill chunk. `minigpt.serving.replay` prices each forward of a
-step the same way.
+decode step (Eq. 7.2); with B = 0 a prefill chunk. `minigpt.serving.replay` prices each engine step as
+one such forward over all its sequences, as the engine runs it.
 
 A static batch of B requests runs until its longest member is done (Chapter 12): with output lengths
 independent and uniform on D_min..D_max, it takes E[max D] steps for B·E[D] tokens (Eq. 12.1), and its

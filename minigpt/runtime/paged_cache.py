@@ -85,7 +85,7 @@ class PagedKVCache(SequencePoolBase):
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> None:
-        self.block_size = _positive_int("block_size", block_size)
+        self.block_size = self.page_size = _positive_int("block_size", block_size)
         self.allocator = BlockAllocator(num_blocks)
         shape = (config.L, num_blocks, config.H_kv, block_size, config.d_h)  # [L, N, H_kv, b, d_h]
         super().__init__(config, shape, dtype, device)
@@ -140,6 +140,14 @@ class PagedKVCache(SequencePoolBase):
         self._check_seq(seq)
         return list(self._tables[seq])
 
+    def pages(self, seq: int) -> list[int]:
+        """The block table of `seq` (its pages, for the slot mapping)."""
+        return self._tables[seq]
+
+    def read_kv(self, layer: int, pages: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The blocks `pages` (a block table's first ⌈K/b⌉ entries) of `layer`, read through the table:
+        `[n, H_kv, b, d_h]`, n·b keys for K (at most b − 1 of them past K, never visible)."""
+        return self.k[layer].index_select(0, pages), self.v[layer].index_select(0, pages)  # a row gather
 
     # -- memory ----------------------------------------------------------------------------------
 
@@ -202,6 +210,20 @@ class PagedKVCache(SequencePoolBase):
             while len(table) * b < S + T:
                 table.append(self.allocator.allocate())
 
+    def reserve_each(self, seqs: list[int], Ts: list[int]) -> None:
+        """Room for T_b more tokens in each sequence b, all or nothing: the blocks needed are counted first (a
+        copy-on-write counted for every co-owner, a bound), then each sequence reserves its own."""
+        for seq in seqs:
+            self._check_seq(seq)
+        needed = sum(self.blocks_needed(seq, T) for seq, T in zip(seqs, Ts, strict=True))
+        if needed > self.allocator.num_free:
+            raise OutOfBlocks(
+                f"{sum(Ts)} more tokens for {len(seqs)} sequences need {needed} free KV blocks but only "
+                f"{self.allocator.num_free} of {self.allocator.num_blocks} are free"
+            )
+        for seq, T in zip(seqs, Ts, strict=True):
+            self.reserve([seq], T)
+
     def _padded_tables(self, seqs: list[int], K: int) -> torch.Tensor:
         """Block tables padded to the blocks of K tokens, `[B, ⌈K/b⌉]` (padding: block 0, never visible)."""
         n = -(-K // self.block_size)
@@ -211,9 +233,11 @@ class PagedKVCache(SequencePoolBase):
     def write_and_gather(
         self, layer: int, seqs: list[int], lengths: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the new rows through the block tables; gather every sequence's keys and values.
+        """Write the new rows through the block tables; gather every sequence's keys and values, padded.
 
-        Token p of a sequence is row p % b of block table[p // b]; the result is `[B, H_kv, max S_b + T, d_h]`.
+        Token p of a sequence is row p % b of block table[p // b]; the result is `[B, H_kv, max S_b + T, d_h]`, a
+        fresh copy of B·(max S_b + T) positions whatever the S_b: the path of `MiniGPT.forward` on a ragged batch
+        (equal T). The engine's fused step reads each sequence's own blocks instead (`read_kv`).
         """
         B, H_kv, T, d_h = k_new.shape
         K = int(lengths.max()) + T
@@ -223,8 +247,11 @@ class PagedKVCache(SequencePoolBase):
         pool_k, pool_v = self.k[layer], self.v[layer]  # [N, H_kv, b, d_h]
         pool_k[blocks, :, rows] = k_new.transpose(1, 2)  # [B, T, H_kv, d_h]
         pool_v[blocks, :, rows] = v_new.transpose(1, 2)
-        k = pool_k[tables].permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]  # [B, H_kv, K, d_h]
-        v = pool_v[tables].permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]
+        n = tables.shape[1]
+        k = pool_k.index_select(0, tables.flatten()).view(B, n, H_kv, self.block_size, d_h)  # [B, n, H_kv, b, d_h]
+        v = pool_v.index_select(0, tables.flatten()).view(B, n, H_kv, self.block_size, d_h)
+        k = k.permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]  # [B, H_kv, K, d_h]
+        v = v.permute(0, 2, 1, 3, 4).reshape(B, H_kv, -1, d_h)[:, :, :K]
         # Contiguous, so that attention's matmuls see the same memory layout whatever the pool.
         return k.contiguous(), v.contiguous()
 

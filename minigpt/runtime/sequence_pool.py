@@ -1,6 +1,13 @@
 """What the two sequence pools share (`PagedKVCache`, `SlotKVCache`): the K/V pool tensors, one length S_b per
-live sequence, sequence ids, and the ragged batch over them. The pools differ in where a token's key and
-value live: their own `add_sequence`, `free_sequence`, `reserve` and `write_and_gather`.
+live sequence, sequence ids, the ragged batch over them, and the fused step's writes by slot.
+
+Both pools store a layer's keys as pages `[pages, H_kv, page_size, d_h]`: a paged cache's pages are its
+blocks (`page_size` = block_size, a sequence's pages its block table), a slot cache's pages are its slots
+(`page_size` = S_max, one page per sequence). Token p of a sequence lives at *slot* `pages[p // page_size]
+· page_size + p % page_size`, so the fused forward (`minigpt.runtime.varlen`) writes new K/V by a slot
+mapping, as vLLM's `reshape_and_cache` does, whatever the pool. The pools differ in where a token's key and
+value live (`add_sequence`, `free_sequence`, `reserve`, `pages`) and in how attention reads them back
+(`read_kv` for the fused step, `write_and_gather` for `MiniGPT.forward`'s padded ragged batch).
 """
 
 from __future__ import annotations
@@ -64,3 +71,31 @@ class SequencePoolBase:
         """Mark T more tokens as written for each of `seqs` (after a forward wrote them)."""
         for seq in seqs:
             self._lengths[seq] += T
+
+    # -- the fused step: writes by slot, reads by page ---------------------------------------------
+
+    page_size: int  # tokens per page: block_size (paged), S_max (slots)
+
+    def pages(self, seq: int) -> list[int]:
+        """The pages that hold `seq`'s tokens, in order (its block table, or its one slot)."""
+        raise NotImplementedError
+
+    def slot_mapping(self, seq: int, start: int, T: int) -> list[int]:
+        """The slots of tokens start..start+T−1 of `seq` (room reserved): page·page_size + row."""
+        pages, b = self.pages(seq), self.page_size
+        return [pages[p // b] * b + p % b for p in range(start, start + T)]
+
+    def reshape_and_cache(self, layer: int, slot_mapping: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write the new keys and values `[ΣT, H_kv, d_h]` of one layer at their slots `[ΣT]` (vLLM's name)."""
+        b = self.page_size
+        pages, rows = slot_mapping // b, slot_mapping % b
+        self.k[layer][pages, :, rows] = k
+        self.v[layer][pages, :, rows] = v
+
+    def read_kv(self, layer: int, pages: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A sequence's first K keys and values of `layer`, as pages `[n, H_kv, b, d_h]` (rows past K unseen)."""
+        raise NotImplementedError
+
+    def reserve_each(self, seqs: list[int], Ts: list[int]) -> None:
+        """Make room for T_b more tokens in each sequence b (a fused step's ragged chunks), all or nothing."""
+        raise NotImplementedError

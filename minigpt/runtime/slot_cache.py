@@ -31,7 +31,7 @@ class SlotKVCache(SequencePoolBase):
         S_max = config.S_max if S_max is None else S_max
         if isinstance(S_max, bool) or not isinstance(S_max, int) or not 0 < S_max <= config.S_max:
             raise ValueError(f"S_max must be an integer in 1..{config.S_max}, got {S_max!r}")
-        self.S_max = S_max
+        self.S_max = self.page_size = S_max  # a slot is one page of S_max rows
         shape = (config.L, slots, config.H_kv, S_max, config.d_h)  # [L, slots, H_kv, S_max, d_h]
         super().__init__(config, shape, dtype, device)
         self._free = list(range(slots - 1, -1, -1))
@@ -58,6 +58,20 @@ class SlotKVCache(SequencePoolBase):
         self._check_seq(seq)
         self._free.append(self._slot.pop(seq))
         del self._lengths[seq]
+
+    def pages(self, seq: int) -> list[int]:
+        """The one slot of `seq` (its only page)."""
+        return [self._slot[seq]]
+
+    def read_kv(self, layer: int, pages: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first K rows of the slot `pages[0]` of `layer`: a view `[1, H_kv, K, d_h]`, no copy."""
+        slot = int(pages[0])
+        return self.k[layer, slot, :, :K].unsqueeze(0), self.v[layer, slot, :, :K].unsqueeze(0)
+
+    def reserve_each(self, seqs: list[int], Ts: list[int]) -> None:
+        """Check that T_b more tokens fit each sequence's slot (nothing to allocate)."""
+        for seq, T in zip(seqs, Ts, strict=True):
+            self.reserve([seq], T)
 
     def reserve(self, seqs: list[int], T: int) -> None:
         """Check that T more tokens fit every slot (the room was reserved when the sequence started)."""

@@ -86,9 +86,10 @@ class Engine:
 
     @classmethod
     def replay(cls, model: ModelPreset, hardware: HardwarePreset, *, num_blocks: int | None = None,
-               block_size: int = 16, s: int = 2, fused: bool = False, config: EngineConfig | None = None,
+               block_size: int = 16, s: int = 2, fused: bool = True, config: EngineConfig | None = None,
                echo: bool = False) -> Engine:
-        """An engine that 'serves' with `model` on `hardware` on paper: step times from the formulas."""
+        """An engine that 'serves' with `model` on `hardware` on paper: step times from the formulas (one fused
+        forward per step; `fused=False` prices one forward per distinct chunk length)."""
         if num_blocks is None:
             num_blocks = replay_blocks(model, hardware, block_size=block_size, s=s)
         pool = shadow_pool(model, num_blocks=num_blocks, block_size=block_size)

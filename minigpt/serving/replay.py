@@ -4,9 +4,13 @@ Nothing runs a model: a forward of B sequences, each feeding T tokens after its 
 takes `roofline_time(F, bytes)` = max(bytes / BW, F / π) (Chapter 3), with F = Σ_b L·layer_flops(T, S_b)
 (Eq. 1.1) plus the LM head at one position per sequence (Eq. 1.6), and bytes = the weights once
 (Eq. 2.2) + each sequence's S_b cached tokens' K/V read (Eq. 3.5, which leaves out the write of the
-new K/V and the activations). A decode-only step is thus Eq. (7.2) exactly. A step of
-several forwards (a mixed step) is their sum, as on MiniGPT; `fused=True` prices it as one forward
-over all the step's tokens (one weight read), as an engine that flattens a mixed batch does.
+new K/V and the activations). A decode-only step is thus Eq. (7.2) exactly. By default a step is
+priced as the engine runs it (`ModelExecutor`, and vLLM, Orca, Sarathi-Serve): one forward over all its
+tokens, prompt chunks and decodes together, so the weights are read once per step, the mixed step of
+`costs.mixed_step_time`. `fused=False` prices the older executor instead, one forward per distinct
+chunk length T (a mixed step pays a weight read per forward), kept for the comparison.
+The LM head is priced at one row per sequence of the step (as `costs.mixed_step_time` does); the fused
+executor computes it only at the rows that sample, one d·V row fewer per unfinished prompt chunk.
 
 Block accounting needs no K/V: the pool is a `PagedKVCache` of a one-number-per-token shape, so
 the allocator, the block tables, copy-on-write and the prefix cache are the real ones.
@@ -46,7 +50,7 @@ class ReplayExecutor:
     predicts_time = True
 
     def __init__(self, model: ModelPreset, hardware: HardwarePreset, pool: PagedKVCache, *, s: int = 2,
-                 fused: bool = False, token: int = 0) -> None:
+                 fused: bool = True, token: int = 0) -> None:
         self.model, self.hardware, self.pool = model, hardware, pool
         self.s, self.fused, self.token = s, fused, token
         self.S_max, self.V, self.device = pool.config.S_max, model.V, pool.device
@@ -67,7 +71,8 @@ class ReplayExecutor:
         return flops, kv
 
     def step_time(self, chunks: list[Chunk]) -> float:
-        """Predicted seconds of the step: the sum over its forwards of max(bytes/BW, F/π), or one fused forward."""
+        """Predicted seconds of the step: one fused forward's max(bytes/BW, F/π) (default), or the sum over the
+        unfused executor's forwards, each paying the weights."""
         hw = self.hardware
         parts = [self.forward_cost(g) for g in forwards(chunks)]
         if self.fused:

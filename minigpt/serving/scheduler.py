@@ -2,9 +2,8 @@
 
 A *step* (one scheduler iteration) is a list of chunks `(request, T)`: T context tokens of that request
 go through the model, a prompt chunk (T ≤ what is pending) or a decode (T = 1, the last sampled token).
-The executor runs the chunks of equal T together, one forward `[B, T]` per distinct T, since a forward
-takes the same T for every sequence of its ragged batch; so a mixed step of prompt chunks and decodes
-is two or more forwards, and the step's time is their sum (measured, or predicted in replay).
+The executor runs all the step's chunks as one forward over their flattened tokens (`runtime.varlen`),
+so a mixed step of prompt chunks and decodes reads the weights once (measured, or predicted in replay).
 
 Policies:
 

@@ -1,0 +1,190 @@
+"""The fused step (`minigpt.runtime.varlen`): one forward over every token of a step equals each sequence run
+alone; attention reads each sequence's own blocks (work follows Σ S_b, not B·max S_b); the engine runs one
+forward per step."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minigpt import MiniGPT, ModelConfig
+from minigpt.runtime.attention.paged import paged_attention, paged_decode_attention
+from minigpt.runtime.model import attention, causal_visible
+from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
+from minigpt.runtime.slot_cache import SlotKVCache
+from minigpt.runtime.varlen import flatten, forward_varlen
+from minigpt.serving import Engine, EngineConfig, Request
+from minigpt.serving.executor import ModelExecutor
+
+CONFIG = ModelConfig(L=2, H=4, H_kv=2, d_h=8, d_ffn=64, V=40, S_max=48)
+torch.manual_seed(0)
+MODEL = MiniGPT(CONFIG).eval()
+ATOL = 1e-5  # fp32: the fused matmuls have ΣT rows, a lone forward T, and attention merges blocks by log-sum-exp
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+
+
+def pool_of(kind: str, block_size: int, n: int):
+    if kind == "paged":
+        return PagedKVCache(CONFIG, num_blocks=n * -(-CONFIG.S_max // block_size), block_size=block_size)
+    return SlotKVCache(CONFIG, slots=n)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(["paged", "slot"]), block_size=st.integers(1, 6), seed=st.integers(0, 2**16),
+       B=st.integers(2, 5), steps=st.integers(1, 3), data=st.data())
+def test_a_fused_step_equals_each_sequence_alone(kind, block_size, seed, B, steps, data):
+    """Steps of ragged prompt chunks and decodes (T_b of 1..9 after S_b of 0..): the logits at every sampled row
+    equal the lone sequence's forward at that position, and greedy tokens agree exactly.
+    Catches: a wrong position or offset mask, a K/V written to the wrong slot, a row attending to another
+    sequence's keys, logits taken at the wrong row."""
+    g = torch.Generator().manual_seed(seed)
+    pool = pool_of(kind, block_size, B)
+    seqs = [pool.add_sequence() for _ in range(B)]
+    history: list[list[int]] = [[] for _ in range(B)]
+    for _ in range(steps):
+        Ts = data.draw(st.lists(st.sampled_from([1, 1, 2, 3, 5, 9]), min_size=B, max_size=B))
+        samples = data.draw(st.lists(st.booleans(), min_size=B, max_size=B))
+        run = [b for b in range(B) if len(history[b]) + Ts[b] <= CONFIG.S_max]
+        if not run:
+            break
+        tokens = [torch.randint(0, CONFIG.V, (Ts[b],), generator=g).tolist() for b in run]
+        batch = flatten(pool, [seqs[b] for b in run], tokens, [samples[b] for b in run])
+        with torch.no_grad():
+            got = forward_varlen(MODEL, pool, batch)
+        assert got.shape == (sum(samples[b] for b in run), CONFIG.V)
+        assert batch.seq_index.tolist() == [i for i, b in enumerate(run) for _ in range(Ts[b])]
+        row = 0
+        for b, t in zip(run, tokens, strict=True):
+            history[b] += t
+            assert pool.length(seqs[b]) == len(history[b])
+            if samples[b]:
+                with torch.no_grad():
+                    alone = MODEL(torch.tensor([history[b]]))[0, -1]
+                torch.testing.assert_close(got[row], alone, rtol=0, atol=ATOL)
+                assert int(got[row].argmax()) == int(alone.argmax())
+                row += 1
+
+
+def test_paged_attention_equals_the_plain_kernel():
+    """Block by block with a log-sum-exp merge = softmax over the whole row (prefill chunk and decodes).
+    Catches: a block's max or sum taken over invisible keys, a wrong merge weight, heads of a group mixed up."""
+    g = torch.Generator().manual_seed(3)
+    H, H_kv, d_h, b = 4, 2, 8, 3
+    for S, T in ((0, 7), (5, 4), (10, 1)):
+        K = S + T
+        n = -(-K // b)
+        k = torch.randn(n, H_kv, b, d_h, generator=g)
+        v = torch.randn(n, H_kv, b, d_h, generator=g)
+        q = torch.randn(T, H, d_h, generator=g)
+        flat_k = k.permute(1, 0, 2, 3).reshape(1, H_kv, n * b, d_h)[:, :, :K]
+        flat_v = v.permute(1, 0, 2, 3).reshape(1, H_kv, n * b, d_h)[:, :, :K]
+        plain = attention(q.transpose(0, 1)[None], flat_k, flat_v, causal_visible(S, T, q.device))[0].transpose(0, 1)
+        torch.testing.assert_close(paged_attention(q, k, v, S), plain, rtol=0, atol=1e-6)
+    lens = [1, 7, 3]  # three decodes: their blocks end to end
+    ks = [torch.randn(-(-L // b), H_kv, b, d_h, generator=g) for L in lens]
+    vs = [torch.randn_like(x) for x in ks]
+    q = torch.randn(3, H, d_h, generator=g)
+    owner = torch.tensor([i for i, x in enumerate(ks) for _ in range(x.shape[0])])
+    start = torch.tensor([j * b for x in ks for j in range(x.shape[0])])
+    got = paged_decode_attention(q, torch.cat(ks), torch.cat(vs), owner, start, torch.tensor(lens))
+    for i, L in enumerate(lens):
+        torch.testing.assert_close(got[i], paged_attention(q[i : i + 1], ks[i], vs[i], L - 1)[0], rtol=0, atol=1e-6)
+
+
+def ragged_step(pool, lengths: list[int], T: int):
+    """Sequences holding `lengths` tokens, then one step feeding T tokens each; returns the step's batch."""
+    seqs = [pool.add_sequence() for _ in lengths]
+    with torch.no_grad():
+        for seq, S in zip(seqs, lengths, strict=True):
+            forward_varlen(MODEL, pool, flatten(pool, [seq], [[1] * S]))
+        batch = flatten(pool, seqs, [[2] * T] * len(seqs))
+        logits = forward_varlen(MODEL, pool, batch)
+    return batch, logits
+
+
+@pytest.mark.parametrize("T", [1, 4])
+def test_attention_reads_follow_the_sum_of_lengths_not_the_longest(T):
+    """One long sequence and seven short ones: the step reads L·Σ_b ⌈(S_b+T)/b⌉·b key positions (slot cache:
+    L·Σ_b (S_b+T)), far below the L·B·(max S_b + T) of the padded batch. Catches a read padded to the longest."""
+    lengths, b = [40, 3, 5, 2, 6, 1, 4, 3], 4
+    batch, _ = ragged_step(PagedKVCache(CONFIG, num_blocks=64, block_size=b), lengths, T)
+    per_layer = sum(-(-(S + T) // b) * b for S in lengths)
+    assert batch.keys_read == CONFIG.L * per_layer
+    padded = CONFIG.L * len(lengths) * (max(lengths) + T)
+    assert batch.keys_read < padded / 3
+    slot_batch, _ = ragged_step(SlotKVCache(CONFIG, slots=8), lengths, T)
+    assert slot_batch.keys_read == CONFIG.L * sum(S + T for S in lengths)
+
+
+def test_the_count_catches_a_read_padded_to_the_longest(monkeypatch):
+    """The mutant reads every sequence's blocks padded to the longest block table (what `write_and_gather` does):
+    its logits still agree, so only the count can tell, and it does."""
+    lengths, b, T = [40, 3, 5, 2], 4, 3
+    honest, logits = ragged_step(PagedKVCache(CONFIG, num_blocks=64, block_size=b), lengths, T)
+
+    def padded_read(self, layer, pages, K):
+        n = max(len(t) for t in self._tables.values())
+        pages = torch.cat([pages, torch.zeros(n - len(pages), dtype=torch.long)])  # block 0: never visible
+        return self.k[layer][pages], self.v[layer][pages]
+
+    monkeypatch.setattr(PagedKVCache, "read_kv", padded_read)
+    mutant, mutant_logits = ragged_step(PagedKVCache(CONFIG, num_blocks=64, block_size=b), lengths, T)
+    torch.testing.assert_close(mutant_logits, logits, rtol=0, atol=1e-6)
+    assert mutant.keys_read == CONFIG.L * len(lengths) * math.ceil((max(lengths) + T) / b) * b
+    assert mutant.keys_read != honest.keys_read
+
+
+def test_the_engine_runs_one_forward_per_step():
+    """A mixed step (a long prompt's chunk and running decodes) calls each weight matrix once when fused, once per
+    distinct chunk length when not; both give every request the same tokens."""
+    reqs = [Request("short", (1, 2, 3), 12), Request("long", tuple(j % 37 + 1 for j in range(30)), 4, arrival_s=1e-9)]
+    tokens, calls, counted = {}, {}, []
+    for fused in (True, False):
+        pool = PagedKVCache(CONFIG, num_blocks=32, block_size=4)
+        e = Engine(ModelExecutor(MODEL, pool, fused=fused), pool, EngineConfig(chunk_size=8))
+        hook = MODEL.blocks[0].mlp.up.register_forward_hook(lambda *_: counted.append(1))
+        try:
+            for r in reqs:
+                e.submit(r)
+            per_step = []
+            while e.busy:
+                before = len(counted)
+                chunks = e.step()
+                if chunks:
+                    per_step.append((len({c.T for c in chunks}), len(counted) - before))
+        finally:
+            hook.remove()
+        tokens[fused] = [e.requests[r.id].tokens for r in reqs]
+        calls[fused] = per_step
+    assert tokens[True] == tokens[False]
+    assert all(n == 1 for _, n in calls[True])
+    assert any(n == 2 for _, n in calls[False]) and all(n == k for k, n in calls[False])
+
+
+def test_bad_steps_name_what_is_wrong():
+    pool = PagedKVCache(CONFIG, num_blocks=3, block_size=4)
+    a, b = pool.add_sequence(), pool.add_sequence()
+    with pytest.raises(ValueError, match="at least one sequence"):
+        flatten(pool, [], [])
+    with pytest.raises(ValueError, match="one entry per sequence"):
+        flatten(pool, [a, b], [[1]])
+    with pytest.raises(ValueError, match="once per step"):
+        flatten(pool, [a, a], [[1], [2]])
+    with pytest.raises(ValueError, match="feeds no token"):
+        flatten(pool, [a], [[]])
+    with pytest.raises(ValueError, match="token id 40 is out of range"):
+        flatten(pool, [a], [[1, 40]])
+    with pytest.raises(ValueError, match="exceeds S_max=48"):
+        flatten(pool, [a], [[1] * 49])
+    with pytest.raises(OutOfBlocks, match="need 4 free KV blocks but only 3"):
+        flatten(pool, [a, b], [[1] * 5, [1] * 5])
+    assert pool.allocator.num_free == 3 and pool.block_table(a) == []  # all or nothing
+    other = PagedKVCache(ModelConfig(L=1, H=4, H_kv=2, d_h=8, d_ffn=64, V=40, S_max=48), num_blocks=3)
+    seq = other.add_sequence()
+    with pytest.raises(ValueError, match="pool was built for"):
+        forward_varlen(MODEL, other, flatten(other, [seq], [[1]]))
