@@ -111,6 +111,7 @@ from minigpt.costs.serving import (
     static_batch_tok_s,
     static_batch_utilisation,
 )
+from minigpt.costs.preemption import recompute_time, step_time_with_swap, swap_time
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.text_rates import chars_per_second
 from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
@@ -152,6 +153,7 @@ FORMULAS = (
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
     "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
+    "swap_time", "recompute_time", "step_time_with_swap",  # Chapter 12: preemption, Eqs. (12.3)-(12.5)
     "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
 )
 
