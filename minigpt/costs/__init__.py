@@ -89,6 +89,7 @@ from minigpt.costs.overhead import (
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
+from minigpt.costs.preemption import recompute_time, step_time_with_swap, swap_time
 from minigpt.costs.roofline import (
     arithmetic_intensity,
     attainable_flops,
@@ -111,7 +112,6 @@ from minigpt.costs.serving import (
     static_batch_tok_s,
     static_batch_utilisation,
 )
-from minigpt.costs.preemption import recompute_time, step_time_with_swap, swap_time
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.text_rates import chars_per_second
 from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
