@@ -10,11 +10,13 @@ The trace has ShareGPT-like lengths: log-normal prompt and output lengths (σ = 
 vLLM paper's ShareGPT set (input 161, output 338 tokens, Kwon et al. 2023, Fig. 11), clipped to the
 model's positions. Every request generates exactly its max_new_tokens (no stop), so (b) knows each
 output length in advance: it is the vLLM paper's "Orca (Oracle)", the best a reserving pool can do;
-(a) is its "Orca (Max)". Requests arrive together (an offline throughput run).
+(a) is its "Orca (Max)". In replay (b) is also run as clients use it: each request asks for
+max_tokens = 2 × the tokens it will use and a stop ends it, so (b) reserves twice what it needs, as
+the vLLM paper's "Orca (Pow2)" does up to 2×. Requests arrive together (an offline throughput run).
 
 - MiniGPT (measured here, step times on this CPU's clock): lengths scaled by S_max / 2048, a pool of
   `--blocks` blocks of 16 tokens; each pool run `--repeats` times: throughput's median and range.
-- Llama-2-7B on an A100 80GB and an H100 SXM (replayed: step times from the formulas, one fused forward
+- Llama-2-7B on an A100 80GB and an H100 SXM, and Llama-2-13B on an A100 40GB (replayed: step times from the formulas, one fused forward
   per step): the pool is the memory beside the weights (Eq. 2.4's budget, 10 % reserve), the trace the
   ShareGPT-like one at Llama-2's 4096 positions.
 - Preemption, replayed: a pool of a quarter of that memory, recompute against swap over PCIe Gen4
@@ -34,7 +36,7 @@ import statistics
 import time
 from typing import Any
 
-from minigpt import load_pretrained, measure
+from minigpt import Sampling, load_pretrained, measure
 from minigpt.costs.presets import HARDWARE, HOST_LINKS, MODELS
 from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
@@ -42,9 +44,12 @@ from minigpt.serving.replay import replay_blocks
 
 LLAMA = MODELS["Llama-2-7B"]
 CHIPS = {"A100 80GB": "PCIe Gen4 x16", "H100 SXM": "PCIe Gen5 x16"}
+TIGHT = (MODELS["Llama-2-13B"], HARDWARE["A100 40GB"])  # the vLLM paper's OPT-13B on one A100 40GB, in spirit
 SHAREGPT = {"input_mean": 161, "output_mean": 338, "source": "Kwon et al. 2023 (vLLM), Fig. 11: ShareGPT"}
 ALPACA = {"input_mean": 19.3, "output_mean": 58.5, "source": "Kwon et al. 2023 (vLLM), Fig. 11: Alpaca"}
 POOLS = ("S_max", "max_tokens", "paged")
+REPLAY_POOLS = ("S_max", "max_tokens", "max_tokens_oracle", "paged")
+CAP = 2  # replay: clients ask for max_tokens = CAP x the tokens they use (the oracle asks for exactly those)
 KEYS = ("output_tok_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests")
 
 
@@ -69,6 +74,14 @@ def sharegpt_like(n: int, *, S_max: int, V: int, seed: int, scale: float = 1.0, 
     return out
 
 
+def capped(reqs: list[Request], S_max: int) -> list[Request]:
+    """The same requests asking for max_new_tokens = CAP·D (within S_max) and stopping after their D tokens.
+
+    Replay samples token 0 every time, so a stop sequence of D zeros ends a request after exactly D tokens."""
+    return [Request(r.id, r.prompt, min(CAP * r.max_new_tokens, S_max - r.P + 1), arrival_s=r.arrival_s,
+                    sampling=Sampling(stop=((0,) * r.max_new_tokens,), include_stop=True)) for r in reqs]
+
+
 def summary(engine: Engine, out: list) -> dict[str, Any]:
     s = {k: v for k, v in latency_summary(out).items() if k in KEYS}
     sch = engine.scheduler
@@ -80,6 +93,7 @@ def summary(engine: Engine, out: list) -> dict[str, Any]:
 
 
 def pool_config(pool: str, **extra: Any) -> EngineConfig:
+    pool = pool.removesuffix("_oracle")
     return EngineConfig(reservation=pool, watermark=0.01 if pool == "paged" else 0.0, **extra)  # type: ignore[arg-type]
 
 
@@ -140,16 +154,25 @@ def main() -> None:
     replay: dict[str, Any] = {"model": LLAMA.name, "s": 2, "block_size": 16, "fused": True, "max_batch": 256,
                               "chunk_size": 2048, "trace": trace_stats(llama_reqs), "sharegpt": SHAREGPT,
                               "alpaca": ALPACA}
+    llama_capped = capped(llama_reqs, S_max)
+    replay["cap"] = CAP
+
+    def equal_memory(model, hw, reqs, exact) -> dict[str, Any]:
+        blocks = replay_blocks(model, hw, block_size=16, s=2)
+        row: dict[str, Any] = {"model": model.name, "num_blocks": blocks, "kv_tokens": blocks * 16}
+        for pool in REPLAY_POOLS:
+            e = Engine.replay(model, hw, num_blocks=blocks, fused=True,
+                              config=pool_config(pool, max_batch=256, chunk_size=2048))
+            row[pool] = summary(e, e.run(exact if pool.endswith("_oracle") else reqs))
+            print(f"{model.name} on {hw.name} {pool:>17}: {row[pool]['output_tok_s']:7.0f} tok/s, "
+                  f"peak in flight {row[pool]['peak_running']}, preempted {row[pool]['preempted']}")
+        return row
+
     for chip, link in CHIPS.items():
         hw = HARDWARE[chip]
-        blocks = replay_blocks(LLAMA, hw, block_size=16, s=2)
-        row: dict[str, Any] = {"num_blocks": blocks, "kv_tokens": blocks * 16, "host_link": link}
-        for pool in POOLS:
-            e = Engine.replay(LLAMA, hw, num_blocks=blocks, fused=True,
-                              config=pool_config(pool, max_batch=256, chunk_size=2048))
-            row[pool] = summary(e, e.run(llama_reqs))
-            print(f"{chip} {pool:>10}: {row[pool]['output_tok_s']:7.0f} tok/s, "
-                  f"peak in flight {row[pool]['peak_running']}, preempted {row[pool]['preempted']}")
+        row = equal_memory(LLAMA, hw, llama_capped, llama_reqs)
+        row["host_link"] = link
+        blocks = row["num_blocks"]
         # preemption: a quarter of the memory, so that paging must preempt
         small = blocks // 4
         links = {link: HOST_LINKS[link]} | ({"NVLink-C2C (GH200)": HOST_LINKS["NVLink-C2C (GH200)"]}
@@ -157,17 +180,21 @@ def main() -> None:
         pre: dict[str, Any] = {"num_blocks": small}
         e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True,
                           config=pool_config("paged", max_batch=256, chunk_size=2048))
-        pre["recompute"] = summary(e, e.run(llama_reqs))
+        pre["recompute"] = summary(e, e.run(llama_capped))
         for name, lk in links.items():
             for overlap in (True, False):
                 e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True, host_link=lk, swap_overlap=overlap,
                                   config=pool_config("paged", max_batch=256, chunk_size=2048, preemption="swap"))
-                pre[f"swap {name}{'' if overlap else ' serial'}"] = summary(e, e.run(llama_reqs))
+                pre[f"swap {name}{'' if overlap else ' serial'}"] = summary(e, e.run(llama_capped))
         for k, v in pre.items():
             if isinstance(v, dict):
                 print(f"{chip} quarter pool, {k}: {v['output_tok_s']:.0f} tok/s, preempted {v['preempted']}")
         row["preemption"] = pre
         replay[chip] = row
+    model, hw = TIGHT
+    few = llama_reqs[: args.replay_requests // 3]
+    replay["tight"] = equal_memory(model, hw, capped(few, S_max), few)
+    replay["tight"]["hardware"] = hw.name
 
     data = {"script": "scripts/sweep_paging.py", "environment": measure.environment(device, dtype),
             "clock": args.clock, "config": c.to_dict(), "minigpt": minigpt, "replay": replay,
