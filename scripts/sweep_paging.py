@@ -16,9 +16,9 @@ the vLLM paper's "Orca (Pow2)" does up to 2×. Requests arrive together (an offl
 
 - MiniGPT (measured here, step times on this CPU's clock): lengths scaled by S_max / 2048, a pool of
   `--blocks` blocks of 16 tokens; each pool run `--repeats` times: throughput's median and range.
-- Llama-2-7B on an A100 80GB and an H100 SXM, and Llama-2-13B on an A100 40GB (replayed: step times from the formulas, one fused forward
-  per step): the pool is the memory beside the weights (Eq. 2.4's budget, 10 % reserve), the trace the
-  ShareGPT-like one at Llama-2's 4096 positions.
+- Llama-2-7B on an A100 80GB and an H100 SXM, and Llama-2-13B on an A100 40GB (replayed: step times
+  from the formulas, one fused forward per step): the pool is the memory beside the weights (Eq. 2.4's
+  budget, 10 % reserve), the trace the ShareGPT-like one at Llama-2's 4096 positions.
 - Preemption, replayed: a pool of a quarter of that memory, recompute against swap over PCIe Gen4
   (A100), PCIe Gen5 (H100) and NVLink-C2C (an H100 on a GH200-like link), swap overlapped or not.
   And measured on MiniGPT: both modes on a pool tight enough to preempt.
