@@ -242,31 +242,52 @@ def test_preemptions_of_the_asked_kind_happen_on_a_random_trace(preemption):
     assert drained(e)
 
 
-@pytest.mark.parametrize("preemption", ["recompute", "swap"])
-def test_the_trained_model_keeps_every_token_through_preemption(preemption, monkeypatch):
-    """The trained MiniGPT (whose greedy outputs vary, unlike a random model's repeated token) on a tight pool:
-    preempted sequences include ones with a part-filled last block, and every token equals alone. A block
-    order mixed up by swap only shows there: attention over full blocks is blind to their order."""
+def _trained_run(preemption: str):
+    """The trained MiniGPT (whose greedy outputs vary, unlike a random model's repeated token) on a tight pool."""
     from minigpt import load_pretrained
-    from minigpt.runtime import swap
 
     model = load_pretrained().model
-    sizes = []
-    original = swap.HostSwapPool.swap_out
-    monkeypatch.setattr(swap.HostSwapPool, "swap_out", lambda self, seq: sizes.append(self.pool.length(seq))
-                        or original(self, seq))
     rng = random.Random(5)
     reqs = [Request(f"t{i}", tuple(rng.randrange(600) for _ in range(rng.randint(3, 30))), rng.randint(20, 60))
             for i in range(10)]
     e = Engine.for_model(model, num_blocks=14, block_size=8,
                          config=EngineConfig(max_batch=8, chunk_size=24, preemption=preemption))
     out = e.run(reqs)
+    expect = [generate(model, list(r.prompt), r.max_new_tokens).tokens[0] for r in reqs]
+    return e, out, expect
+
+
+@pytest.mark.parametrize("preemption", ["recompute", "swap"])
+def test_the_trained_model_keeps_every_token_through_preemption(preemption, monkeypatch):
+    """Preempted sequences include ones with a part-filled last block, and every token equals alone. A block
+    order mixed up by swap only shows there: attention over full blocks is blind to their order."""
+    from minigpt.runtime import swap
+
+    sizes = []
+    original = swap.HostSwapPool.swap_out
+    monkeypatch.setattr(swap.HostSwapPool, "swap_out", lambda self, seq: sizes.append(self.pool.length(seq))
+                        or original(self, seq))
+    e, out, expect = _trained_run(preemption)
     assert e.scheduler.preempted > 0
     if preemption == "swap":
         assert any(S % 8 for S in sizes)
-    assert [t.tokens for t in out] == [generate(model, list(r.prompt), r.max_new_tokens).tokens[0] for r in reqs]
+    assert [t.tokens for t in out] == expect
     assert all(len(t.token_s) == len(t.generated) == t.request.max_new_tokens for t in out)
     assert drained(e)
+
+
+def test_a_swap_that_restores_blocks_out_of_order_is_caught(monkeypatch):
+    """The mutant the test above exists for: host blocks written back in reverse order change some tokens."""
+    from minigpt.runtime import swap
+
+    def reversed_swap_in(self, swapped):
+        swapped.blocks = swapped.blocks[::-1]
+        return original(self, swapped)
+
+    original = swap.HostSwapPool.swap_in
+    monkeypatch.setattr(swap.HostSwapPool, "swap_in", reversed_swap_in)
+    e, out, expect = _trained_run("swap")
+    assert e.scheduler.swapped_out > 0 and [t.tokens for t in out] != expect
 
 
 # -- load -----------------------------------------------------------------------------------------
