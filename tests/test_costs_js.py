@@ -286,6 +286,15 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                   for Sp, T, b in [(0, 1, 16), (40, 4, 16), (2048, 64, 16), (3000, 700, 256), (5, 3, 1)]]
         calls += [("static_batch_tok_s", dict(chip, S=S, B=B, D_max=hi, D_min=lo), None)
                   for S, B, lo, hi in [(1024, 16, 1, 256), (0, 1, 1, 1), (300, 64, 64, 512), (4000, 7, 9, 9)]]
+    for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[1:4]):  # Chapter 12: preemption
+        calls += [("swap_time", costs.model_args(costs.swap_time, model, S=S, s=2, link_bandwidth=bw), None)
+                  for S, bw in [(0, 32e9), (1, 64e9), (499, 450e9), (4096, 31.5e9)]]
+        calls += [("recompute_time", costs.model_args(costs.recompute_time, model, S=S, peak_flops=hw.peak_flops,
+                                                      mfu=m), None)
+                  for S, m in [(0, 0.5), (1, 1.0), (499, 0.4), (4096, 0.55)]]
+    calls += [("step_time_with_swap", dict(step_time=st, swap_time=sw, overlap=o), None)
+              for st, sw, o in [(0.0, 0.0, True), (0.02, 0.013, True), (0.02, 0.013, False), (1e-3, 0.5, True)]]
+    calls.append(("step_time_with_swap", dict(step_time=0.02, swap_time=0.03), None))
     for B, lo, hi in [(1, 1, 1), (1, 1, 64), (8, 1, 64), (64, 64, 512), (256, 3, 4096), (5, 7, 8)]:
         calls += [("static_batch_steps", dict(B=B, D_max=hi, D_min=lo), None),
                   ("static_batch_utilisation", dict(B=B, D_max=hi, D_min=lo), None)]
@@ -406,6 +415,12 @@ def test_js_rejects_bad_inputs_like_python():
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=0), None),
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=1025), None),
         ("speculative_best_gamma", dict(alpha=1.2, cost_ratio=0.1), None),
+        ("swap_time", dict(L=4, d=64, S=-1, s=2, link_bandwidth=1e9), None),
+        ("swap_time", dict(L=4, d=64, S=10, s=2, link_bandwidth=0), None),
+        ("recompute_time", dict(L=4, d=64, S=10, peak_flops=1e12, mfu=0), None),
+        ("recompute_time", dict(L=4, d=64, S=10, peak_flops=1e12, mfu=1.5), None),
+        ("step_time_with_swap", dict(step_time=0.01, swap_time=-1.0), None),
+        ("step_time_with_swap", dict(step_time=0.01, swap_time=0.02, overlap="yes"), None),
         ("overhead_floor_s", dict(n_ops=0, t_op=1e-6), None),
         ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
         ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,

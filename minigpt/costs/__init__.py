@@ -89,6 +89,7 @@ from minigpt.costs.overhead import (
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
 from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
+from minigpt.costs.preemption import recompute_time, step_time_with_swap, swap_time
 from minigpt.costs.roofline import (
     arithmetic_intensity,
     attainable_flops,
@@ -152,6 +153,7 @@ FORMULAS = (
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
     "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
+    "swap_time", "recompute_time", "step_time_with_swap",  # Chapter 12: preemption, Eqs. (12.3)-(12.5)
     "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
 )
 

@@ -129,7 +129,7 @@ class LatentPreset:
 
 @dataclass(frozen=True)
 class LinkPreset:
-    """A GPU-to-GPU interconnect: bytes/s each GPU can send (and, at the same time, receive)."""
+    """An interconnect (GPU to GPU, or GPU to host): bytes/s each end can send (and, at the same time, receive)."""
 
     name: str
     bandwidth_per_direction: float

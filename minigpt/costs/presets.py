@@ -192,3 +192,27 @@ LINKS: dict[str, LinkPreset] = {
         ),
     )
 }
+
+
+#: Host links: how fast a GPU's KV blocks reach host memory and come back (swap, Chapter 12).
+HOST_LINKS: dict[str, LinkPreset] = {
+    link.name: link
+    for link in (
+        LinkPreset(
+            "PCIe Gen4 x16", bandwidth_per_direction=32e9,
+            source="PCI-SIG PCIe 4.0: 16 GT/s per lane, 128b/130b, x16 = 31.5 GB/s each way; NVIDIA A100 datasheet "
+            "lists 'PCIe Gen4: 64GB/s' (both directions); https://www.nvidia.com/en-us/data-center/a100/",
+        ),
+        LinkPreset(
+            "PCIe Gen5 x16", bandwidth_per_direction=64e9,
+            source="PCI-SIG PCIe 5.0: 32 GT/s per lane, x16 = 63 GB/s each way; NVIDIA H100 datasheet lists "
+            "'PCIe Gen5: 128GB/s' (both directions); https://www.nvidia.com/en-us/data-center/h100/",
+        ),
+        LinkPreset(
+            "NVLink-C2C (GH200)", bandwidth_per_direction=450e9,
+            source="NVIDIA GH200 Grace Hopper Superchip datasheet: NVLink-C2C 900 GB/s between the Grace CPU's "
+            "memory and the Hopper GPU, both directions together, so 450 GB/s each way; "
+            "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/",
+        ),
+    )
+}

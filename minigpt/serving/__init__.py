@@ -6,7 +6,8 @@ Above `minigpt.runtime`, one concern per module:
 - `meters`        per-request latencies (TTFT, time per output token, end-to-end) and their percentiles
 - `log`           the engine log: throughput per interval, running and waiting counts, KV usage
 - `prefix_cache`  cached prefixes indexed by a hash chain over full token blocks, LRU eviction
-- `scheduler`     what runs in the next step: admission, retirement, preemption (static or continuous)
+- `scheduler`     what runs in the next step: admission, retirement, block growth or reservation, preemption
+                  by recompute or swap (static or continuous)
 - `executor`      running a step on MiniGPT over the paged cache: one fused forward for all its tokens
 - `replay`        the same steps timed by the book's formulas (one fused forward each) for a published model and chip
 - `engine`        the loop: arrivals, cancellations, a step, its outputs, stop conditions, the clock

@@ -21,7 +21,8 @@ from typing import Protocol
 
 import torch
 
-from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt import costs
+from minigpt.costs.preset_types import HardwarePreset, LinkPreset, ModelPreset
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving.executor import ModelExecutor
@@ -29,7 +30,7 @@ from minigpt.serving.log import EngineLog
 from minigpt.serving.prefix_cache import PrefixCache
 from minigpt.serving.replay import ReplayExecutor, replay_blocks, shadow_pool
 from minigpt.serving.request import Request, Status, Tracked
-from minigpt.serving.scheduler import Chunk, Policy, Scheduler, new_generator
+from minigpt.serving.scheduler import Chunk, Policy, Preemption, Reservation, Scheduler, new_generator
 
 
 class Executor(Protocol):
@@ -45,13 +46,18 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Scheduling settings: policy, batch bound, per-step token budget (chunked prefill), prefix caching."""
+    """Scheduling settings: policy, batch bound, per-step token budget (chunked prefill), prefix caching; and
+    memory: how blocks are reserved, how a sequence is preempted, the admission watermark, the host pool."""
 
     policy: Policy = "continuous"
     max_batch: int = 8
     chunk_size: int | None = None
     prefix_caching: bool = False
     log_interval_s: float = 1.0
+    preemption: Preemption = "recompute"
+    reservation: Reservation = "paged"
+    watermark: float = 0.0
+    swap_blocks: int | None = None
 
 
 class Engine:
@@ -66,7 +72,11 @@ class Engine:
         self.executor, self.pool = executor, pool
         self.prefix_cache = PrefixCache(pool) if config.prefix_caching else None
         self.scheduler = Scheduler(pool, policy=config.policy, max_batch=config.max_batch,
-                                   chunk_size=config.chunk_size, prefix_cache=self.prefix_cache)
+                                   chunk_size=config.chunk_size, prefix_cache=self.prefix_cache,
+                                   preemption=config.preemption, reservation=config.reservation,
+                                   watermark=config.watermark, swap_blocks=config.swap_blocks)
+        self.host_link: LinkPreset | None = None  # replay: the link that prices a swap (Eq. 12.3)
+        self.swap_overlap = True  # replay: a swap overlaps the step (Eq. 12.5's max) or adds to it
         self.log = EngineLog(config.log_interval_s, echo=echo)
         self.now = 0.0
         self.requests: dict[str, Tracked] = {}
@@ -87,13 +97,22 @@ class Engine:
     @classmethod
     def replay(cls, model: ModelPreset, hardware: HardwarePreset, *, num_blocks: int | None = None,
                block_size: int = 16, s: int = 2, fused: bool = True, config: EngineConfig | None = None,
-               echo: bool = False) -> Engine:
+               echo: bool = False, host_link: LinkPreset | None = None, swap_overlap: bool = True) -> Engine:
         """An engine that 'serves' with `model` on `hardware` on paper: step times from the formulas (one fused
-        forward per step; `fused=False` prices one forward per distinct chunk length)."""
+        forward per step; `fused=False` prices one forward per distinct chunk length).
+
+        With `preemption="swap"` a step that moves blocks to or from the host also takes their bytes over
+        `host_link` (needed then), overlapped with the step or not (Eq. 12.5)."""
         if num_blocks is None:
             num_blocks = replay_blocks(model, hardware, block_size=block_size, s=s)
+        if config is not None and config.preemption == "swap" and host_link is None:
+            raise ValueError("preemption='swap' in replay needs host_link (a LinkPreset, e.g. "
+                             "costs.presets.HOST_LINKS['PCIe Gen5 x16']) to price the copies")
         pool = shadow_pool(model, num_blocks=num_blocks, block_size=block_size)
-        return cls(ReplayExecutor(model, hardware, pool, s=s, fused=fused), pool, config, echo=echo)
+        engine = cls(ReplayExecutor(model, hardware, pool, s=s, fused=fused), pool, config, echo=echo)
+        engine.host_link, engine.swap_overlap = host_link, swap_overlap
+        engine._kv_token = costs.evaluate(costs.kv_bytes_per_token, model, s=s)
+        return engine
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -146,7 +165,7 @@ class Engine:
             raise KeyError(f"no request {request_id!r} has arrived; arrived: {sorted(self.requests)[:10]}")
         if t.status.done:
             return
-        self.scheduler.release(t)
+        self.scheduler.release(t)  # its blocks, on the device or swapped out
         if t in self.scheduler.waiting:
             self.scheduler.waiting.remove(t)
         t.status, t.reason, t.finished_s = Status.CANCELLED, reason, self.now
@@ -172,7 +191,7 @@ class Engine:
     @property
     def busy(self) -> bool:
         """True while a request is waiting or running, or has yet to arrive."""
-        return bool(self._arrivals or self.scheduler.waiting or self.scheduler.running)
+        return bool(self._arrivals or self.scheduler.waiting or self.scheduler.running or self.scheduler.swapped)
 
     def step(self) -> list[Chunk]:
         """Handle due events, run one step, advance the clock; returns the step's chunks (empty when idle)."""
@@ -180,7 +199,7 @@ class Engine:
         start = self.clock()
         chunks = self.scheduler.schedule()
         if not chunks:
-            if self.scheduler.waiting and not self.scheduler.running:
+            if (self.scheduler.waiting or self.scheduler.swapped) and not self.scheduler.running:
                 raise RuntimeError("the scheduler admitted nothing into an empty batch: a request that fits alone "
                                    "was refused (a bug)")
             upcoming = [q[0][0] for q in (self._arrivals, self._cancels) if q]
@@ -191,6 +210,8 @@ class Engine:
             if c.tracked.admitted_s is None:
                 c.tracked.admitted_s = self.now  # the step that first runs it starts now
         predicted = self.executor.step_time(chunks) if self.executor.predicts_time else None  # type: ignore[attr-defined]
+        if predicted is not None and self.scheduler.swap_bytes:
+            predicted = self._with_swap(predicted)
         samples = self.executor.run(chunks)
         prompt_tokens = sum(c.T for c in chunks if not c.tracked.decoding)
         for c in chunks:
@@ -206,6 +227,13 @@ class Engine:
         self.log.step(prompt_tokens=prompt_tokens, generated_tokens=generated)
         self._tick()
         return chunks
+
+    def _with_swap(self, step_s: float) -> float:
+        """The step's predicted time with its swaps' bytes over the host link (Eqs. 12.3, 12.5)."""
+        assert self.host_link is not None
+        tokens = self.scheduler.swap_bytes // self.pool.bytes_per_block * self.pool.block_size
+        swap_s = tokens * self._kv_token / self.host_link.bandwidth_per_direction
+        return costs.step_time_with_swap(step_time=step_s, swap_time=swap_s, overlap=self.swap_overlap)
 
     def _append(self, t: Tracked, token: int) -> None:
         t.generated.append(token)

@@ -13,6 +13,7 @@ class Status(enum.Enum):
 
     WAITING = "waiting"  # arrived, not admitted (or preempted and waiting to be recomputed)
     RUNNING = "running"  # holds a sequence in the paged cache
+    SWAPPED = "swapped"  # preempted by swap: its K/V wait in the host pool
     FINISHED = "finished"
     REJECTED = "rejected"
     CANCELLED = "cancelled"
@@ -92,6 +93,8 @@ class Tracked:
     computed: int = 0
     cached_tokens: int = 0  # prompt tokens that came from the prefix cache, over all admissions
     preemptions: int = 0
+    swaps: int = 0  # preemptions by swap (the rest were by recompute)
+    swapped: object = None  # its `minigpt.runtime.swap.SwappedSequence` while swapped out
     recompute_hit_tokens: int = 0  # context tokens a recompute (after preemption) found in the prefix cache
     hashes: list[int] = field(default_factory=list)  # hash chain of the full blocks of `context`
     registered: int = 0  # leading blocks of its sequence that are in the prefix cache

@@ -16,16 +16,33 @@ Policies:
   that step wait for it. With `chunk_size` (a token budget per step: decodes first, one token each,
   then prompt chunks, oldest request first) a long prompt is spread over steps that keep decoding.
 
-Memory: blocks are reserved chunk by chunk (`PagedKVCache.reserve`, all or nothing). When the pool
-has too few free blocks (after evicting unreferenced prefix-cache blocks), the youngest running request
-is preempted by *recompute*: its sequence is freed and it goes back to the head of the queue, to be
-prefilled again (prompt and generated tokens) when blocks are free. Recompute rather than swap: swap
-needs a second, slower memory tier and moves 2·L·H_kv·d_h·s bytes per token each way over the host
-link, whereas recompute is a prefill, the compute-bound phase (for Llama-2-7B on an H100, about 14 µs
-per token at peak against about 33 µs to move its 512 KiB of K/V out and back over a 32 GB/s link),
-reuses the prefill path with no second pool, and with prefix caching finds its own full blocks still
-cached. A recomputed request's greedy tokens are unchanged (its logits are those of a prefill, equal
-to a decode's to fp32 rounding).
+Memory (`reservation`): with `"paged"` a sequence grows block by block on demand: each chunk reserves
+only the blocks its T tokens need (`PagedKVCache.reserve`, all or nothing), as vLLM's block manager
+appends a slot per decode. `"max_tokens"` and `"S_max"` are the pools that reserve, for comparison: on
+admission a sequence is given every block it could ever need (prompt + max_new_tokens − 1 tokens, or
+the model's S_max), so it never grows and is never preempted, as a slot per request would be (at block
+granularity, so (b) wastes < block_size slots a sequence more than an exact slot). Same scheduler,
+same pool, same memory: only the reservation differs.
+
+Admission keeps a *watermark*: while anything runs, a new prefill (or a swap-in) is admitted only if
+it leaves at least ⌊watermark · num_blocks⌋ blocks free (vLLM's `watermark`, 0.01 by default there),
+so that the running sequences can grow a while before someone must be preempted.
+
+Preemption (`preemption`): when a running sequence needs a block and none is free (after evicting
+unreferenced prefix-cache blocks), the youngest running request is preempted (newest first, as vLLM
+V0/V1 do), until the block fits or the request itself was the youngest.
+
+- `"recompute"`: its sequence is freed and it goes back to the head of the queue, to be prefilled
+  again, prompt and generated tokens together (with prefix caching it finds its own full blocks still
+  cached if nobody evicted them). Its greedy tokens are unchanged: the logits of a prefill equal a
+  decode's to fp32 rounding.
+- `"swap"`: the blocks of its computed tokens are copied to a host pool (`minigpt.runtime.swap`) and
+  freed; it waits in `swapped` and is copied back, into whatever blocks are free, before any new
+  request is admitted, in a step in which nobody was preempted (vLLM V0's order: running, then
+  swapped, then new prefills). A request with nothing computed yet, or one for which the host pool is
+  full, is recomputed instead.
+
+Which costs less is priced by `costs.swap_time` and `costs.recompute_time` (Chapter 12).
 """
 
 from __future__ import annotations
@@ -37,10 +54,13 @@ from typing import Literal
 import torch
 
 from minigpt.runtime.paged_cache import PagedKVCache
+from minigpt.runtime.swap import HostSwapPool
 from minigpt.serving.prefix_cache import PrefixCache, block_hashes
 from minigpt.serving.request import Status, Tracked
 
 Policy = Literal["static", "continuous"]
+Preemption = Literal["recompute", "swap"]
+Reservation = Literal["paged", "max_tokens", "S_max"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +82,8 @@ class Scheduler:
     def __init__(
         self, pool: PagedKVCache, *, policy: Policy = "continuous", max_batch: int = 8,
         chunk_size: int | None = None, prefix_cache: PrefixCache | None = None,
+        preemption: Preemption = "recompute", reservation: Reservation = "paged", watermark: float = 0.0,
+        swap_blocks: int | None = None,
     ) -> None:
         if policy not in ("static", "continuous"):
             raise ValueError(f"policy must be 'static' or 'continuous', got {policy!r}")
@@ -73,14 +95,33 @@ class Scheduler:
                              f"got {chunk_size!r}")
         if chunk_size is not None and policy == "static":
             raise ValueError("chunk_size needs policy='continuous': a static batch prefills before it decodes")
+        if preemption not in ("recompute", "swap"):
+            raise ValueError(f"preemption must be 'recompute' or 'swap', got {preemption!r}")
+        if reservation not in ("paged", "max_tokens", "S_max"):
+            raise ValueError(f"reservation must be 'paged' (grow on demand), 'max_tokens' or 'S_max' "
+                             f"(reserve on admission), got {reservation!r}")
+        if isinstance(watermark, bool) or not isinstance(watermark, (int, float)) or not 0 <= watermark < 1:
+            raise ValueError(f"watermark must be a share of the pool in [0, 1), got {watermark!r}")
+        if swap_blocks is not None and (isinstance(swap_blocks, bool) or not isinstance(swap_blocks, int)
+                                        or swap_blocks < 1):
+            raise ValueError(f"swap_blocks must be None (as many as the device pool) or an integer >= 1, "
+                             f"got {swap_blocks!r}")
         self.pool = pool
+        self.preemption, self.reservation = preemption, reservation
+        self.watermark_blocks = int(watermark * pool.allocator.num_blocks)
+        self.swap_pool = (HostSwapPool(pool, swap_blocks or pool.allocator.num_blocks)
+                          if preemption == "swap" else None)
+        self.swapped: deque[Tracked] = deque()  # preempted by swap, oldest first
         self.policy = policy
         self.max_batch = max_batch
         self.chunk_size = chunk_size
         self.prefix_cache = prefix_cache
         self.waiting: deque[Tracked] = deque()
         self.running: list[Tracked] = []  # in admission order: the last one is preempted first
-        self.preempted = 0
+        self.preempted = 0  # preemptions of both kinds
+        self.swapped_out = 0  # ... of which by swap
+        self.peak_running = 0  # most sequences in flight in one step
+        self.swap_bytes = 0  # bytes the swaps of the last `schedule` moved (out and in)
 
     # -- memory ----------------------------------------------------------------------------------
 
@@ -99,6 +140,10 @@ class Scheduler:
         """True if `needed` blocks can be had now (free ones first; counting the evictable only if short)."""
         short = needed - self.pool.allocator.num_free
         return short <= 0 or (self.prefix_cache is not None and self.prefix_cache.can_evict(short))
+
+    def fits_admission(self, needed: int) -> bool:
+        """`fits`, keeping the watermark free while anything runs (an empty batch admits whatever fits)."""
+        return self.fits(needed + (self.watermark_blocks if self.running else 0))
 
     def _make_room(self, needed: int) -> None:
         short = needed - self.pool.allocator.num_free
@@ -121,20 +166,53 @@ class Scheduler:
                 return False
 
     def preempt(self, t: Tracked) -> None:
-        """Preemption by recompute: free the sequence, requeue `t` first; it will prefill its context again."""
-        self.release(t)
-        t.status, t.computed = Status.WAITING, 0
+        """Preempt `t`: by swap (its blocks to the host pool, `t` to `swapped`) if that is the mode, it has
+        computed tokens and the host has room; else by recompute (free it, requeue it first)."""
         t.preemptions += 1
         self.preempted += 1
+        assert t.seq is not None
+        if (self.swap_pool is not None and t.computed > 0 and t.computed == self.pool.length(t.seq)
+                and self.swap_pool.can_swap_out(t.seq)):
+            before = self.swap_pool.bytes_out
+            t.swapped = self.swap_pool.swap_out(t.seq)
+            self.swap_bytes += self.swap_pool.bytes_out - before
+            t.seq = None
+            self.running.remove(t)
+            t.status, t.swaps = Status.SWAPPED, t.swaps + 1
+            self.swapped_out += 1
+            self.swapped.appendleft(t)
+            return
+        self.release(t)
+        t.status, t.computed = Status.WAITING, 0
         self.waiting.appendleft(t)
 
+    def _swap_in(self, t: Tracked) -> None:
+        """Copy `t` back from the host into free blocks; it rejoins the batch as its youngest member."""
+        assert self.swap_pool is not None and t.swapped is not None
+        before = self.swap_pool.bytes_in
+        self._make_room(len(t.swapped.blocks))  # type: ignore[attr-defined]
+        t.seq = self.swap_pool.swap_in(t.swapped)  # type: ignore[arg-type]
+        self.swap_bytes += self.swap_pool.bytes_in - before
+        t.swapped = None
+        t.registered = t.computed // self.pool.block_size  # its blocks are new: the cached ones stay as they were
+        self._reserve_ahead(t)
+        self.swapped.remove(t)
+        t.status = Status.RUNNING
+        self.running.append(t)
+
     def release(self, t: Tracked) -> None:
-        """Free `t`'s sequence (blocks in the prefix cache stay there) and take it out of the batch."""
+        """Free `t`'s sequence or its swapped blocks (blocks in the prefix cache stay there); out of the batch."""
         if t.seq is not None:
             self.pool.free_sequence(t.seq)
             t.seq = None
+        if t.swapped is not None:
+            assert self.swap_pool is not None
+            self.swap_pool.discard(t.swapped)  # type: ignore[arg-type]
+            t.swapped = None
         if t in self.running:
             self.running.remove(t)
+        if t in self.swapped:
+            self.swapped.remove(t)
 
     # -- admission -------------------------------------------------------------------------------
 
@@ -156,10 +234,11 @@ class Scheduler:
         """Open a sequence for `t` if the blocks of its pending context fit in the pool; else leave it waiting."""
         self._open(t)
         assert t.seq is not None
-        if not self.fits(self.pool.blocks_needed(t.seq, t.pending)):
+        if not self.fits_admission(self.pool.blocks_needed(t.seq, self._admission_tokens(t))):
             self.pool.free_sequence(t.seq)
             t.seq, t.computed = None, 0
             return False
+        self._reserve_ahead(t)
         self.waiting.remove(t)
         if self.prefix_cache is not None:  # count the hit once, on the admission that uses it
             if not t.generated:
@@ -171,6 +250,27 @@ class Scheduler:
         self.running.append(t)
         return True
 
+    def reserved_tokens(self, t: Tracked) -> int:
+        """Tokens a sequence of `t` is given on admission: S_max, its worst case (prompt + max_new_tokens − 1),
+        or (paged) none ahead of need."""
+        if self.reservation == "S_max":
+            return self.pool.config.S_max
+        if self.reservation == "max_tokens":
+            return len(t.request.prompt) + t.request.max_new_tokens - 1
+        return 0
+
+    def _admission_tokens(self, t: Tracked) -> int:
+        """Tokens whose blocks must be free to admit `t`: its pending context, or its whole reservation."""
+        return max(t.pending, self.reserved_tokens(t) - t.computed)
+
+    def _reserve_ahead(self, t: Tracked) -> None:
+        """Give `t`'s sequence its whole reservation now (no-op when paged)."""
+        assert t.seq is not None
+        ahead = self.reserved_tokens(t) - self.pool.length(t.seq)
+        if ahead > 0:
+            self._make_room(self.pool.blocks_needed(t.seq, ahead))
+            self.pool.reserve([t.seq], ahead)
+
     def worst_case_blocks(self, t: Tracked) -> int:
         """Blocks `t` holds at its longest: its context plus every token it may still generate, minus one."""
         total = len(t.request.prompt) + t.request.max_new_tokens - 1
@@ -180,9 +280,16 @@ class Scheduler:
 
     def schedule(self) -> list[Chunk]:
         """The chunks of the next step (their blocks reserved); empty when nothing can run."""
-        return self._static() if self.policy == "static" else self._continuous()
+        self.swap_bytes = 0
+        chunks = self._static() if self.policy == "static" else self._continuous()
+        self.peak_running = max(self.peak_running, len(self.running))
+        return chunks
 
     def _static(self) -> list[Chunk]:
+        # A static batch reserves its worst case, so it is preempted only when prefix-cache blocks it counted on
+        # are gone; its swapped members come back before anyone new is admitted.
+        while self.swapped and (not self.running or self.fits(len(self.swapped[0].swapped.blocks))):  # type: ignore[union-attr]
+            self._swap_in(self.swapped[0])
         if not self.running:
             budget = self.free_blocks
             while self.waiting and len(self.running) < self.max_batch:
@@ -198,6 +305,7 @@ class Scheduler:
         return chunks
 
     def _continuous(self) -> list[Chunk]:
+        preempted = self.preempted  # swap-ins wait for a step that preempts nobody
         budget = self.chunk_size if self.chunk_size is not None else float("inf")
         chunks: list[Chunk] = []
         for t in list(self.running):  # decodes first, then unfinished prompts, oldest first
@@ -210,7 +318,15 @@ class Scheduler:
                 if self._reserve(t, T, chunks):
                     chunks.append(Chunk(t, T))
                     budget -= T
-        while self.waiting and len(self.running) < self.max_batch and budget > 0:
+        while (self.swapped and self.preempted == preempted and len(self.running) < self.max_batch
+               and budget > 0 and self.fits_admission(len(self.swapped[0].swapped.blocks))):  # type: ignore[union-attr]
+            t = self.swapped[0]
+            self._swap_in(t)
+            T = int(min(t.pending, budget))
+            if self._reserve(t, T, chunks):
+                chunks.append(Chunk(t, T))
+                budget -= T
+        while not self.swapped and self.waiting and len(self.running) < self.max_batch and budget > 0:
             t = self.waiting[0]
             if not self._admit(t):
                 break

@@ -625,6 +625,27 @@
     };
   };
 
+  // ---- Chapter 12: preemption by swap or recompute (Eqs. 12.3-12.5) ----
+  C.swap_time = function (a) {
+    const S = int(a, "S", 0), L = int(a, "L", 1), s = int(a, "s", 1);
+    return N(S * 2n * L * kvWidth(a) * s) / num(a, "link_bandwidth", 0, true);
+  };
+  C.recompute_time = function (a) {
+    const mfu = a.mfu;
+    if (typeof mfu !== "number" || !Number.isFinite(mfu) || !(mfu > 0 && mfu <= 1)) {
+      throw new RangeError("mfu must be a share of the peak in (0, 1], got " + mfu);
+    }
+    if (int(a, "S", 0) === 0n) return 0;
+    const flops = C.prefill_flops(Object.assign({}, a, { P: a.S }));
+    return flops / (mfu * num(a, "peak_flops", 0, true));
+  };
+  C.step_time_with_swap = function (a) {
+    const overlap = a.overlap === undefined ? true : a.overlap;
+    if (typeof overlap !== "boolean") throw new RangeError("overlap must be true (Eq. 12.5's max) or false (the sum), got " + overlap);
+    const step = num(a, "step_time", 0, false), swap = num(a, "swap_time", 0, false);
+    return overlap ? Math.max(step, swap) : step + swap;
+  };
+
   // ---- Chapter 18: the overhead floor (n_ops operators of t_op seconds each) ----
   C.overhead_floor_s = (a) => N(int(a, "n_ops", 1)) * num(a, "t_op", 0, true);
   C.overhead_step_time = function (a) {
