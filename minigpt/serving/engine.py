@@ -51,6 +51,7 @@ class EngineConfig:
     max_batch: int = 8
     chunk_size: int | None = None
     prefix_caching: bool = False
+    cache_aware: bool = False  # order the waiting queue longest cached prefix first (needs prefix_caching)
     log_interval_s: float = 1.0
 
 
@@ -66,7 +67,8 @@ class Engine:
         self.executor, self.pool = executor, pool
         self.prefix_cache = PrefixCache(pool) if config.prefix_caching else None
         self.scheduler = Scheduler(pool, policy=config.policy, max_batch=config.max_batch,
-                                   chunk_size=config.chunk_size, prefix_cache=self.prefix_cache)
+                                   chunk_size=config.chunk_size, prefix_cache=self.prefix_cache,
+                                   cache_aware=config.cache_aware)
         self.log = EngineLog(config.log_interval_s, echo=echo)
         self.now = 0.0
         self.requests: dict[str, Tracked] = {}
