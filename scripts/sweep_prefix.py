@@ -107,9 +107,9 @@ def main() -> None:
                 row[name] = {k: spread([r[k] for r in rs]) for k in rs[0]}
                 row[name]["per_seed_hit_rate"] = [r["hit_rate"] for r in rs]
             rows.append(row)
-            f, lpm = row["fcfs"]["hit_rate"], row["lpm"]["hit_rate"]
+            f, lpm, ideal = row["fcfs"]["hit_rate"], row["lpm"]["hit_rate"], row["ideal_hit_rate"]["mean"]
             print(f"K={K} blocks={num_blocks:3d}: hit rate FCFS {f['mean']:.1%} ({f['min']:.1%}-{f['max']:.1%}), "
-                  f"LPM {lpm['mean']:.1%} ({lpm['min']:.1%}-{lpm['max']:.1%}), ideal {row['ideal_hit_rate']['mean']:.1%}")
+                  f"LPM {lpm['mean']:.1%} ({lpm['min']:.1%}-{lpm['max']:.1%}), ideal {ideal:.1%}")
     data = {
         "script": "scripts/sweep_prefix.py",
         "environment": measure.environment(device, dtype),

@@ -6,13 +6,15 @@ the longest cached prefix first and changes no request's tokens.
 Each test names the bug it catches; every one was checked by mutating `minigpt/serving/prefix_cache.py`
 by hand (see the report of issue 22's prefix-cache branch):
 
-- evicting any unreferenced block in LRU order (the old cache) fails the 4-block regression, the LRU
-  test and the state machine's reachability invariant;
+- evicting any unreferenced block in LRU order (the old cache) fails the 4-block regression and the
+  state machine (an orphan: a cached block whose parent was evicted);
 - a hit that compares digests only fails `test_a_forged_collision_is_not_served`;
-- `insert` without the parent check fails `test_insert_refuses_a_block_whose_parent_is_gone` and the
-  state machine (an orphan registered after its parent was evicted);
-- `evictable` counting only the current leaves fails the state machine's evictable-count check (and the
-  scheduler would then evict fewer blocks than `can_evict` promised).
+- `insert` without the parent check fails `test_insert_refuses_a_block_whose_parent_is_gone` (the state
+  machine reaches that orphan too, but only for some seeds: it takes seven particular steps);
+- `evictable` counting only the current leaves fails `test_a_block_in_use_below_keeps_its_ancestors` and
+  the state machine (the scheduler would then evict fewer blocks than `can_evict` promised);
+- eviction ignoring recency, or a hit that does not refresh it, fails the LRU test; no reordering fails
+  the `longest_prefix_first` test.
 """
 
 from __future__ import annotations
@@ -184,15 +186,14 @@ class CacheMachine(RuleBasedStateMachine):
         self.live[seq] = (keys, len(blocks))
 
     @precondition(lambda self: self.live)
-    @rule(pick=st.integers(0, 99), upto=st.integers(1, 6))
-    def register(self, pick, upto):
+    @rule(pick=st.integers(0, 99))
+    def register(self, pick):
+        """Cache the next full block of a sequence, as a chunked prefill completes it."""
         seq = sorted(self.live)[pick % len(self.live)]
         keys, done = self.live[seq]
-        table = self.pool.block_table(seq)
-        end = min(len(keys), done + upto)
-        for i in range(done, end):
-            self.cache.insert(keys[i], table[i])
-        self.live[seq] = (keys, end)
+        if done < len(keys):
+            self.cache.insert(keys[done], self.pool.block_table(seq)[done])
+            self.live[seq] = (keys, done + 1)
 
     @precondition(lambda self: self.live)
     @rule(pick=st.integers(0, 99))
@@ -264,7 +265,7 @@ class CacheMachine(RuleBasedStateMachine):
         assert self.pool.allocator.num_free == self.pool.allocator.num_blocks, "a block leaked"
 
 
-CacheMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=40, deadline=None,
+CacheMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None,
                                           suppress_health_check=[HealthCheck.too_slow])
 test_any_sequence_of_operations_keeps_the_cache_whole = CacheMachine.TestCase
 
@@ -319,8 +320,8 @@ def test_longest_prefix_first_serves_a_cached_system_prompt_before_it_is_evicted
     ordering that is not applied, or applied before the finished request's blocks are cached."""
     rng = random.Random(3)
     systems = [[rng.randrange(MODEL_CONFIG.V) for _ in range(8)] for _ in range(2)]
-    reqs = [Request(f"{'AB'[i % 2]}{i // 2 + 1}", tuple(systems[i % 2] + [rng.randrange(MODEL_CONFIG.V) for _ in range(3)]),
-                    2) for i in range(6)]
+    own = [[rng.randrange(MODEL_CONFIG.V) for _ in range(3)] for _ in range(6)]
+    reqs = [Request(f"{'AB'[i % 2]}{i // 2 + 1}", tuple(systems[i % 2] + own[i]), 2) for i in range(6)]
     order, hits = {}, {}
     for aware in (False, True):
         e = Engine.for_model(MODEL, num_blocks=3, block_size=4,

@@ -120,7 +120,8 @@ def prefix_tree_figure(prompts: tuple[str, ...] = PROMPTS, *, block_size: int = 
             left.text(i + 0.43, y + 0.17, key.digest[:2].hex(), ha="center", va="center", fontsize=6.5,
                       color="dimgray", family="monospace")
             if i:
-                left.annotate("", xy=(i, y + 0.35), xytext=(i - 0.14, y + 0.35), arrowprops=dict(arrowstyle="->", lw=0.7))
+                left.annotate("", xy=(i, y + 0.35), xytext=(i - 0.14, y + 0.35),
+                              arrowprops=dict(arrowstyle="->", lw=0.7))
         tail = prompt[len(chain) * block_size:]
         if tail:
             x = len(chain)
