@@ -28,8 +28,8 @@ from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request
 
 BLOCK, SYSTEM, MAX_BATCH, N_REQUESTS, SEEDS = 16, 64, 4, 48, range(5)
-SYSTEMS = (2, 4, 6)
-POOLS = (32, 40, 48, 64, 96)
+SYSTEMS = (2, 4, 8)
+POOLS = (24, 28, 36, 48, 64)
 
 
 def workload(K: int, seed: int, V: int) -> list[Request]:
@@ -78,7 +78,8 @@ def run(model, reqs: list[Request], num_blocks: int, cache_aware: bool) -> dict[
     waits = sorted(first_step[r.id] for r in reqs)
     return {"hit_rate": engine.prefix_cache.hit_rate, "prompt_tokens_prefilled": prefilled, "steps": steps,
             "evictions": engine.prefix_cache.evictions, "preempted": engine.scheduler.preempted,
-            "wait_steps_p50": waits[len(waits) // 2], "wait_steps_max": waits[-1], "seconds": seconds}
+            "wait_steps_p50": waits[len(waits) // 2], "wait_steps_p90": waits[9 * len(waits) // 10],
+            "wait_steps_max": waits[-1], "seconds": seconds}
 
 
 def spread(values: list[float]) -> dict[str, float]:

@@ -131,11 +131,9 @@ def prefix_tree_figure(prompts: tuple[str, ...] = PROMPTS, *, block_size: int = 
                       family="monospace", color="gray")
     width = max(len(c) for c in state.keys) + 1
     left.set_xlim(-2.2, width)
-    left.set_ylim(-0.9, n)
+    left.set_ylim(-0.3, n)
     left.set_title(f"Hash chains, b = {block_size} (key: first hex digits of SHA-256);\n"
                    "dashed: a partial block, never cached; darker: shared by more prompts", fontsize=8.5)
-    left.text(-2.1, -0.6, "same tokens after a different prefix get a different key (compare block 3)",
-              fontsize=7.5, color="dimgray")
     left.axis("off")
 
     runs = _runs(state)
@@ -172,13 +170,13 @@ def prefix_tree_figure(prompts: tuple[str, ...] = PROMPTS, *, block_size: int = 
         w = 0.92
         right.add_patch(FancyBboxPatch((x - w / 2, y - 0.3), w, 0.62, boxstyle="round,pad=0.02", fc=fc, ec="black",
                                        lw=0.7))
-        right.text(x, y + 0.1, "|".join(label(key_of[d]) for d in run), ha="center", va="center", fontsize=7,
+        right.text(x, y - 0.08, "|".join(label(key_of[d]) for d in run), ha="center", va="center", fontsize=7,
                    family="monospace")
         orders = [state.evict_order[d] for d in run if d in state.evict_order]
         status = "in use (running)" if held else ("evictable leaf" if leaf else "inner: after its children")
         if orders:
-            status += "; evicted " + ",".join(f"#{o}" for o in orders)
-        right.text(x, y - 0.16, status, ha="center", va="center", fontsize=6.3, color="dimgray")
+            status += "; evicted " + ", ".join(f"#{o}" for o in sorted(orders))
+        right.text(x, y + 0.16, status, ha="center", va="center", fontsize=6.3, color="dimgray")
         parent = next(p for r, p in runs if r[0] == head)
         px, py = (root_x, 0.15) if parent is None else (xs[parent], depth[parent] * 1.3 + 0.32)
         right.annotate("", xy=(x, y - 0.3 + 0.62 + 0.02 - 0.62), xytext=(px, py),

@@ -49,7 +49,7 @@ class BlockKey:
 
 
 def block_key(parent: bytes, tokens: Sequence[int]) -> BlockKey:
-    """The key of a block after the prefix named by `parent`: h_i = SHA-256(h_{i−1} ‖ b ‖ tokens), Eq. (13.2).
+    """The key of a block after the prefix named by `parent`: h_i = SHA-256(h_{i−1} ‖ b ‖ tokens) (Chapter 13).
 
     The encoding is canonical: the 32-byte parent digest, the token count, then each id as a signed
     64-bit little-endian integer, so two different (parent, tokens) never encode to the same bytes.
@@ -60,7 +60,7 @@ def block_key(parent: bytes, tokens: Sequence[int]) -> BlockKey:
 
 
 def block_hashes(tokens: Sequence[int], block_size: int, start: list[BlockKey] | None = None) -> list[BlockKey]:
-    """The key chain of the full blocks of `tokens`, Eq. (13.2); extends `start` (keys already computed)."""
+    """The key chain of the full blocks of `tokens`; extends `start` (keys already computed)."""
     keys = list(start or [])
     for i in range(len(keys), len(tokens) // block_size):
         parent = keys[-1].digest if keys else ROOT
