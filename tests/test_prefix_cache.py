@@ -336,3 +336,16 @@ def test_longest_prefix_first_serves_a_cached_system_prompt_before_it_is_evicted
 def test_cache_aware_needs_a_prefix_cache():
     with pytest.raises(ValueError, match="prefix_caching=True"):
         Engine.for_model(MODEL, num_blocks=8, block_size=4, config=EngineConfig(cache_aware=True))
+
+
+def test_the_chapter_figure_is_drawn_from_the_cache():
+    """Bug caught: a figure that drifts from the mechanism. Prompts 1 and 2 finished, prompt 3 runs: prompt 1's
+    leaf goes first (least recently used), then prompt 2's, then their shared run; prompt 3's path is held."""
+    from minigpt.book.figures_prefix import prefix_state
+
+    state = prefix_state()
+    first, second, running = state.keys
+    assert state.held == {k.digest for k in running}
+    assert state.evict_order[first[-1].digest] == 1 and state.evict_order[second[-1].digest] == 2
+    assert [state.evict_order[k.digest] for k in first[2:5]] == [5, 4, 3]  # the shared run, from its end
+    assert first[0] == running[0] and first[0].digest not in state.evict_order
