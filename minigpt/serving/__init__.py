@@ -5,7 +5,7 @@ Above `minigpt.runtime`, one concern per module:
 - `request`       what a user sends (`Request`) and what the engine keeps about it (`Tracked`, `Status`)
 - `meters`        per-request latencies (TTFT, time per output token, end-to-end) and their percentiles
 - `log`           the engine log: throughput per interval, running and waiting counts, KV usage
-- `prefix_cache`  cached prefixes indexed by a hash chain over full token blocks, LRU eviction
+- `prefix_cache`  cached prefixes indexed by a SHA-256 chain over full token blocks; leaves evicted first (LRU)
 - `scheduler`     what runs in the next step: admission, retirement, block growth or reservation, preemption
                   by recompute or swap (static or continuous)
 - `executor`      running a step on MiniGPT over the paged cache: one fused forward for all its tokens

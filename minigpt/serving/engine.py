@@ -53,6 +53,7 @@ class EngineConfig:
     max_batch: int = 8
     chunk_size: int | None = None
     prefix_caching: bool = False
+    cache_aware: bool = False  # order the waiting queue longest cached prefix first (needs prefix_caching)
     log_interval_s: float = 1.0
     preemption: Preemption = "recompute"
     reservation: Reservation = "paged"
@@ -74,7 +75,8 @@ class Engine:
         self.scheduler = Scheduler(pool, policy=config.policy, max_batch=config.max_batch,
                                    chunk_size=config.chunk_size, prefix_cache=self.prefix_cache,
                                    preemption=config.preemption, reservation=config.reservation,
-                                   watermark=config.watermark, swap_blocks=config.swap_blocks)
+                                   watermark=config.watermark, swap_blocks=config.swap_blocks,
+                                   cache_aware=config.cache_aware)
         self.host_link: LinkPreset | None = None  # replay: the link that prices a swap (Eq. 12.3)
         self.swap_overlap = True  # replay: a swap overlaps the step (Eq. 12.5's max) or adds to it
         self.log = EngineLog(config.log_interval_s, echo=echo)

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from minigpt.runtime.generate import Sampling
+from minigpt.serving.prefix_cache import BlockKey
 
 
 class Status(enum.Enum):
@@ -96,7 +97,7 @@ class Tracked:
     swaps: int = 0  # preemptions by swap (the rest were by recompute)
     swapped: object = None  # its `minigpt.runtime.swap.SwappedSequence` while swapped out
     recompute_hit_tokens: int = 0  # context tokens a recompute (after preemption) found in the prefix cache
-    hashes: list[int] = field(default_factory=list)  # hash chain of the full blocks of `context`
+    hashes: list[BlockKey] = field(default_factory=list)  # key chain of the full blocks of `context`
     registered: int = 0  # leading blocks of its sequence that are in the prefix cache
     token_s: list[float] = field(default_factory=list)  # engine time at which each new token was sampled
     admitted_s: float | None = None

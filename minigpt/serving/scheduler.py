@@ -55,7 +55,7 @@ import torch
 
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.runtime.swap import HostSwapPool
-from minigpt.serving.prefix_cache import PrefixCache, block_hashes
+from minigpt.serving.prefix_cache import PrefixCache, block_hashes, longest_prefix_first
 from minigpt.serving.request import Status, Tracked
 
 Policy = Literal["static", "continuous"]
@@ -83,7 +83,7 @@ class Scheduler:
         self, pool: PagedKVCache, *, policy: Policy = "continuous", max_batch: int = 8,
         chunk_size: int | None = None, prefix_cache: PrefixCache | None = None,
         preemption: Preemption = "recompute", reservation: Reservation = "paged", watermark: float = 0.0,
-        swap_blocks: int | None = None,
+        swap_blocks: int | None = None, cache_aware: bool = False,
     ) -> None:
         if policy not in ("static", "continuous"):
             raise ValueError(f"policy must be 'static' or 'continuous', got {policy!r}")
@@ -115,7 +115,11 @@ class Scheduler:
         self.policy = policy
         self.max_batch = max_batch
         self.chunk_size = chunk_size
+        if cache_aware and prefix_cache is None:
+            raise ValueError("cache_aware=True orders the queue by cached prefix: it needs a prefix_cache "
+                             "(EngineConfig(prefix_caching=True))")
         self.prefix_cache = prefix_cache
+        self.cache_aware = cache_aware  # admit the longest cached prefix first (SGLang's lpm), else FCFS
         self.waiting: deque[Tracked] = deque()
         self.running: list[Tracked] = []  # in admission order: the last one is preempted first
         self.preempted = 0  # preemptions of both kinds
@@ -281,9 +285,20 @@ class Scheduler:
     def schedule(self) -> list[Chunk]:
         """The chunks of the next step (their blocks reserved); empty when nothing can run."""
         self.swap_bytes = 0
+        if self.cache_aware:
+            self._order_waiting()
         chunks = self._static() if self.policy == "static" else self._continuous()
         self.peak_running = max(self.peak_running, len(self.running))
         return chunks
+
+    def _order_waiting(self) -> None:
+        """Longest cached prefix first (`longest_prefix_first`), ties first come, first served."""
+        assert self.prefix_cache is not None
+        waiting = list(self.waiting)
+        for t in waiting:
+            t.hashes = block_hashes(t.context, self.pool.block_size, t.hashes)
+        order = longest_prefix_first([t.hashes for t in waiting], self.prefix_cache)
+        self.waiting = deque(waiting[i] for i in order)
 
     def _static(self) -> list[Chunk]:
         # A static batch reserves its worst case, so it is preempted only when prefix-cache blocks it counted on
