@@ -49,6 +49,9 @@ PYTHON_ONLY = {
     "WallClock": "a result type: the JS twin of wall_clock returns the same fields as a plain object",
     "MemoryFit": "a result type: the JS twin of memory_fit returns the same fields as a plain object",
     "PrefixHit": "a result type: the JS twin of prefix_hit_ttft returns the same fields as a plain object",
+    "config_param_count": "takes a ModelConfig; an explorer gets N_params from preset_value, which calls it",
+    "FIT_RESERVE": "a constant: chips_needed's default reserve, mirrored in costs.js and exercised by the calls "
+                   "below that leave reserve out",
 }
 
 SHAPES = [
@@ -123,7 +126,7 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                 ("weight_bytes", dict(N_params=model.N_params, s=s / 2), None),  # 0.5: int4
                 ("weight_bytes", dict(N_params=model.N_params + 1, s=0.5), None),  # rounds up
             ]
-        for scheme in ("published", "mha", "gqa", "mqa"):
+        for scheme in ("published", "mha", "gqa", "gqa4", "mqa"):
             calls.append(("kv_heads", dict(H=model.H, H_kv=model.H_kv, scheme=scheme), None))
     for hw, model in itertools.product(HARDWARE.values(), MODELS.values()):
         w = costs.weight_bytes(N_params=model.N_params, s=2)
@@ -302,6 +305,21 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                       ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=2, kv_bytes_per_token=kv,
                                                          S=S, B=B), None),
                       ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None)]
+    for model in MODELS.values():  # Chapter 9: GQA shrinks the K/V projections (Eqs. 9.2-9.3)
+        shape = dict(L=model.L, d=model.d, d_h=model.d_h, biases=model.biases)
+        for h in sorted({1, model.H_kv, model.H} | ({8} if model.H % 8 == 0 else set())):
+            calls.append(("kv_projection_params", dict(shape, H_kv=h), None))
+            calls.append(("kv_heads_params", dict(shape, N_params=model.N_params, H_kv=model.H_kv, H_kv_new=h),
+                          None))
+            N_mha = costs.kv_heads_params(**shape, N_params=model.N_params, H_kv=model.H_kv, H_kv_new=model.H)
+            for S, B, s in [(0, 1, 2), (1024, 1, 2), (4096, 32, 2), (32768, 64, 1)]:
+                calls.append(("gqa_decode_gain", dict(shape, N_params=N_mha, H_kv=h, S=S, B=B, s=s), None))
+    for hw, model in itertools.product(HARDWARE.values(), MODELS.values()):  # Eq. (9.4): chips needed
+        w = costs.weight_bytes(N_params=model.N_params, s=2)
+        kv = costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
+        for S, B, reserve in [(0, 1, None), (4096, 32, None), (32768, 64, 0.0), (131072, 256, 0.25), (1, 1, 0.5)]:
+            args = dict(memory_bytes=hw.memory_bytes, weight_bytes=w, kv_bytes_per_token=kv, S=S, B=B)
+            calls.append(("chips_needed", args if reserve is None else dict(args, reserve=reserve), None))
     return calls
 
 
@@ -407,6 +425,9 @@ def test_js_rejects_bad_inputs_like_python():
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=1025), None),
         ("speculative_best_gamma", dict(alpha=1.2, cost_ratio=0.1), None),
         ("overhead_floor_s", dict(n_ops=0, t_op=1e-6), None),
+        ("kv_heads_params", dict(L=32, d=4096, d_h=128, N_params=10, H_kv=8, H_kv_new=32), None),
+        ("kv_projection_params", dict(L=32, d=4096, d_h=128, H_kv=5), None),
+        ("chips_needed", dict(memory_bytes=1, weight_bytes=10, kv_bytes_per_token=1, S=1, reserve=0.5), None),
         ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
         ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,
                                     t_op=1e-6, overlap="max"), None),

@@ -233,14 +233,14 @@
     const weights = (L * (12n * d * d) + V * d) * s;
     return N(weights + (P + D - 2n) * 2n * L * d * s) / bandwidth;
   };
-  const KV_HEAD_SCHEMES = ["published", "mha", "gqa", "mqa"];
+  const KV_HEAD_SCHEMES = ["published", "mha", "gqa", "gqa4", "mqa"];
   C.kv_heads = function (a) {
     const H = N(int(a, "H", 1)), H_kv = N(int(a, "H_kv", 1));
     const scheme = a.scheme === undefined ? "published" : a.scheme;
     if (!KV_HEAD_SCHEMES.includes(scheme)) {
       throw new RangeError("scheme must be one of " + KV_HEAD_SCHEMES.join(", ") + ", got " + scheme);
     }
-    return {published: H_kv, mha: H, gqa: Math.max(1, Math.floor(H / 8)), mqa: 1}[scheme];
+    return {published: H_kv, mha: H, gqa: Math.max(1, Math.floor(H / 8)), gqa4: Math.max(1, Math.floor(H / 4)), mqa: 1}[scheme];
   };
   C.memory_fit = (a) => ({
     weights_fit: int(a, "weight_bytes", 0) <= budget(a),
@@ -642,6 +642,35 @@
     const floorBytes = C.overhead_floor_s(a) * num(a, "bandwidth", 0, true);
     const cache = N(int(a, "B", 1, 1) * int(a, "S", 0, 0) * int(a, "kv_bytes_per_token", 0, 0));
     return Math.max(0, (floorBytes - cache) / num(a, "s", 0, true));
+  };
+
+  // ---- Chapter 9: GQA shrinks the K/V projections and the cache (Eqs. 9.2-9.3); what fits (Eq. 9.4) ----
+  function kvProjBig(a, H_kv) {
+    kvWidth(Object.assign({}, a, { H_kv: H_kv }));
+    const b = a.biases ? 1n : 0n;
+    return 2n * int(a, "L", 1) * (int(a, "d", 1) + b) * BigInt(H_kv) * int(a, "d_h", 1);
+  }
+  C.kv_projection_params = (a) => N(kvProjBig(a, N(int(a, "H_kv", 1))));
+  function kvHeadsBig(a) {
+    const before = kvProjBig(a, N(int(a, "H_kv", 1))), after = kvProjBig(a, N(int(a, "H_kv_new", 1)));
+    const n = int(a, "N_params", 1);
+    if (before > n) throw new RangeError("N_params must hold the " + before + " K/V projection parameters, got " + n);
+    return n - before + after;
+  }
+  C.kv_heads_params = (a) => N(kvHeadsBig(a));
+  C.gqa_decode_gain = function (a) {
+    const s = int(a, "s", 1), L = int(a, "L", 1), d_h = int(a, "d_h", 1), H = int(a, "d", 1) / d_h;
+    const gqa = kvHeadsBig(Object.assign({}, a, { H_kv: N(H), H_kv_new: a.H_kv }));
+    const tokens = int(a, "B", 1, 1) * int(a, "S", 0);
+    const step = (n, heads) => N(n * s + tokens * 2n * L * heads * d_h * s);
+    return step(int(a, "N_params", 1), H) / step(gqa, int(a, "H_kv", 1));
+  };
+  C.FIT_RESERVE = 0.1; // vLLM's default gpu_memory_utilization = 0.9 (minigpt.costs.memory.FIT_RESERVE)
+  C.chips_needed = function (a) {
+    const b = budget(Object.assign({}, a, { reserve: a.reserve === undefined ? C.FIT_RESERVE : a.reserve }));
+    if (b < 1n) throw new RangeError("memory_bytes·(1 − reserve) must be at least 1 byte");
+    const used = stepBytes(a);
+    return N(used <= b ? 1n : ceilDiv(used, b));
   };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
