@@ -265,6 +265,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("standard_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, H=8, B=2), None),
                   ("flash_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, sram_bytes=sram, H=8, B=2), None)]
         calls.append(("flash_attention_hbm_saving", dict(P=P, d_h=d_h, s=s, sram_bytes=sram), None))
+        for bq, bk, kv_outer, causal in [(128, 64, False, False), (128, 64, False, True), (64, 64, True, True),
+                                         (7, 5, True, False), (16, 32, False, True)]:
+            calls.append(("tiled_attention_hbm_bytes", dict(P=min(P, 5000), d_h=d_h, s=s, block_q=bq, block_k=bk,
+                                                            kv_outer=kv_outer, causal=causal, H=3, B=2), None))
     for B, H_kv, S, splits, sms in [(1, 8, 8192, 16, 132), (1, 8, 8192, 17, 132), (64, 8, 100, 4, 132),
                                     (1, 1, 5, 9, 2)]:
         calls += [("flash_decoding_work_items", dict(B=B, H_kv=H_kv, splits=splits), None),

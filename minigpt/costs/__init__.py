@@ -30,6 +30,7 @@ from minigpt.costs.attention_kernels import (
     speculative_tokens_per_pass,
     standard_attention_hbm_bytes,
     tiled_attention_flops,
+    tiled_attention_hbm_bytes,
 )
 from minigpt.costs.batching import batching_gain, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
@@ -164,6 +165,7 @@ FORMULAS = (
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
     "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
     "kv_projection_params", "kv_heads_params", "gqa_decode_gain", "chips_needed",  # Chapter 9, Eqs. (9.2)-(9.4)
+    "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

@@ -62,6 +62,44 @@ def flash_attention_hbm_bytes(*, P: int, d_h: int, s: int, sram_bytes: int, H: i
     return _int("B", B, 1) * _int("H", H, 1) * elements * s
 
 
+#: FlashAttention-2's forward tiles (B_r query rows × B_c keys) on A100/H100 without dropout, by head dimension:
+#: `run_mha_fwd_hdim*` in csrc/flash_attn/src/flash_fwd_launch_template.h (github.com/Dao-AILab/flash-attention).
+FA2_TILES = {32: (128, 128), 64: (128, 128), 96: (128, 64), 128: (128, 64), 192: (128, 64), 256: (64, 64)}
+
+
+def tiled_attention_hbm_bytes(
+    *, P: int, d_h: int, s: int, block_q: int, block_k: int, kv_outer: bool = False, causal: bool = False,
+    H: int = 1, B: int = 1,
+) -> int:
+    """HBM bytes of one tiled attention forward over P tokens, Eq. (15.1), in either loop order (every access
+    counted as HBM traffic: no L2 cache reuse).
+
+    Q outer (FlashAttention-2/3, and `minigpt.runtime.attention.flash_attention`): each of ⌈P/B_r⌉ query tiles
+    reads its Q rows, re-reads K and V for every key it sees (all P; causal: whole key tiles up to its last row)
+    and writes O and one log-sum-exp per row: 2·P·d + P + Σ_i 2·d·keys_i values per head.
+    K/V outer (FlashAttention-1, Dao et al. 2022 Algorithm 1): O, ℓ, m written once (P·d + 2P), K and V read
+    once (2P·d), and each of ⌈P/B_c⌉ key tiles reads Q, O, ℓ, m and writes O, ℓ, m for every query row that
+    sees it (causal: the query tiles whose last row reaches the key tile): Σ_j rows_j·(3d + 4).
+    """
+    N, d = _int("P", P, 1), _int("d_h", d_h, 1)
+    bq, bk = _int("block_q", block_q, 1), _int("block_k", block_k, 1)
+    for name, flag in (("kv_outer", kv_outer), ("causal", causal)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    q_tiles = [(i0, min(i0 + bq, N)) for i0 in range(0, N, bq)]
+    if kv_outer:
+        elements = N * d + 2 * N + 2 * N * d
+        for j0 in range(0, N, bk):
+            rows = sum(i1 - i0 for i0, i1 in q_tiles if not causal or i1 - 1 >= j0)
+            elements += rows * (3 * d + 4)
+    else:
+        elements = 2 * N * d + N
+        for _, i1 in q_tiles:
+            keys = min(-(-i1 // bk) * bk, N) if causal else N  # whole key tiles up to the diagonal
+            elements += 2 * d * keys
+    return _int("B", B, 1) * _int("H", H, 1) * elements * _int("s", s, 1)
+
+
 def flash_attention_hbm_saving(*, P: int, d_h: int, s: int, sram_bytes: int) -> float:
     """How many times fewer HBM bytes FlashAttention moves than standard attention (Dao et al. 2022, Theorem 2):
     `standard_attention_hbm_bytes` over `flash_attention_hbm_bytes` (the same for every head and sequence)."""

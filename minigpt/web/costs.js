@@ -519,6 +519,39 @@
     const elements = n * d + 2n * n + 2n * n * d + Tc * (3n * n * d + 4n * n);
     return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * elements * s);
   };
+  C.tiled_attention_hbm_bytes = function (a) {
+    const n = int(a, "P", 1), d = int(a, "d_h", 1), bq = int(a, "block_q", 1), bk = int(a, "block_k", 1);
+    const flag = (name) => {
+      const v = a[name] === undefined || a[name] === null ? false : a[name];
+      if (typeof v !== "boolean") throw new RangeError(name + " must be true or false, got " + v);
+      return v;
+    };
+    const kvOuter = flag("kv_outer"), causal = flag("causal");
+    let elements;
+    if (kvOuter) {
+      elements = n * d + 2n * n + 2n * n * d;
+      for (let j0 = 0n; j0 < n; j0 += bk) {
+        let rows = 0n;
+        for (let i0 = 0n; i0 < n; i0 += bq) {
+          const i1 = i0 + bq < n ? i0 + bq : n;
+          if (!causal || i1 - 1n >= j0) rows += i1 - i0;
+        }
+        elements += rows * (3n * d + 4n);
+      }
+    } else {
+      elements = 2n * n * d + n;
+      for (let i0 = 0n; i0 < n; i0 += bq) {
+        const i1 = i0 + bq < n ? i0 + bq : n;
+        let keys = n;
+        if (causal) {
+          const whole = ceilDiv(i1, bk) * bk;
+          keys = whole < n ? whole : n;
+        }
+        elements += 2n * d * keys;
+      }
+    }
+    return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * elements * int(a, "s", 1));
+  };
   C.flash_attention_hbm_saving = function (a) {
     const head = { P: a.P, d_h: a.d_h, s: a.s };
     return C.standard_attention_hbm_bytes(head) / C.flash_attention_hbm_bytes(Object.assign({ sram_bytes: a.sram_bytes }, head));
