@@ -23,7 +23,9 @@ from minigpt.costs.attention_kernels import (
     flash_attention_hbm_bytes,
     flash_attention_hbm_saving,
     flash_decoding_best_splits,
+    flash_decoding_num_splits,
     flash_decoding_speedup,
+    flash_decoding_time,
     flash_decoding_work_items,
     speculative_best_gamma,
     speculative_speedup,
@@ -166,6 +168,7 @@ FORMULAS = (
     "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
     "kv_projection_params", "kv_heads_params", "gqa_decode_gain", "chips_needed",  # Chapter 9, Eqs. (9.2)-(9.4)
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
+    "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

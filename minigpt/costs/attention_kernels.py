@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import math
+
 from minigpt.costs._check import _fraction, _int, _positive
 
 H100_SMS = 132  # streaming multiprocessors of an H100 SXM5: NVIDIA, "NVIDIA H100 Tensor Core GPU Architecture" (2022)
@@ -130,6 +132,71 @@ def flash_decoding_best_splits(*, B: int, H_kv: int, S: int, n_sm: int = H100_SM
     one = flash_decoding_work_items(B=B, H_kv=H_kv)
     top = min(_int("max_splits", max_splits, 1), S)
     return min(range(1, top + 1), key=lambda k: (-(-one * k // n_sm) * -(-S // k), k))
+
+
+A100_SMS = 108  # streaming multiprocessors of an A100: NVIDIA, "NVIDIA A100 Tensor Core GPU Architecture" (2020)
+PARTIAL_BYTES = 4  # a split's partial output and log-sum-exp are fp32 (FlashAttention-2's oaccum, lse_accum)
+
+
+def flash_decoding_time(
+    *, B: int, H_kv: int, S: int, d_h: int, s: int, splits: int, bandwidth: float, n_sm: int = H100_SMS,
+    g: int = 1, sm_bandwidth: float | None = None, launch_s: float = 0.0,
+) -> float:
+    """Seconds of one decode step's attention split into K = `splits` chunks, Eq. (16.1):
+    t = max(⌈W/n_sm⌉·b_item/r_sm, b_all/BW) + [K > 1]·(b_merge/BW + launch_s).
+
+    W = B·H_kv·K work items (one per sequence, K/V head and chunk: the g query heads that share a K/V head
+    are rows of one item, so its keys and values are read once); b_item = 2·⌈S/K⌉·d_h·s bytes of K and V
+    plus, when K > 1, g·(d_h + 1)·4 bytes of fp32 partial output and log-sum-exp written; the merge reads
+    every partial and writes the output, b_merge = B·H_kv·g·(K·(d_h + 1)·4 + d_h·s), as a second kernel
+    (`launch_s` its launch and tail). Items run in waves of n_sm, each as long as its longest item (a chunk of
+    ⌈S/K⌉ keys); an SM streams at most r_sm = `sm_bandwidth` (default BW/n_sm, its share of the chip's
+    bandwidth), and all SMs together at most BW, the HBM ceiling on the bytes actually moved,
+    b_all = B·H_kv·(2·S·d_h·s + [K > 1]·K·g·(d_h + 1)·4).
+    """
+    B, H_kv, S, d = _int("B", B, 1), _int("H_kv", H_kv, 1), _int("S", S, 1), _int("d_h", d_h, 1)
+    s, g, n_sm = _int("s", s, 1), _int("g", g, 1), _int("n_sm", n_sm, 1)
+    K = min(_int("splits", splits, 1), S)
+    bw = _positive("bandwidth", bandwidth)
+    r_sm = bw / n_sm if sm_bandwidth is None else _positive("sm_bandwidth", sm_bandwidth)
+    if isinstance(launch_s, bool) or not isinstance(launch_s, (int, float)) or not 0 <= launch_s < float("inf"):
+        raise ValueError(f"launch_s must be a finite number >= 0 (seconds), got {launch_s!r}")
+    items = flash_decoding_work_items(B=B, H_kv=H_kv, splits=K)
+    partial = g * (d + 1) * PARTIAL_BYTES if K > 1 else 0
+    item_bytes = 2 * -(-S // K) * d * s + partial
+    moved = B * H_kv * (2 * S * d * s + K * partial)
+    kernel = max(-(-items // n_sm) * item_bytes / r_sm, moved / bw)
+    if K == 1:
+        return kernel
+    merge_bytes = B * H_kv * g * (K * (d + 1) * PARTIAL_BYTES + d * s)
+    return kernel + merge_bytes / bw + launch_s
+
+
+def flash_decoding_num_splits(*, B: int, H_kv: int, S: int, d_h: int, n_sm: int = H100_SMS, g: int = 1) -> int:
+    """FlashAttention-2's `num_splits_heuristic` (csrc/flash_attn/flash_api.cpp), Eq. (16.2): with
+    n = B·H_kv·⌈g/64⌉ blocks (a decode step's g query heads per K/V head are packed as rows), 2·n_sm CTA slots
+    (128-thread blocks, two per SM) and ⌈S/block_n⌉ key blocks (block_n = 256, 128, 64 for d_h ≤ 64, ≤ 128,
+    more): 1 if n ≥ 0.8·2·n_sm, else the fewest splits K whose wave efficiency (n·K/slots) / ⌈n·K/slots⌉ is
+    within 85 % of the best, over K ≤ min(128, slots, key blocks) that change the blocks per split."""
+    n = _int("B", B, 1) * _int("H_kv", H_kv, 1) * -(-_int("g", g, 1) // 64)
+    slots = 2 * _int("n_sm", n_sm, 1)
+    d = _int("d_h", d_h, 1)
+    block_n = 256 if d <= 64 else 128 if d <= 128 else 64
+    n_blocks = -(-_int("S", S, 1) // block_n)
+    if n >= 0.8 * slots:
+        return 1
+    top = min(128, slots, n_blocks)
+
+    def eligible(k: int) -> bool:
+        return k == 1 or -(-n_blocks // k) != -(-n_blocks // (k - 1))
+
+    def efficiency(k: int) -> float:
+        waves = n * k / slots
+        return waves / math.ceil(waves)
+
+    effs = {k: efficiency(k) for k in range(1, top + 1) if eligible(k)}
+    best = max(effs.values())
+    return next(k for k, e in effs.items() if e >= 0.85 * best)
 
 
 def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:

@@ -573,6 +573,43 @@
     }
     return N(best);
   };
+  const PARTIAL_BYTES = 4n; // fp32 partial output and log-sum-exp per split (minigpt.costs.attention_kernels)
+  C.flash_decoding_time = function (a) {
+    const B = int(a, "B", 1), H_kv = int(a, "H_kv", 1), S = int(a, "S", 1), d = int(a, "d_h", 1);
+    const s = int(a, "s", 1), g = int(a, "g", 1, 1), sms = int(a, "n_sm", 1, 132), asked = int(a, "splits", 1);
+    const K = asked < S ? asked : S;
+    const bw = num(a, "bandwidth", 0, true);
+    const rSm = a.sm_bandwidth === undefined || a.sm_bandwidth === null ? bw / N(sms) : num(a, "sm_bandwidth", 0, true);
+    const launch = a.launch_s === undefined || a.launch_s === null ? 0 : num(a, "launch_s", 0, false);
+    const items = B * H_kv * K;
+    const partial = K > 1n ? g * (d + 1n) * PARTIAL_BYTES : 0n;
+    const itemBytes = 2n * ceilDiv(S, K) * d * s + partial;
+    const moved = B * H_kv * (2n * S * d * s + K * partial);
+    const kernel = Math.max(N(ceilDiv(items, sms) * itemBytes) / rSm, N(moved) / bw);
+    if (K === 1n) return kernel;
+    const mergeBytes = B * H_kv * g * (K * (d + 1n) * PARTIAL_BYTES + d * s);
+    return kernel + N(mergeBytes) / bw + launch;
+  };
+  C.flash_decoding_num_splits = function (a) {
+    const g = int(a, "g", 1, 1);
+    const n = int(a, "B", 1) * int(a, "H_kv", 1) * ceilDiv(g, 64n);
+    const slots = 2n * int(a, "n_sm", 1, 132), d = int(a, "d_h", 1);
+    const blockN = d <= 64n ? 256n : d <= 128n ? 128n : 64n;
+    const nBlocks = ceilDiv(int(a, "S", 1), blockN);
+    if (N(n) >= 0.8 * N(slots)) return 1;
+    let top = 128n;
+    if (slots < top) top = slots;
+    if (nBlocks < top) top = nBlocks;
+    const eligible = (k) => k === 1n || ceilDiv(nBlocks, k) !== ceilDiv(nBlocks, k - 1n);
+    const effs = [];
+    for (let k = 1n; k <= top; k += 1n) {
+      if (!eligible(k)) continue;
+      const waves = N(n * k) / N(slots);
+      effs.push([k, waves / Math.ceil(waves)]);
+    }
+    const best = Math.max(...effs.map((e) => e[1]));
+    return N(effs.find((e) => e[1] >= 0.85 * best)[0]);
+  };
   C.speculative_tokens_per_pass = function (a) {
     const g = N(int(a, "gamma", 0)), alpha = a.alpha;
     if (typeof alpha !== "number" || !(alpha >= 0 && alpha <= 1)) {
