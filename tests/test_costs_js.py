@@ -277,9 +277,9 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                   ("flash_decoding_best_splits", dict(B=B, H_kv=H_kv, S=S, n_sm=sms, max_splits=splits), None)]
     for B, H_kv, S, d_h, g, sms in [(1, 2, 65536, 128, 8, 108), (1, 8, 8192, 128, 4, 132), (64, 8, 4096, 128, 4, 132),
                                     (3, 1, 100, 64, 1, 2), (48, 1, 10**6, 256, 1, 54), (1, 1, 1, 32, 70, 8)]:
-        calls.append(("flash_decoding_num_splits", dict(B=B, H_kv=H_kv, S=S, d_h=d_h, g=g, n_sm=sms), None))
+        calls.append(("flash_decoding_num_splits", dict(B=B, H_kv=H_kv, S=S, d_h=d_h, H=g * H_kv, n_sm=sms), None))
         for K in (1, 2, 17, 103, 200):
-            args = dict(B=B, H_kv=H_kv, S=S, d_h=d_h, s=2, g=g, n_sm=sms, splits=K, bandwidth=1555e9)
+            args = dict(B=B, H_kv=H_kv, S=S, d_h=d_h, s=2, H=g * H_kv, n_sm=sms, splits=K, bandwidth=1555e9)
             calls += [("flash_decoding_time", args, None),
                       ("flash_decoding_time", dict(args, sm_bandwidth=40e9, launch_s=5e-6), None)]
     for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:

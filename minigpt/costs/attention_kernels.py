@@ -140,12 +140,13 @@ PARTIAL_BYTES = 4  # a split's partial output and log-sum-exp are fp32 (FlashAtt
 
 def flash_decoding_time(
     *, B: int, H_kv: int, S: int, d_h: int, s: int, splits: int, bandwidth: float, n_sm: int = H100_SMS,
-    g: int = 1, sm_bandwidth: float | None = None, launch_s: float = 0.0,
+    H: int | None = None, sm_bandwidth: float | None = None, launch_s: float = 0.0,
 ) -> float:
     """Seconds of one decode step's attention split into K = `splits` chunks, Eq. (16.1):
     t = max(⌈W/n_sm⌉·b_item/r_sm, b_all/BW) + [K > 1]·(b_merge/BW + launch_s).
 
-    W = B·H_kv·K work items (one per sequence, K/V head and chunk: the g query heads that share a K/V head
+    W = B·H_kv·K work items (one per sequence, K/V head and chunk: the g = H/H_kv query heads (default H = H_kv)
+    that share a K/V head
     are rows of one item, so its keys and values are read once); b_item = 2·⌈S/K⌉·d_h·s bytes of K and V
     plus, when K > 1, g·(d_h + 1)·4 bytes of fp32 partial output and log-sum-exp written; the merge reads
     every partial and writes the output, b_merge = B·H_kv·g·(K·(d_h + 1)·4 + d_h·s), as a second kernel
@@ -155,7 +156,7 @@ def flash_decoding_time(
     b_all = B·H_kv·(2·S·d_h·s + [K > 1]·K·g·(d_h + 1)·4).
     """
     B, H_kv, S, d = _int("B", B, 1), _int("H_kv", H_kv, 1), _int("S", S, 1), _int("d_h", d_h, 1)
-    s, g, n_sm = _int("s", s, 1), _int("g", g, 1), _int("n_sm", n_sm, 1)
+    s, n_sm, g = _int("s", s, 1), _int("n_sm", n_sm, 1), _group(H, H_kv)
     K = min(_int("splits", splits, 1), S)
     bw = _positive("bandwidth", bandwidth)
     r_sm = bw / n_sm if sm_bandwidth is None else _positive("sm_bandwidth", sm_bandwidth)
@@ -172,13 +173,25 @@ def flash_decoding_time(
     return kernel + merge_bytes / bw + launch_s
 
 
-def flash_decoding_num_splits(*, B: int, H_kv: int, S: int, d_h: int, n_sm: int = H100_SMS, g: int = 1) -> int:
+def _group(H: int | None, H_kv: int) -> int:
+    """g = H/H_kv query heads per K/V head (1 when H is not given)."""
+    if H is None:
+        return 1
+    if _int("H", H, 1) % H_kv:
+        raise ValueError(f"H must be a multiple of H_kv = {H_kv}, got H={H}")
+    return H // H_kv
+
+
+def flash_decoding_num_splits(
+    *, B: int, H_kv: int, S: int, d_h: int, n_sm: int = H100_SMS, H: int | None = None,
+) -> int:
     """FlashAttention-2's `num_splits_heuristic` (csrc/flash_attn/flash_api.cpp), Eq. (16.2): with
-    n = B·H_kv·⌈g/64⌉ blocks (a decode step's g query heads per K/V head are packed as rows), 2·n_sm CTA slots
+    n = B·H_kv·⌈g/64⌉ blocks (a decode step's g = H/H_kv query heads per K/V head are packed as rows, FA2's
+    `seqlenq_ngroups_swapped`), 2·n_sm CTA slots
     (128-thread blocks, two per SM) and ⌈S/block_n⌉ key blocks (block_n = 256, 128, 64 for d_h ≤ 64, ≤ 128,
     more): 1 if n ≥ 0.8·2·n_sm, else the fewest splits K whose wave efficiency (n·K/slots) / ⌈n·K/slots⌉ is
     within 85 % of the best, over K ≤ min(128, slots, key blocks) that change the blocks per split."""
-    n = _int("B", B, 1) * _int("H_kv", H_kv, 1) * -(-_int("g", g, 1) // 64)
+    n = _int("B", B, 1) * _int("H_kv", H_kv, 1) * -(-_group(H, H_kv) // 64)
     slots = 2 * _int("n_sm", n_sm, 1)
     d = _int("d_h", d_h, 1)
     block_n = 256 if d <= 64 else 128 if d <= 128 else 64

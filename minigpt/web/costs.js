@@ -574,9 +574,15 @@
     return N(best);
   };
   const PARTIAL_BYTES = 4n; // fp32 partial output and log-sum-exp per split (minigpt.costs.attention_kernels)
+  function group(a, H_kv) {
+    if (a.H === undefined || a.H === null) return 1n;
+    const H = int(a, "H", 1);
+    if (H % H_kv !== 0n) throw new RangeError("H must be a multiple of H_kv = " + H_kv + ", got H=" + H);
+    return H / H_kv;
+  }
   C.flash_decoding_time = function (a) {
     const B = int(a, "B", 1), H_kv = int(a, "H_kv", 1), S = int(a, "S", 1), d = int(a, "d_h", 1);
-    const s = int(a, "s", 1), g = int(a, "g", 1, 1), sms = int(a, "n_sm", 1, 132), asked = int(a, "splits", 1);
+    const s = int(a, "s", 1), g = group(a, H_kv), sms = int(a, "n_sm", 1, 132), asked = int(a, "splits", 1);
     const K = asked < S ? asked : S;
     const bw = num(a, "bandwidth", 0, true);
     const rSm = a.sm_bandwidth === undefined || a.sm_bandwidth === null ? bw / N(sms) : num(a, "sm_bandwidth", 0, true);
@@ -591,8 +597,8 @@
     return kernel + N(mergeBytes) / bw + launch;
   };
   C.flash_decoding_num_splits = function (a) {
-    const g = int(a, "g", 1, 1);
-    const n = int(a, "B", 1) * int(a, "H_kv", 1) * ceilDiv(g, 64n);
+    const H_kv = int(a, "H_kv", 1), g = group(a, H_kv);
+    const n = int(a, "B", 1) * H_kv * ceilDiv(g, 64n);
     const slots = 2n * int(a, "n_sm", 1, 132), d = int(a, "d_h", 1);
     const blockN = d <= 64n ? 256n : d <= 128n ? 128n : 64n;
     const nBlocks = ceilDiv(int(a, "S", 1), blockN);
