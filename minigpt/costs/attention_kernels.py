@@ -73,8 +73,8 @@ def tiled_attention_hbm_bytes(
     *, P: int, d_h: int, s: int, block_q: int, block_k: int, kv_outer: bool = False, causal: bool = False,
     H: int = 1, B: int = 1,
 ) -> int:
-    """HBM bytes of one tiled attention forward over P tokens, Eq. (15.1), in either loop order (every access
-    counted as HBM traffic: no L2 cache reuse).
+    """The HBM bytes of one tiled attention forward over P tokens, Eq. (15.1), in either loop order (every
+    access counted as HBM traffic: no L2 cache reuse).
 
     Q outer (FlashAttention-2/3, and `minigpt.runtime.attention.flash_attention`): each of ⌈P/B_r⌉ query tiles
     reads its Q rows, re-reads K and V for every key it sees (all P; causal: whole key tiles up to its last row)
@@ -185,7 +185,7 @@ def _group(H: int | None, H_kv: int) -> int:
 def flash_decoding_num_splits(
     *, B: int, H_kv: int, S: int, d_h: int, n_sm: int = H100_SMS, H: int | None = None,
 ) -> int:
-    """FlashAttention-2's `num_splits_heuristic` (csrc/flash_attn/flash_api.cpp), Eq. (16.2): with
+    """The split count FlashAttention-2's `num_splits_heuristic` picks, Eq. (16.2) (csrc/flash_attn/flash_api.cpp): with
     n = B·H_kv·⌈g/64⌉ blocks (a decode step's g = H/H_kv query heads per K/V head are packed as rows, FA2's
     `seqlenq_ngroups_swapped`), 2·n_sm CTA slots
     (128-thread blocks, two per SM) and ⌈S/block_n⌉ key blocks (block_n = 256, 128, 64 for d_h ≤ 64, ≤ 128,

@@ -48,9 +48,9 @@ def last_decode_step_floor_s(*, L: int, d: int, V: int, P: int, D: int, bandwidt
 def gqa_decode_gain(
     *, N_params: int, L: int, d: int, d_h: int, H_kv: int, s: int, S: int, B: int = 1, biases: bool = False,
 ) -> float:
-    """How many times fewer bytes a decode step reads with H_kv key/value heads than the multi-head model
-    (H = d/d_h heads, N_params parameters), Eq. (9.2):
-    (N·s + B·S·2·L·H·d_h·s) / (N'·s + B·S·2·L·H_kv·d_h·s), with N' the GQA model's N of Eq. (9.3).
+    """The decode-step bytes of the multi-head model over those with H_kv key/value heads, Eq. (9.2):
+    (N·s + B·S·2·L·H·d_h·s) / (N'·s + B·S·2·L·H_kv·d_h·s), with H = d/d_h, N = N_params the multi-head
+    model's parameters and N' the GQA model's, Eq. (9.3).
 
     Both the cache and the K/V projections shrink; the query, output and FFN weights do not.
     """
