@@ -6,9 +6,14 @@
   (FlashAttention, arXiv:2205.14135), Algorithm 0 against Algorithm 1, whose orders are Theorem 2's
   Θ(N·d + N²) and Θ(N²·d²/M) with N = P, d = d_h and M the on-chip SRAM in values; `flash_attention_hbm_saving`
   their ratio.
+- `tiled_attention_hbm_bytes`: Eq. (15.1), the same count in both loop orders with any tiles: K/V outer
+  (FlashAttention-1) and Q outer (FlashAttention-2/3 and `flash_attention`); `FA2_TILES` the tiles
+  FlashAttention-2's forward uses.
 - `flash_decoding_work_items`, `flash_decoding_speedup`: the occupancy model of a decode step (Dao, Haziza,
   Massa, Sizov 2023, "Flash-Decoding for long-context inference"): B·H_kv independent work items, ×splits;
-  `flash_decoding_best_splits` the chunk count it favours.
+  `flash_decoding_best_splits` the chunk count it favours. `flash_decoding_time`, Eq. (16.1), adds the HBM
+  ceiling, the partials and the merge; `flash_decoding_num_splits`, Eq. (16.2), is FlashAttention-2's own
+  choice of the chunk count (`num_splits_heuristic`).
 - `speculative_tokens_per_pass`, `speculative_speedup`, `speculative_best_gamma`: Leviathan, Kalman, Matias 2023
   (arXiv:2211.17192), Eq. (1) and Theorem 3.8, with acceptance rate alpha, gamma drafted tokens and draft/target
   cost ratio; the best gamma is the argmax of the speedup over gamma = 1 .. gamma_max.
