@@ -54,14 +54,6 @@ class ModelConfig:
         return dict(L=self.L, H_kv=self.H_kv, d_h=self.d_h, d=self.d, d_ffn=self.d_ffn, V=self.V,
                     ffn_matrices=self.ffn_matrices)
 
-    @property
-    def param_count(self) -> int:
-        """Parameters N of this MiniGPT (tied LM head, S_max learned positions), Eq. (2.3)'s N."""
-        from minigpt.costs.params import param_count
-
-        return param_count(L=self.L, d=self.d, d_ffn=self.d_ffn, H_kv=self.H_kv, d_h=self.d_h, V=self.V,
-                           S_max=self.S_max)
-
     def to_dict(self) -> dict[str, int]:
         """The stored fields (no derived ones), for checkpoints."""
         return asdict(self)

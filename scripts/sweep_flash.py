@@ -8,12 +8,13 @@
    mmap threshold fixed so freed buffers go back to the system. On cuda: torch.cuda.max_memory_allocated
    over the allocation before the call.
 2. One decode step's attention (B = 1) against S: plain against Flash-Decoding with `splits` chunks, timed
-   at each thread count given; the occupancy model's prediction (`costs.flash_decoding_speedup`) with the
-   threads (cpu) or the SMs (cuda) as the parallel units.
+   at each thread count of --decode-threads (default 1 on cpu: on a shared machine a second thread measures
+   the machine's load), with the quartiles of the repeats; the occupancy model's prediction
+   (`costs.flash_decoding_speedup`) with the threads (cpu) or the SMs (cuda) as the parallel units.
 
 Writes chapters/data/flash_<device>.json.
 
-    python scripts/sweep_flash.py --threads 1 --clock thread   # the book's CPU data (part 2: threads 1 and 2)
+    python scripts/sweep_flash.py --threads 1 --clock thread   # the book's CPU data
     python scripts/sweep_flash.py --device cuda           # an H100/H200: max_memory_allocated, SM count
 """
 
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -106,18 +108,29 @@ def decode_sweep(Ss: list[int], splits: list[int], threads: list[int], device: t
         for S in Ss:
             q = torch.randn(1, H, 1, d_h, generator=g).to(device, dtype)
             k, v = (torch.randn(1, H_kv, S, d_h, generator=g).to(device, dtype) for _ in range(2))
-            plain = measure.time_fn(lambda q=q, k=k, v=v: attention(q, k, v, None), repeats=repeats,
-                                    device=device, clock=how).median_s
+            plain_t = measure.time_fn(lambda q=q, k=k, v=v: attention(q, k, v, None), repeats=repeats,
+                                      device=device, clock=how)
+            plain, plain_q = plain_t.median_s, _quartiles(plain_t.times)
             for K in splits:
-                t = measure.time_fn(lambda K=K, q=q, k=k, v=v: flash_decode(q, k, v, splits=K), repeats=repeats,
-                                    device=device, clock=how).median_s
+                timing = measure.time_fn(lambda K=K, q=q, k=k, v=v: flash_decode(q, k, v, splits=K),
+                                         repeats=repeats, device=device, clock=how)
+                t, split_q = timing.median_s, _quartiles(timing.times)
                 predicted = costs.flash_decoding_speedup(B=1, H_kv=H_kv, S=S, splits=K, n_sm=units)
                 points.append({"threads": n, "clock": how, "units": units, "S": S, "splits": K, "plain_s": plain,
-                               "split_s": t,
-                               "measured_speedup": plain / t, "predicted_speedup": predicted})
+                               "split_s": t, "plain_q1_s": plain_q[0], "plain_q3_s": plain_q[1],
+                               "split_q1_s": split_q[0], "split_q3_s": split_q[1],
+                               "measured_speedup": plain / t,
+                               "speedup_iqr": [plain_q[0] / split_q[1], plain_q[1] / split_q[0]],
+                               "predicted_speedup": predicted})
                 print(f"threads={n} S={S:>6} splits={K:>3}: plain {1e6 * plain:8.1f} us, split {1e6 * t:8.1f} us,"
                       f" speedup {plain / t:5.2f} (occupancy model {predicted:5.2f})")
     return points
+
+
+def _quartiles(times: list[float]) -> tuple[float, float]:
+    """The first and third quartiles of the repeats (statistics.quantiles, exclusive method)."""
+    q = statistics.quantiles(times, n=4)
+    return q[0], q[2]
 
 
 def main() -> None:
@@ -128,6 +141,8 @@ def main() -> None:
     parser = sweeps.sweep_arguments(__doc__)
     parser.add_argument("--block", type=int, default=128, help="tile size of the torch tiles (block_q = block_k)")
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--decode-threads", default="1",
+                        help="comma-separated CPU thread counts for the decode timing (default 1)")
     args = parser.parse_args()
     device, dtype, out = sweeps.sweep_setup(args, "flash")
     dtype_name = next(name for name, dt in sweeps.DTYPES.items() if dt == dtype)
@@ -135,7 +150,7 @@ def main() -> None:
     Ps = [256, 512, 1024, 2048, 4096] + ([8192, 16384] if cuda else [])
     print(measure.environment(device, dtype))
     memory = memory_sweep(Ps, args.device, dtype_name, args.block)
-    threads = [1] if cuda else sorted({1, min(2, os.cpu_count() or 1)})
+    threads = [1] if cuda else sorted({int(n) for n in args.decode_threads.split(",")})
     H_kv = 1  # B·H_kv = 1 work item: the case splitting is for
     decode = decode_sweep([1024, 8192, 65536], [1, 2, 4, 16, 64], threads, device, dtype, H_kv, args.repeats,
                           args.clock)

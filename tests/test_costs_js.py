@@ -49,6 +49,9 @@ PYTHON_ONLY = {
     "WallClock": "a result type: the JS twin of wall_clock returns the same fields as a plain object",
     "MemoryFit": "a result type: the JS twin of memory_fit returns the same fields as a plain object",
     "PrefixHit": "a result type: the JS twin of prefix_hit_ttft returns the same fields as a plain object",
+    "config_param_count": "takes a ModelConfig; an explorer gets N_params from preset_value, which calls it",
+    "FIT_RESERVE": "a constant: chips_needed's default reserve, mirrored in costs.js and exercised by the calls "
+                   "below that leave reserve out",
 }
 
 SHAPES = [
@@ -123,7 +126,7 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                 ("weight_bytes", dict(N_params=model.N_params, s=s / 2), None),  # 0.5: int4
                 ("weight_bytes", dict(N_params=model.N_params + 1, s=0.5), None),  # rounds up
             ]
-        for scheme in ("published", "mha", "gqa", "mqa"):
+        for scheme in ("published", "mha", "gqa", "gqa4", "mqa"):
             calls.append(("kv_heads", dict(H=model.H, H_kv=model.H_kv, scheme=scheme), None))
     for hw, model in itertools.product(HARDWARE.values(), MODELS.values()):
         w = costs.weight_bytes(N_params=model.N_params, s=2)
@@ -262,12 +265,23 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("standard_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, H=8, B=2), None),
                   ("flash_attention_hbm_bytes", dict(P=P, d_h=d_h, s=s, sram_bytes=sram, H=8, B=2), None)]
         calls.append(("flash_attention_hbm_saving", dict(P=P, d_h=d_h, s=s, sram_bytes=sram), None))
+        for bq, bk, kv_outer, causal in [(128, 64, False, False), (128, 64, False, True), (64, 64, True, True),
+                                         (7, 5, True, False), (16, 32, False, True)]:
+            calls.append(("tiled_attention_hbm_bytes", dict(P=min(P, 5000), d_h=d_h, s=s, block_q=bq, block_k=bk,
+                                                            kv_outer=kv_outer, causal=causal, H=3, B=2), None))
     for B, H_kv, S, splits, sms in [(1, 8, 8192, 16, 132), (1, 8, 8192, 17, 132), (64, 8, 100, 4, 132),
                                     (1, 1, 5, 9, 2)]:
         calls += [("flash_decoding_work_items", dict(B=B, H_kv=H_kv, splits=splits), None),
                   ("flash_decoding_speedup", dict(B=B, H_kv=H_kv, S=S, splits=splits, n_sm=sms), None)]
         calls += [("flash_decoding_best_splits", dict(B=B, H_kv=H_kv, S=S, n_sm=sms), None),
                   ("flash_decoding_best_splits", dict(B=B, H_kv=H_kv, S=S, n_sm=sms, max_splits=splits), None)]
+    for B, H_kv, S, d_h, g, sms in [(1, 2, 65536, 128, 8, 108), (1, 8, 8192, 128, 4, 132), (64, 8, 4096, 128, 4, 132),
+                                    (3, 1, 100, 64, 1, 2), (48, 1, 10**6, 256, 1, 54), (1, 1, 1, 32, 70, 8)]:
+        calls.append(("flash_decoding_num_splits", dict(B=B, H_kv=H_kv, S=S, d_h=d_h, H=g * H_kv, n_sm=sms), None))
+        for K in (1, 2, 17, 103, 200):
+            args = dict(B=B, H_kv=H_kv, S=S, d_h=d_h, s=2, H=g * H_kv, n_sm=sms, splits=K, bandwidth=1555e9)
+            calls += [("flash_decoding_time", args, None),
+                      ("flash_decoding_time", dict(args, sm_bandwidth=40e9, launch_s=5e-6), None)]
     for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
@@ -311,6 +325,21 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                       ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=2, kv_bytes_per_token=kv,
                                                          S=S, B=B), None),
                       ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None)]
+    for model in MODELS.values():  # Chapter 9: GQA shrinks the K/V projections (Eqs. 9.2-9.3)
+        shape = dict(L=model.L, d=model.d, d_h=model.d_h, biases=model.biases)
+        for h in sorted({1, model.H_kv, model.H} | ({8} if model.H % 8 == 0 else set())):
+            calls.append(("kv_projection_params", dict(shape, H_kv=h), None))
+            calls.append(("kv_heads_params", dict(shape, N_params=model.N_params, H_kv=model.H_kv, H_kv_new=h),
+                          None))
+            N_mha = costs.kv_heads_params(**shape, N_params=model.N_params, H_kv=model.H_kv, H_kv_new=model.H)
+            for S, B, s in [(0, 1, 2), (1024, 1, 2), (4096, 32, 2), (32768, 64, 1)]:
+                calls.append(("gqa_decode_gain", dict(shape, N_params=N_mha, H_kv=h, S=S, B=B, s=s), None))
+    for hw, model in itertools.product(HARDWARE.values(), MODELS.values()):  # Eq. (9.4): chips needed
+        w = costs.weight_bytes(N_params=model.N_params, s=2)
+        kv = costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
+        for S, B, reserve in [(0, 1, None), (4096, 32, None), (32768, 64, 0.0), (131072, 256, 0.25), (1, 1, 0.5)]:
+            args = dict(memory_bytes=hw.memory_bytes, weight_bytes=w, kv_bytes_per_token=kv, S=S, B=B)
+            calls.append(("chips_needed", args if reserve is None else dict(args, reserve=reserve), None))
     return calls
 
 
@@ -422,6 +451,9 @@ def test_js_rejects_bad_inputs_like_python():
         ("step_time_with_swap", dict(step_time=0.01, swap_time=-1.0), None),
         ("step_time_with_swap", dict(step_time=0.01, swap_time=0.02, overlap="yes"), None),
         ("overhead_floor_s", dict(n_ops=0, t_op=1e-6), None),
+        ("kv_heads_params", dict(L=32, d=4096, d_h=128, N_params=10, H_kv=8, H_kv_new=32), None),
+        ("kv_projection_params", dict(L=32, d=4096, d_h=128, H_kv=5), None),
+        ("chips_needed", dict(memory_bytes=1, weight_bytes=10, kv_bytes_per_token=1, S=1, reserve=0.5), None),
         ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
         ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,
                                     t_op=1e-6, overlap="max"), None),

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from minigpt import KVCache, MiniGPT, ModelConfig, Tokenizer, generate, load_pretrained
+from minigpt.corpus.grammar import vocabulary
 from minigpt.runtime.checkpoint import save_checkpoint
 
 
@@ -61,7 +62,7 @@ def test_bad_generate_arguments(model, kwargs, match):
 
 def test_unknown_word_is_named():
     with pytest.raises(ValueError, match="zebra"):
-        Tokenizer.from_grammar().encode("Yesterday I zebra")
+        Tokenizer(vocabulary()).encode("Yesterday I zebra")
 
 
 def test_token_id_out_of_range(model):
@@ -95,7 +96,7 @@ def test_tokens_must_be_long_2d(model):
 
 
 def test_bad_checkpoints(tmp_path, model):
-    tok = Tokenizer.from_grammar()
+    tok = Tokenizer(vocabulary())
     save_checkpoint(model, tok, {"note": "test"}, tmp_path)
     assert load_pretrained(tmp_path).config == model.config
     # corrupted weights

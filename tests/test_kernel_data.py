@@ -32,6 +32,10 @@ def test_flash_sweep_records_every_path_and_the_occupancy_model():
             B=data["decode_shape"]["B"], H_kv=data["decode_shape"]["H_kv"], S=d["S"], splits=d["splits"],
             n_sm=d["units"])
         assert d["measured_speedup"] == pytest.approx(d["plain_s"] / d["split_s"])
+        # every time comes with its spread, and the speedup's range brackets the ratio of the medians
+        assert d["plain_q1_s"] <= d["plain_s"] <= d["plain_q3_s"] and d["split_q1_s"] <= d["split_s"] <= d["split_q3_s"]
+        lo, hi = d["speedup_iqr"]
+        assert lo == pytest.approx(d["plain_q1_s"] / d["split_q3_s"]) and lo <= d["measured_speedup"] <= hi
 
 
 def test_speculative_sweep_formulas_are_the_packages():

@@ -20,6 +20,7 @@ import torch
 from minigpt import MiniGPT, ModelConfig, Pretrained, Tokenizer, costs, load_pretrained
 from minigpt.book.web_export import WEIGHTS_ASSET, export_web_assets, web_weights
 from minigpt.corpus import generate_sentences
+from minigpt.corpus.grammar import vocabulary
 
 NODE = shutil.which("node")
 FORWARD_JS = Path(__file__).resolve().parents[1] / "minigpt" / "web" / "minigpt_forward.js"
@@ -223,7 +224,7 @@ def test_grouped_query_attention_matches(H_kv: int, tmp_path: Path) -> None:
     with torch.no_grad():  # move off the init (zero biases, unit norms) so every parameter matters
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    asset = export_web_assets(tmp_path, Pretrained(model, Tokenizer.from_grammar(), card={}))
+    asset = export_web_assets(tmp_path, Pretrained(model, Tokenizer(vocabulary()), card={}))
     prompts = random_prompts(config.V, config.S_max, seed=H_kv)[:5]
     got = values(asset, [("generate", {"ids": ids, "D": config.S_max - len(ids) + 1}) for ids in prompts[:3]]
                  + [("forward", {"ids": ids, "cached": False, "lastOnly": False}) for ids in prompts])

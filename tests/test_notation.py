@@ -157,7 +157,6 @@ def errata_values() -> dict[str, str]:
     )
 
     seed_7b = dict(L=32, d=4096, s=2, N_params=costs.non_embedding_matrix_params(L=32, d=4096))
-    step_bytes = llama2_7b_step_bytes
     llama70 = MODELS["Llama-3-70B"]
     a100 = HARDWARE["A100 80GB"]
     h100 = HARDWARE["H100 SXM"]
@@ -173,8 +172,14 @@ def errata_values() -> dict[str, str]:
     rag = costs.wall_clock(P=12000, D=500, prefill_tok_s=1500, decode_tok_s=40)
 
     def gqa_gain(B: int, S: int) -> float:
-        """Decode-step bytes of Llama-2-7B in bf16 with its 32 KV heads over those with 8."""
-        return step_bytes(B=B, S=S, H_kv=32) / step_bytes(B=B, S=S, H_kv=8)
+        """Decode-step bytes of Llama-2-7B in bf16 with its 32 KV heads over those with 8, each model with its own
+        weights (Eq. 9.3: the K/V projections shrink too), Eq. (9.2)."""
+        m = MODELS["Llama-2-7B"]
+        return costs.gqa_decode_gain(N_params=m.N_params, L=m.L, d=m.d, d_h=m.d_h, H_kv=8, s=2, S=S, B=B)
+
+    def gqa_cut() -> float:
+        m = MODELS["Llama-2-7B"]
+        return 1 - costs.kv_heads_params(N_params=m.N_params, L=m.L, d=m.d, d_h=m.d_h, H_kv=32, H_kv_new=8) / m.N_params
 
     def int8_share(L: int, H_kv: int, d_h: int) -> float:
         fp16 = costs.kv_cache_bytes(L=L, H_kv=H_kv, d_h=d_h, s=2, S=1)
@@ -217,8 +222,10 @@ def errata_values() -> dict[str, str]:
         "50 tok/s": f"holds: {costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=8e9):.1f} tok/s",
         "fp16 weights": f"with FP16 weights, 16 GB, the same card's ceiling is "
         f"{costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=16e9):.1f} tok/s",
-        "gqa gains": f"{gqa_gain(B=1, S=1024):.2f}× at $B = 1$, $S = 1{{,}}024$ and "
-        f"{gqa_gain(B=32, S=4096):.2f}× at $B = 32$, $S = 4{{,}}096$",
+        "gqa gains": f"{gqa_cut():.0%} of Llama-2-7B's parameters go with 8 key/value heads), so decode gains the ratio"
+        f" of step bytes, linear only where the cache dominates: for Llama-2-7B with 8 key/value heads, "
+        f"{gqa_gain(B=1, S=1024):.2f}× at $B = 1$, $S = 1{{,}}024$ and {gqa_gain(B=16, S=4096):.2f}× at $B = 16$, "
+        f"$S = 4{{,}}096$",
         "chat": f"holds: {chat.total_s:.1f} s, decode {chat.decode_share:.2%}",
         "50x": f"2,000 / 40 = {2000 / 40:.0f}×",
         "160 chars": f"the {40 * 4} characters/s hold",

@@ -21,7 +21,7 @@ def model():
 def test_random_model_is_seeded(model):
     other = sweeps.random_model(TINY)
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other.parameters(), strict=True))
-    assert sweeps.n_params(model) == TINY.param_count
+    assert sweeps.n_params(model) == costs.config_param_count(TINY)
 
 
 def test_filled_cache_holds_S_tokens(model):

@@ -12,7 +12,7 @@ from minigpt.corpus import generate_sentences
 from minigpt.corpus.grammar import vocabulary
 from minigpt.runtime.tokenizer import Tokenizer
 
-TOK = Tokenizer.from_grammar()
+TOK = Tokenizer(vocabulary())
 
 
 def test_grammar_tokenizer_has_600_words_and_pad_zero() -> None:

@@ -29,15 +29,20 @@ def mean_pool_kv(w, H_kv, d_h):
 
 # %% solution:q3
 def gqa_decode_gain(model, S, B, s):
-    """Eq. (9.2): MHA step bytes over GQA step bytes."""
-    def step(H_kv):
-        return model.N_params * s + B * S * 2 * model.L * H_kv * model.d_h * s
+    """Eq. (9.2): MHA step bytes over GQA step bytes, each model with its own weights (Eq. 9.3)."""
+    beta = 1 if model.biases else 0
+    N_mha = model.N_params + 2 * model.L * (model.d + beta) * model.d_h * (model.H - model.H_kv)
 
-    return step(model.H) / step(model.H_kv)
+    def step(N, H_kv):
+        return N * s + B * S * 2 * model.L * H_kv * model.d_h * s
+
+    return step(N_mha, model.H) / step(model.N_params, model.H_kv)
 
 
 # %% solution:q4
 def max_batch_with_heads(hardware, model, H_kv, S):
     """Largest B of S-token caches with H_kv heads next to bf16 weights."""
-    free = hardware.memory_bytes - model.N_params * 2
+    beta = 1 if model.biases else 0
+    N = model.N_params + 2 * model.L * (model.d + beta) * model.d_h * (H_kv - model.H_kv)
+    free = math.floor(hardware.memory_bytes * (1 - 0.1)) - N * 2
     return max(0, free // (S * 2 * model.L * H_kv * model.d_h * 2))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.costs.params import config_param_count
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -244,8 +246,8 @@ def preset_value(model: Any) -> dict[str, Any]:
     for extra in ("H", "N_params", "S_max"):
         if hasattr(model, extra):
             value[extra] = getattr(model, extra)
-    if "N_params" not in value and hasattr(model, "param_count"):
-        value["N_params"] = model.param_count
+    if "N_params" not in value and isinstance(model, ModelConfig):
+        value["N_params"] = config_param_count(model)
     return value
 
 

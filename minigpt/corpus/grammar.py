@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from minigpt.runtime.tokenizer import PAD
+
 Tense = Literal["past", "present", "future"]
 Verb = tuple[str, str, str]  # (base, third_singular, past)
 
-PAD = "<pad>"
 PERIOD = "."
 WILL = "will"
 TO = "to"

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from minigpt.config import ModelConfig
 from minigpt.corpus import training_stream
-from minigpt.corpus.grammar import PERIOD
+from minigpt.corpus.grammar import PERIOD, vocabulary
 from minigpt.runtime.checkpoint import DATA_DIR, DEFAULT_NAME, save_checkpoint
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.tokenizer import Tokenizer
@@ -74,7 +74,7 @@ def train(config: ModelConfig | None = None, tc: TrainConfig | None = None, *, p
     """Train on CPU, from scratch or from `init` (uptraining); returns the model, the tokenizer and the log."""
     config = init.config if init is not None else (config or ModelConfig())
     tc = tc or TrainConfig()
-    tokenizer = Tokenizer.from_grammar()
+    tokenizer = Tokenizer(vocabulary())
     if tokenizer.V != config.V:
         raise ValueError(f"config V={config.V} does not match the grammar's vocabulary of {tokenizer.V} words")
     torch.manual_seed(tc.seed)

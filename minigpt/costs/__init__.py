@@ -23,15 +23,18 @@ from minigpt.costs.attention_kernels import (
     flash_attention_hbm_bytes,
     flash_attention_hbm_saving,
     flash_decoding_best_splits,
+    flash_decoding_num_splits,
     flash_decoding_speedup,
+    flash_decoding_time,
     flash_decoding_work_items,
     speculative_best_gamma,
     speculative_speedup,
     speculative_tokens_per_pass,
     standard_attention_hbm_bytes,
     tiled_attention_flops,
+    tiled_attention_hbm_bytes,
 )
-from minigpt.costs.batching import batching_gain, decode_step_time, decode_tok_s, ideal_batching_tok_s, kv_read_share
+from minigpt.costs.batching import batching_gain, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
     cache_saving_factor,
     decode_flops,
@@ -64,7 +67,9 @@ from minigpt.costs.format import (
 )
 from minigpt.costs.kv_storage import paged_blocks, paged_fork_saved_blocks, paged_slack_tokens, quantized_kv_bytes
 from minigpt.costs.memory import (
+    FIT_RESERVE,
     MemoryFit,
+    chips_needed,
     fits_in_memory,
     int8_kv_bytes,
     kv_bytes_per_token,
@@ -88,7 +93,14 @@ from minigpt.costs.overhead import (
     overhead_step_time,
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
-from minigpt.costs.params import non_embedding_matrix_params, param_count, params_by_component
+from minigpt.costs.params import (
+    config_param_count,
+    kv_heads_params,
+    kv_projection_params,
+    non_embedding_matrix_params,
+    param_count,
+    params_by_component,
+)
 from minigpt.costs.preemption import recompute_time, step_time_with_swap, swap_time
 from minigpt.costs.roofline import (
     arithmetic_intensity,
@@ -98,6 +110,7 @@ from minigpt.costs.roofline import (
     attention_intensity,
     critical_batch,
     decode_intensity,
+    decode_step_time,
     decode_tok_s_ceiling,
     prefill_intensity,
     ridge_point,
@@ -114,7 +127,7 @@ from minigpt.costs.serving import (
 )
 from minigpt.costs.shape import MODEL_SYMBOLS, evaluate, model_args, of
 from minigpt.costs.text_rates import chars_per_second
-from minigpt.costs.traffic import decode_step_bytes, last_decode_step_floor_s, prefill_bytes
+from minigpt.costs.traffic import decode_step_bytes, gqa_decode_gain, last_decode_step_floor_s, prefill_bytes
 from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, decode_time_with_kv, wall_clock
 
 # The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
@@ -155,7 +168,10 @@ FORMULAS = (
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
     "swap_time", "recompute_time", "step_time_with_swap",  # Chapter 12: preemption, Eqs. (12.3)-(12.5)
     "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
+    "kv_projection_params", "kv_heads_params", "gqa_decode_gain", "chips_needed",  # Chapter 9, Eqs. (9.2)-(9.4)
+    "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
+    "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
 )
 
-__all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock", "evaluate", "fmt_sig",
-           "model_args", "of"]
+__all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",
+           "config_param_count", "evaluate", "fmt_sig", "model_args", "of"]

@@ -6,15 +6,22 @@
   (FlashAttention, arXiv:2205.14135), Algorithm 0 against Algorithm 1, whose orders are Theorem 2's
   Θ(N·d + N²) and Θ(N²·d²/M) with N = P, d = d_h and M the on-chip SRAM in values; `flash_attention_hbm_saving`
   their ratio.
+- `tiled_attention_hbm_bytes`: Eq. (15.1), the same count in both loop orders with any tiles: K/V outer
+  (FlashAttention-1) and Q outer (FlashAttention-2/3 and `flash_attention`); `FA2_TILES` the tiles
+  FlashAttention-2's forward uses.
 - `flash_decoding_work_items`, `flash_decoding_speedup`: the occupancy model of a decode step (Dao, Haziza,
   Massa, Sizov 2023, "Flash-Decoding for long-context inference"): B·H_kv independent work items, ×splits;
-  `flash_decoding_best_splits` the chunk count it favours.
+  `flash_decoding_best_splits` the chunk count it favours. `flash_decoding_time`, Eq. (16.1), adds the HBM
+  ceiling, the partials and the merge; `flash_decoding_num_splits`, Eq. (16.2), is FlashAttention-2's own
+  choice of the chunk count (`num_splits_heuristic`).
 - `speculative_tokens_per_pass`, `speculative_speedup`, `speculative_best_gamma`: Leviathan, Kalman, Matias 2023
   (arXiv:2211.17192), Eq. (1) and Theorem 3.8, with acceptance rate alpha, gamma drafted tokens and draft/target
   cost ratio; the best gamma is the argmax of the speedup over gamma = 1 .. gamma_max.
 """
 
 from __future__ import annotations
+
+import math
 
 from minigpt.costs._check import _fraction, _int, _positive
 
@@ -62,6 +69,44 @@ def flash_attention_hbm_bytes(*, P: int, d_h: int, s: int, sram_bytes: int, H: i
     return _int("B", B, 1) * _int("H", H, 1) * elements * s
 
 
+#: FlashAttention-2's forward tiles (B_r query rows × B_c keys) on A100/H100 without dropout, by head dimension:
+#: `run_mha_fwd_hdim*` in csrc/flash_attn/src/flash_fwd_launch_template.h (github.com/Dao-AILab/flash-attention).
+FA2_TILES = {32: (128, 128), 64: (128, 128), 96: (128, 64), 128: (128, 64), 192: (128, 64), 256: (64, 64)}
+
+
+def tiled_attention_hbm_bytes(
+    *, P: int, d_h: int, s: int, block_q: int, block_k: int, kv_outer: bool = False, causal: bool = False,
+    H: int = 1, B: int = 1,
+) -> int:
+    """The HBM bytes of one tiled attention forward over P tokens, Eq. (15.1), in either loop order (every
+    access counted as HBM traffic: no L2 cache reuse).
+
+    Q outer (FlashAttention-2/3, and `minigpt.runtime.attention.flash_attention`): each of ⌈P/B_r⌉ query tiles
+    reads its Q rows, re-reads K and V for every key it sees (all P; causal: whole key tiles up to its last row)
+    and writes O and one log-sum-exp per row: 2·P·d + P + Σ_i 2·d·keys_i values per head.
+    K/V outer (FlashAttention-1, Dao et al. 2022 Algorithm 1): O, ℓ, m written once (P·d + 2P), K and V read
+    once (2P·d), and each of ⌈P/B_c⌉ key tiles reads Q, O, ℓ, m and writes O, ℓ, m for every query row that
+    sees it (causal: the query tiles whose last row reaches the key tile): Σ_j rows_j·(3d + 4).
+    """
+    N, d = _int("P", P, 1), _int("d_h", d_h, 1)
+    bq, bk = _int("block_q", block_q, 1), _int("block_k", block_k, 1)
+    for name, flag in (("kv_outer", kv_outer), ("causal", causal)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    q_tiles = [(i0, min(i0 + bq, N)) for i0 in range(0, N, bq)]
+    if kv_outer:
+        elements = N * d + 2 * N + 2 * N * d
+        for j0 in range(0, N, bk):
+            rows = sum(i1 - i0 for i0, i1 in q_tiles if not causal or i1 - 1 >= j0)
+            elements += rows * (3 * d + 4)
+    else:
+        elements = 2 * N * d + N
+        for _, i1 in q_tiles:
+            keys = min(-(-i1 // bk) * bk, N) if causal else N  # whole key tiles up to the diagonal
+            elements += 2 * d * keys
+    return _int("B", B, 1) * _int("H", H, 1) * elements * _int("s", s, 1)
+
+
 def flash_attention_hbm_saving(*, P: int, d_h: int, s: int, sram_bytes: int) -> float:
     """How many times fewer HBM bytes FlashAttention moves than standard attention (Dao et al. 2022, Theorem 2):
     `standard_attention_hbm_bytes` over `flash_attention_hbm_bytes` (the same for every head and sequence)."""
@@ -92,6 +137,84 @@ def flash_decoding_best_splits(*, B: int, H_kv: int, S: int, n_sm: int = H100_SM
     one = flash_decoding_work_items(B=B, H_kv=H_kv)
     top = min(_int("max_splits", max_splits, 1), S)
     return min(range(1, top + 1), key=lambda k: (-(-one * k // n_sm) * -(-S // k), k))
+
+
+A100_SMS = 108  # streaming multiprocessors of an A100: NVIDIA, "NVIDIA A100 Tensor Core GPU Architecture" (2020)
+PARTIAL_BYTES = 4  # a split's partial output and log-sum-exp are fp32 (FlashAttention-2's oaccum, lse_accum)
+
+
+def flash_decoding_time(
+    *, B: int, H_kv: int, S: int, d_h: int, s: int, splits: int, bandwidth: float, n_sm: int = H100_SMS,
+    H: int | None = None, sm_bandwidth: float | None = None, launch_s: float = 0.0,
+) -> float:
+    """Seconds of one decode step's attention split into K = `splits` chunks, Eq. (16.1):
+    t = max(⌈W/n_sm⌉·b_item/r_sm, b_all/BW) + [K > 1]·(b_merge/BW + launch_s).
+
+    W = B·H_kv·K work items (one per sequence, K/V head and chunk: the g = H/H_kv query heads (default H = H_kv)
+    that share a K/V head
+    are rows of one item, so its keys and values are read once); b_item = 2·⌈S/K⌉·d_h·s bytes of K and V
+    plus, when K > 1, g·(d_h + 1)·4 bytes of fp32 partial output and log-sum-exp written; the merge reads
+    every partial and writes the output, b_merge = B·H_kv·g·(K·(d_h + 1)·4 + d_h·s), as a second kernel
+    (`launch_s` its launch and tail). Items run in waves of n_sm, each as long as its longest item (a chunk of
+    ⌈S/K⌉ keys); an SM streams at most r_sm = `sm_bandwidth` (default BW/n_sm, its share of the chip's
+    bandwidth), and all SMs together at most BW, the HBM ceiling on the bytes actually moved,
+    b_all = B·H_kv·(2·S·d_h·s + [K > 1]·K·g·(d_h + 1)·4).
+    """
+    B, H_kv, S, d = _int("B", B, 1), _int("H_kv", H_kv, 1), _int("S", S, 1), _int("d_h", d_h, 1)
+    s, n_sm, g = _int("s", s, 1), _int("n_sm", n_sm, 1), _group(H, H_kv)
+    K = min(_int("splits", splits, 1), S)
+    bw = _positive("bandwidth", bandwidth)
+    r_sm = bw / n_sm if sm_bandwidth is None else _positive("sm_bandwidth", sm_bandwidth)
+    if isinstance(launch_s, bool) or not isinstance(launch_s, (int, float)) or not 0 <= launch_s < float("inf"):
+        raise ValueError(f"launch_s must be a finite number >= 0 (seconds), got {launch_s!r}")
+    items = flash_decoding_work_items(B=B, H_kv=H_kv, splits=K)
+    partial = g * (d + 1) * PARTIAL_BYTES if K > 1 else 0
+    item_bytes = 2 * -(-S // K) * d * s + partial
+    moved = B * H_kv * (2 * S * d * s + K * partial)
+    kernel = max(-(-items // n_sm) * item_bytes / r_sm, moved / bw)
+    if K == 1:
+        return kernel
+    merge_bytes = B * H_kv * g * (K * (d + 1) * PARTIAL_BYTES + d * s)
+    return kernel + merge_bytes / bw + launch_s
+
+
+def _group(H: int | None, H_kv: int) -> int:
+    """g = H/H_kv query heads per K/V head (1 when H is not given)."""
+    if H is None:
+        return 1
+    if _int("H", H, 1) % H_kv:
+        raise ValueError(f"H must be a multiple of H_kv = {H_kv}, got H={H}")
+    return H // H_kv
+
+
+def flash_decoding_num_splits(
+    *, B: int, H_kv: int, S: int, d_h: int, n_sm: int = H100_SMS, H: int | None = None,
+) -> int:
+    """The split count FlashAttention-2's `num_splits_heuristic` picks, Eq. (16.2) (csrc/flash_attn/flash_api.cpp): with
+    n = B·H_kv·⌈g/64⌉ blocks (a decode step's g = H/H_kv query heads per K/V head are packed as rows, FA2's
+    `seqlenq_ngroups_swapped`), 2·n_sm CTA slots
+    (128-thread blocks, two per SM) and ⌈S/block_n⌉ key blocks (block_n = 256, 128, 64 for d_h ≤ 64, ≤ 128,
+    more): 1 if n ≥ 0.8·2·n_sm, else the fewest splits K whose wave efficiency (n·K/slots) / ⌈n·K/slots⌉ is
+    within 85 % of the best, over K ≤ min(128, slots, key blocks) that change the blocks per split."""
+    n = _int("B", B, 1) * _int("H_kv", H_kv, 1) * -(-_group(H, H_kv) // 64)
+    slots = 2 * _int("n_sm", n_sm, 1)
+    d = _int("d_h", d_h, 1)
+    block_n = 256 if d <= 64 else 128 if d <= 128 else 64
+    n_blocks = -(-_int("S", S, 1) // block_n)
+    if n >= 0.8 * slots:
+        return 1
+    top = min(128, slots, n_blocks)
+
+    def eligible(k: int) -> bool:
+        return k == 1 or -(-n_blocks // k) != -(-n_blocks // (k - 1))
+
+    def efficiency(k: int) -> float:
+        waves = n * k / slots
+        return waves / math.ceil(waves)
+
+    effs = {k: efficiency(k) for k in range(1, top + 1) if eligible(k)}
+    best = max(effs.values())
+    return next(k for k, e in effs.items() if e >= 0.85 * best)
 
 
 def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:

@@ -8,42 +8,15 @@ one FLOP per byte, far below any ridge point, so it is bandwidth-bound whatever 
 overlap with the matmuls, its time adds (`overlap=False`, Eq. 7.3):
 ``max(N s / BW, F(S=0) / π) + max(B·S·b_token / BW, (F(S) − F(0)) / π)``, up to 2× slower when both
 terms are equal.
+
+`decode_step_time` itself is a roofline time and lives in `roofline` (this module builds on it).
 """
 
 from __future__ import annotations
 
-from minigpt.costs._check import _int, _kv_width
-from minigpt.costs.flops import decode_step_flops
-from minigpt.costs.memory import weight_bytes
-from minigpt.costs.roofline import roofline_time
+from minigpt.costs._check import _int
+from minigpt.costs.roofline import decode_step_time
 from minigpt.costs.traffic import decode_step_bytes
-
-
-def decode_step_time(
-    *, L: int, S: int, d: int, N_params: int, s: float, bandwidth: float, peak_flops: float,
-    H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0, B: int = 1,
-    ffn_matrices: int = 2, s_kv: int | None = None, overlap: bool = True,
-) -> float:
-    """Decode-step time: Eq. (7.2) max(bytes/BW, F/π) (`overlap=True`, the KV reads overlap the weights'
-    arithmetic), or Eq. (7.3) max(N·s/BW, F(S=0)/π) + max(B·S·b_token/BW, (F(S) − F(0))/π) (`overlap=False`);
-    weights at s, the cache at s_kv (default s) bytes per value."""
-    if s_kv is None:
-        if not isinstance(s, int):
-            raise ValueError(f"s_kv must be given (an integer >= 1) when s is fractional, got s={s!r}")
-        s_kv = s
-    if not isinstance(overlap, bool):
-        raise ValueError(f"overlap must be True (Eq. 7.2's max) or False (the additive form), got {overlap!r}")
-    flops = decode_step_flops(L=L, S=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
-    kv_token = 2 * L * _kv_width(d, H_kv, d_h) * _int("s_kv", s_kv, 1)
-    weights = weight_bytes(N_params=N_params, s=s)
-    if overlap:
-        moved = decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv_token, S=S, B=B)
-        return roofline_time(flops=flops, bytes=moved, peak_flops=peak_flops, bandwidth=bandwidth)
-    # Eq. (7.3): the weights' part and the attention over the S cached tokens, each under its own roof, added.
-    dense = decode_step_flops(L=L, S=0, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, B=B, ffn_matrices=ffn_matrices)
-    kv = B * S * kv_token
-    return (roofline_time(flops=dense, bytes=weights, peak_flops=peak_flops, bandwidth=bandwidth)
-            + roofline_time(flops=flops - dense, bytes=kv, peak_flops=peak_flops, bandwidth=bandwidth))
 
 
 def decode_tok_s(

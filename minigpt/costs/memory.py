@@ -77,17 +77,39 @@ def memory_budget(*, memory_bytes: int, reserve: float = 0.0) -> int:
     return math.floor(_int("memory_bytes", memory_bytes) * (1 - _fraction("reserve", reserve)))
 
 
-KV_HEAD_SCHEMES = ("published", "mha", "gqa", "mqa")
+#: The share of a chip's memory a fit check leaves free, Eq. (9.4): vLLM's default
+#: `gpu_memory_utilization = 0.9` lets the engine use 90 % (the rest: CUDA context, activations, fragmentation).
+FIT_RESERVE = 0.10
+
+
+def chips_needed(
+    *, memory_bytes: int, weight_bytes: int, kv_bytes_per_token: int, S: int, B: int = 1,
+    reserve: float = FIT_RESERVE,
+) -> int:
+    """Chips of memory_bytes each that hold the weights and B caches of S tokens, Eq. (9.4):
+    ⌈(N·s + B·S·b) / ⌊(1 − reserve)·memory_bytes⌋⌉; 1 means it fits on one chip (Eq. 2.9's budget holds).
+
+    More than one chip assumes the bytes split evenly (tensor parallelism shards the weights and the
+    K/V heads); what each chip adds (replicated embeddings, activations, communication buffers) is left out.
+    """
+    used = decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=S, B=B)
+    budget = _budget(memory_bytes, reserve)
+    if budget < 1:
+        raise ValueError(f"memory_bytes·(1 − reserve) must be at least 1 byte, got {memory_bytes} and {reserve}")
+    return max(1, -(-used // budget))
+
+
+KV_HEAD_SCHEMES = ("published", "mha", "gqa", "gqa4", "mqa")
 
 
 def kv_heads(*, H: int, H_kv: int, scheme: str = "published") -> int:
-    """The H_kv of Eq. (2.1) under an attention scheme, Chapter 2: the published H_kv, MHA (H),
-    GQA with groups of 8 query heads (max(1, H // 8)), or MQA (1)."""
+    """The H_kv of Eq. (2.1) under an attention scheme, Chapters 2 and 9: the published H_kv, MHA (H),
+    GQA with groups of 8 query heads (max(1, H // 8)) or of 4 ("gqa4": max(1, H // 4)), or MQA (1)."""
     _int("H", H, 1)
     _int("H_kv", H_kv, 1)
     if scheme not in KV_HEAD_SCHEMES:
         raise ValueError(f"scheme must be one of {list(KV_HEAD_SCHEMES)}, got {scheme!r}")
-    return {"published": H_kv, "mha": H, "gqa": max(1, H // 8), "mqa": 1}[scheme]
+    return {"published": H_kv, "mha": H, "gqa": max(1, H // 8), "gqa4": max(1, H // 4), "mqa": 1}[scheme]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ overhead-bound, and no saving of bytes makes it faster.
 from __future__ import annotations
 
 from minigpt.costs._check import _int, _positive
-from minigpt.costs.batching import decode_step_time
+from minigpt.costs.roofline import decode_step_time
 
 
 def overhead_floor_s(*, n_ops: int, t_op: float) -> float:

@@ -12,6 +12,7 @@ browser sliders; ``tests/test_costs_js.py`` checks the two are equal.
 from __future__ import annotations
 
 from minigpt.config import ModelConfig
+from minigpt.costs.params import config_param_count
 from minigpt.costs.preset_types import HardwarePreset, LatentPreset, LinkPreset, ModelPreset
 
 MiB = 2**20
@@ -22,7 +23,7 @@ def _minigpt() -> ModelPreset:
     cfg = ModelConfig()
     return ModelPreset(
         name="MiniGPT", L=cfg.L, H=cfg.H, H_kv=cfg.H_kv, d_h=cfg.d_h, d_ffn=cfg.d_ffn, V=cfg.V,
-        N_params=cfg.param_count,
+        N_params=config_param_count(cfg),
         source="this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page "
         "'Prefill vs Decode: two phases of one forward')",
         S_pos=cfg.S_max, S_max=cfg.S_max,

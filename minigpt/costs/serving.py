@@ -20,10 +20,9 @@ import math
 from dataclasses import dataclass
 
 from minigpt.costs._check import _int, _kv_width
-from minigpt.costs.batching import decode_step_time
 from minigpt.costs.flops import layer_flops, lm_head_flops
 from minigpt.costs.memory import weight_bytes
-from minigpt.costs.roofline import roofline_time
+from minigpt.costs.roofline import decode_step_time, roofline_time
 
 
 def mixed_step_time(

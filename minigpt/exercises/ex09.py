@@ -48,13 +48,9 @@ def _gain_cases(rng: random.Random) -> list[dict]:
 
 
 def _gain(model: ModelPreset, S: int, B: int, s: int) -> float:
-    weights = costs.weight_bytes(N_params=model.N_params, s=s)
-
-    def step(H_kv: int) -> int:
-        kv = costs.kv_bytes_per_token(L=model.L, H_kv=H_kv, d_h=model.d_h, s=s)
-        return costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=S, B=B)
-
-    return step(model.H) / step(model.H_kv)
+    shape = dict(L=model.L, d=model.d, d_h=model.d_h, biases=model.biases)
+    N_mha = costs.kv_heads_params(N_params=model.N_params, H_kv=model.H_kv, H_kv_new=model.H, **shape)
+    return costs.gqa_decode_gain(N_params=N_mha, H_kv=model.H_kv, s=s, S=S, B=B, **shape)
 
 
 def _batch_cases(rng: random.Random) -> list[dict]:
@@ -71,9 +67,11 @@ def _batch_cases(rng: random.Random) -> list[dict]:
 
 
 def _max_batch(hardware: HardwarePreset, model: ModelPreset, H_kv: int, S: int) -> int:
+    N = costs.kv_heads_params(N_params=model.N_params, L=model.L, d=model.d, d_h=model.d_h, H_kv=model.H_kv,
+                              H_kv_new=H_kv, biases=model.biases)
     kv = costs.kv_bytes_per_token(L=model.L, H_kv=H_kv, d_h=model.d_h, s=2)
-    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=model.N_params * 2,
-                           kv_bytes_per_token=kv, S=S)
+    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=N * 2, kv_bytes_per_token=kv, S=S,
+                           reserve=costs.FIT_RESERVE)
 
 
 EXERCISE = Exercise(
@@ -90,20 +88,21 @@ EXERCISE = Exercise(
         Question(
             "q2", "mean_pool_kv", "mean_pool_kv(w, H_kv, d_h) -> tensor", _pool_cases, _mean_pool,
             tensor(atol=1e-6, rtol=1e-6),
-            "rows of w are old K/V heads of d_h rows each; new head j is the mean of old heads j·g … j·g+g−1 "
-            "(w.unflatten(0, (H_kv, g, d_h)).mean(1)), flattened back to [H_kv·d_h, d_in].",
+            "rows of w are old K/V heads of d_h rows each, head after head; new head j is the element-wise mean "
+            "of the g consecutive old heads j·g … j·g+g−1, and the result keeps that layout: [H_kv·d_h, d_in].",
         ),
         Question(
             "q3", "gqa_decode_gain", "gqa_decode_gain(model, S, B, s) -> float", _gain_cases, _gain, close(1e-9),
-            "Eq. (9.2): bytes of a decode step with H_kv = model.H (MHA) over bytes with model.H_kv, "
-            "each N·s + B·S·2·L·H_kv·d_h·s (the weights N·s the same in both).",
+            "Eq. (9.2): a decode step reads N·s + B·S·2·L·H_kv·d_h·s bytes, and the weights differ too: the "
+            "multi-head twin's key and value projections map d inputs to H heads, not H_kv, so it has more "
+            "parameters than model.N_params (Eq. 9.3; count the projections' biases when model.biases).",
         ),
         Question(
             "q4", "max_batch_with_heads", "max_batch_with_heads(hardware, model, H_kv, S) -> int", _batch_cases,
             _max_batch, exact_int,
-            "bf16 (s = 2) weights N·s and B caches of S tokens with H_kv K/V heads, 2·L·H_kv·d_h·s bytes per "
-            "token, must fit hardware.memory_bytes: ⌊(memory − N·s) / (S·bytes per token)⌋, 0 if the weights "
-            "alone do not fit.",
+            "bf16 (s = 2): the weights of the variant with H_kv K/V heads (its N differs from model.N_params, "
+            "Eq. 9.3) and B caches of S tokens must fit 90 % of hardware.memory_bytes (rounded down); 0 if "
+            "the weights alone do not fit.",
         ),
     ),
 )

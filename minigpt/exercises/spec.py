@@ -4,7 +4,7 @@ A question is one function the student writes. Its inputs are generated as plain
 lists and a few tagged objects such as ``{"$randn": [2, 3], "seed": 7}`` or ``{"$preset": "Llama-3-8B"}``)
 so the grader's trusted process can send them to the sandboxed child that runs the student's code;
 `build` turns them into Python objects (tensors, presets, models); the child gets presets already
-`resolve`d to their fields and builds the rest with `minigpt.grading.wire`, which holds no answers. The expected
+`resolve`d to their fields and builds the rest with `minigpt.exercises.wire`, which holds no answers. The expected
 output is computed by the package (``minigpt.costs``, ``minigpt.runtime.model``, ...) and never leaves the
 trusted process; outputs are compared in their JSON form (`encode`), tensors as nested lists.
 """
@@ -21,8 +21,8 @@ from typing import Any
 import torch
 
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.grading import wire
-from minigpt.grading.wire import UnsupportedOutput, build_model, encode  # noqa: F401 - re-exported here
+from minigpt.exercises import wire
+from minigpt.exercises.wire import UnsupportedOutput, build_model, encode  # noqa: F401 - re-exported here
 
 Case = dict[str, Any]
 Compare = Callable[[Any, Any], "str | None"]

@@ -8,7 +8,7 @@ else of the checkout; the child there (`minigpt.grading.child`) reads the inputs
 writes only outputs to another, which the parent checks and compares.
 
 Names are imported lazily so that the sandbox's stripped copy can import `minigpt.grading.child`
-and `minigpt.grading.wire` without the parent's modules.
+and `minigpt.exercises.wire` without the parent's modules.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def main() -> None:
 
     import torch
 
-    from minigpt.grading.wire import UnsupportedOutput, build_case, encode
+    from minigpt.exercises.wire import UnsupportedOutput, build_case, encode
 
     torch.set_num_threads(1)
     inputs = {q["id"]: [build_case(c) for c in q["cases"]] for q in job["questions"]}

@@ -2,7 +2,8 @@
 
 One token per space-separated word, case-sensitive; the only special token is "<pad>" (id 0).
 There is no BOS/EOS: sentences end with the token "." and training streams are sentences
-joined by spaces. The vocabulary comes from :func:`minigpt.corpus.grammar.vocabulary` (V = 600).
+joined by spaces. The book's vocabulary is :func:`minigpt.corpus.grammar.vocabulary` (V = 600):
+``Tokenizer(grammar.vocabulary())``; a checkpoint stores its own (`from_dict`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from minigpt.corpus.grammar import PAD, vocabulary
+PAD = "<pad>"  # the only special token, id 0
 
 
 class Tokenizer:
@@ -31,11 +32,6 @@ class Tokenizer:
             raise ValueError(f"vocab words must be unique, got duplicates {duplicates[:5]!r}")
         self._words: tuple[str, ...] = tuple(vocab)
         self._ids: dict[str, int] = {w: i for i, w in enumerate(vocab)}
-
-    @classmethod
-    def from_grammar(cls) -> Tokenizer:
-        """The tokenizer of the book's grammar corpus (V = 600)."""
-        return cls(vocabulary())
 
     @property
     def V(self) -> int:

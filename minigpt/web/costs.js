@@ -233,14 +233,14 @@
     const weights = (L * (12n * d * d) + V * d) * s;
     return N(weights + (P + D - 2n) * 2n * L * d * s) / bandwidth;
   };
-  const KV_HEAD_SCHEMES = ["published", "mha", "gqa", "mqa"];
+  const KV_HEAD_SCHEMES = ["published", "mha", "gqa", "gqa4", "mqa"];
   C.kv_heads = function (a) {
     const H = N(int(a, "H", 1)), H_kv = N(int(a, "H_kv", 1));
     const scheme = a.scheme === undefined ? "published" : a.scheme;
     if (!KV_HEAD_SCHEMES.includes(scheme)) {
       throw new RangeError("scheme must be one of " + KV_HEAD_SCHEMES.join(", ") + ", got " + scheme);
     }
-    return {published: H_kv, mha: H, gqa: Math.max(1, Math.floor(H / 8)), mqa: 1}[scheme];
+    return {published: H_kv, mha: H, gqa: Math.max(1, Math.floor(H / 8)), gqa4: Math.max(1, Math.floor(H / 4)), mqa: 1}[scheme];
   };
   C.memory_fit = (a) => ({
     weights_fit: int(a, "weight_bytes", 0) <= budget(a),
@@ -519,6 +519,39 @@
     const elements = n * d + 2n * n + 2n * n * d + Tc * (3n * n * d + 4n * n);
     return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * elements * s);
   };
+  C.tiled_attention_hbm_bytes = function (a) {
+    const n = int(a, "P", 1), d = int(a, "d_h", 1), bq = int(a, "block_q", 1), bk = int(a, "block_k", 1);
+    const flag = (name) => {
+      const v = a[name] === undefined || a[name] === null ? false : a[name];
+      if (typeof v !== "boolean") throw new RangeError(name + " must be true or false, got " + v);
+      return v;
+    };
+    const kvOuter = flag("kv_outer"), causal = flag("causal");
+    let elements;
+    if (kvOuter) {
+      elements = n * d + 2n * n + 2n * n * d;
+      for (let j0 = 0n; j0 < n; j0 += bk) {
+        let rows = 0n;
+        for (let i0 = 0n; i0 < n; i0 += bq) {
+          const i1 = i0 + bq < n ? i0 + bq : n;
+          if (!causal || i1 - 1n >= j0) rows += i1 - i0;
+        }
+        elements += rows * (3n * d + 4n);
+      }
+    } else {
+      elements = 2n * n * d + n;
+      for (let i0 = 0n; i0 < n; i0 += bq) {
+        const i1 = i0 + bq < n ? i0 + bq : n;
+        let keys = n;
+        if (causal) {
+          const whole = ceilDiv(i1, bk) * bk;
+          keys = whole < n ? whole : n;
+        }
+        elements += 2n * d * keys;
+      }
+    }
+    return N(int(a, "B", 1, 1) * int(a, "H", 1, 1) * elements * int(a, "s", 1));
+  };
   C.flash_attention_hbm_saving = function (a) {
     const head = { P: a.P, d_h: a.d_h, s: a.s };
     return C.standard_attention_hbm_bytes(head) / C.flash_attention_hbm_bytes(Object.assign({ sram_bytes: a.sram_bytes }, head));
@@ -539,6 +572,49 @@
       if (steps < fewest) [best, fewest] = [k, steps];
     }
     return N(best);
+  };
+  const PARTIAL_BYTES = 4n; // fp32 partial output and log-sum-exp per split (minigpt.costs.attention_kernels)
+  function group(a, H_kv) {
+    if (a.H === undefined || a.H === null) return 1n;
+    const H = int(a, "H", 1);
+    if (H % H_kv !== 0n) throw new RangeError("H must be a multiple of H_kv = " + H_kv + ", got H=" + H);
+    return H / H_kv;
+  }
+  C.flash_decoding_time = function (a) {
+    const B = int(a, "B", 1), H_kv = int(a, "H_kv", 1), S = int(a, "S", 1), d = int(a, "d_h", 1);
+    const s = int(a, "s", 1), g = group(a, H_kv), sms = int(a, "n_sm", 1, 132), asked = int(a, "splits", 1);
+    const K = asked < S ? asked : S;
+    const bw = num(a, "bandwidth", 0, true);
+    const rSm = a.sm_bandwidth === undefined || a.sm_bandwidth === null ? bw / N(sms) : num(a, "sm_bandwidth", 0, true);
+    const launch = a.launch_s === undefined || a.launch_s === null ? 0 : num(a, "launch_s", 0, false);
+    const items = B * H_kv * K;
+    const partial = K > 1n ? g * (d + 1n) * PARTIAL_BYTES : 0n;
+    const itemBytes = 2n * ceilDiv(S, K) * d * s + partial;
+    const moved = B * H_kv * (2n * S * d * s + K * partial);
+    const kernel = Math.max(N(ceilDiv(items, sms) * itemBytes) / rSm, N(moved) / bw);
+    if (K === 1n) return kernel;
+    const mergeBytes = B * H_kv * g * (K * (d + 1n) * PARTIAL_BYTES + d * s);
+    return kernel + N(mergeBytes) / bw + launch;
+  };
+  C.flash_decoding_num_splits = function (a) {
+    const H_kv = int(a, "H_kv", 1), g = group(a, H_kv);
+    const n = int(a, "B", 1) * H_kv * ceilDiv(g, 64n);
+    const slots = 2n * int(a, "n_sm", 1, 132), d = int(a, "d_h", 1);
+    const blockN = d <= 64n ? 256n : d <= 128n ? 128n : 64n;
+    const nBlocks = ceilDiv(int(a, "S", 1), blockN);
+    if (N(n) >= 0.8 * N(slots)) return 1;
+    let top = 128n;
+    if (slots < top) top = slots;
+    if (nBlocks < top) top = nBlocks;
+    const eligible = (k) => k === 1n || ceilDiv(nBlocks, k) !== ceilDiv(nBlocks, k - 1n);
+    const effs = [];
+    for (let k = 1n; k <= top; k += 1n) {
+      if (!eligible(k)) continue;
+      const waves = N(n * k) / N(slots);
+      effs.push([k, waves / Math.ceil(waves)]);
+    }
+    const best = Math.max(...effs.map((e) => e[1]));
+    return N(effs.find((e) => e[1] >= 0.85 * best)[0]);
   };
   C.speculative_tokens_per_pass = function (a) {
     const g = N(int(a, "gamma", 0)), alpha = a.alpha;
@@ -663,6 +739,35 @@
     const floorBytes = C.overhead_floor_s(a) * num(a, "bandwidth", 0, true);
     const cache = N(int(a, "B", 1, 1) * int(a, "S", 0, 0) * int(a, "kv_bytes_per_token", 0, 0));
     return Math.max(0, (floorBytes - cache) / num(a, "s", 0, true));
+  };
+
+  // ---- Chapter 9: GQA shrinks the K/V projections and the cache (Eqs. 9.2-9.3); what fits (Eq. 9.4) ----
+  function kvProjBig(a, H_kv) {
+    kvWidth(Object.assign({}, a, { H_kv: H_kv }));
+    const b = a.biases ? 1n : 0n;
+    return 2n * int(a, "L", 1) * (int(a, "d", 1) + b) * BigInt(H_kv) * int(a, "d_h", 1);
+  }
+  C.kv_projection_params = (a) => N(kvProjBig(a, N(int(a, "H_kv", 1))));
+  function kvHeadsBig(a) {
+    const before = kvProjBig(a, N(int(a, "H_kv", 1))), after = kvProjBig(a, N(int(a, "H_kv_new", 1)));
+    const n = int(a, "N_params", 1);
+    if (before > n) throw new RangeError("N_params must hold the " + before + " K/V projection parameters, got " + n);
+    return n - before + after;
+  }
+  C.kv_heads_params = (a) => N(kvHeadsBig(a));
+  C.gqa_decode_gain = function (a) {
+    const s = int(a, "s", 1), L = int(a, "L", 1), d_h = int(a, "d_h", 1), H = int(a, "d", 1) / d_h;
+    const gqa = kvHeadsBig(Object.assign({}, a, { H_kv: N(H), H_kv_new: a.H_kv }));
+    const tokens = int(a, "B", 1, 1) * int(a, "S", 0);
+    const step = (n, heads) => N(n * s + tokens * 2n * L * heads * d_h * s);
+    return step(int(a, "N_params", 1), H) / step(gqa, int(a, "H_kv", 1));
+  };
+  C.FIT_RESERVE = 0.1; // vLLM's default gpu_memory_utilization = 0.9 (minigpt.costs.memory.FIT_RESERVE)
+  C.chips_needed = function (a) {
+    const b = budget(Object.assign({}, a, { reserve: a.reserve === undefined ? C.FIT_RESERVE : a.reserve }));
+    if (b < 1n) throw new RangeError("memory_bytes·(1 − reserve) must be at least 1 byte");
+    const used = stepBytes(a);
+    return N(used <= b ? 1n : ceilDiv(used, b));
   };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----

@@ -20,6 +20,9 @@ def flash_attention(
 ) -> torch.Tensor:
     """softmax(q·kᵀ/√d_h)·v of Eq. (1.1), tile by tile with an online softmax; `costs.tiled_attention_flops`.
 
+    Query tiles outside, key/value tiles inside: FlashAttention-2/3's loop order, whose HBM bytes are
+    Eq. (15.1)'s Q outer (`costs.tiled_attention_hbm_bytes`).
+
     q `[B, H, T, d_h]`; k, v `[B, H_kv, S+T, d_h]` (the T new tokens come last, after S cached ones, so query i
     sits at position S+i and, when `causal`, sees keys 0..S+i: the offset mask of `causal_visible`).
     """
