@@ -209,6 +209,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("quantized_kv_bytes", kv, None),
             ("quantized_kv_bytes", dict(kv, bits=4, group_size=min(32, d_h)), None),
             ("quantized_kv_bytes", dict(kv, bits=4, group_size=d_h, s_scale=4), None),
+            ("kivi_kv_bytes", kv, None),
+            ("kivi_kv_bytes", dict(kv, S=S + 7, bits=4, group_size=min(32, d_h), token_group=32, s=2), None),
+            ("fp8_kv_bytes", kv, None),
+            ("fp8_kv_bytes", dict(kv, s_scale=2), None),
         ]
     for L, T, S, d, H_kv, d_h, s, B in [(4, 1, 5, 64, 4, 16, 4, 1), (32, 1, 4095, 4096, 8, 128, 2, 8),
                                          (80, 512, 8192, 8192, 8, 128, 2, 3), (96, 7, 0, 12288, None, None, 1, 64)]:

@@ -62,7 +62,14 @@ from minigpt.costs.format import (
     fmt_percent,
     fmt_sig,
 )
-from minigpt.costs.kv_storage import paged_blocks, paged_fork_saved_blocks, paged_slack_tokens, quantized_kv_bytes
+from minigpt.costs.kv_storage import (
+    fp8_kv_bytes,
+    kivi_kv_bytes,
+    paged_blocks,
+    paged_fork_saved_blocks,
+    paged_slack_tokens,
+    quantized_kv_bytes,
+)
 from minigpt.costs.memory import (
     MemoryFit,
     fits_in_memory,
@@ -137,7 +144,7 @@ FORMULAS = (
     "cost_per_million_tokens", "decode_time_with_kv",
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
-    "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "quantized_kv_bytes", "kivi_kv_bytes", "fp8_kv_bytes", "paged_blocks", "paged_slack_tokens",
     # Chapter 2: sliding windows, latent KV, mixtures of experts; Chapter 1: prefill by term
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
     "prefill_flops_by_term", "moe_decode_params",
