@@ -274,6 +274,7 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                   ("flash_decoding_best_splits", dict(B=B, H_kv=H_kv, S=S, n_sm=sms, max_splits=splits), None)]
     for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
+                  ("speculative_batch_tokens_per_pass", dict(alpha=alpha, gamma=gamma, B=1 + gamma % 5), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
     for alpha, c, v, top in [(0.0, 0.1, 1.0, 16), (0.7, 0.114, 1.0, 16), (0.9, 0.114, 1.44, 10), (1.0, 0.1, 1.0, 16),

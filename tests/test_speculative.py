@@ -397,6 +397,18 @@ def test_each_mutant_of_the_rule_is_rejected(monkeypatch, mutant):
     assert statistic(kind), f"the mutant '{mutant}' passes the '{kind}' check: the test has no power against it"
 
 
+@pytest.mark.parametrize("alpha,gamma,B", [(0.8, 4, 1), (0.8, 4, 3), (0.5, 2, 2), (0.95, 3, 4), (1.0, 3, 5)])
+def test_the_batch_minimum_formula_is_the_expected_minimum(alpha, gamma, B):
+    """Eq. (17.4) against the expectation over every combination of B independent accepted prefixes (truncated
+    geometric: P(n = k) = α^k (1 − α) for k < γ, α^γ for k = γ), plus the one token of each round."""
+    law = [alpha**k * (1 - alpha) for k in range(gamma)] + [alpha**gamma]
+    expected = 1 + sum(math.prod(law[k] for k in ns) * min(ns)
+                       for ns in itertools.product(range(gamma + 1), repeat=B))
+    assert costs.speculative_batch_tokens_per_pass(alpha=alpha, gamma=gamma, B=B) == pytest.approx(expected)
+    if B == 1:
+        assert expected == pytest.approx(costs.speculative_tokens_per_pass(alpha=alpha, gamma=gamma))
+
+
 def test_acceptance_matches_the_formula_for_a_copy_of_the_target():
     assert costs.speculative_tokens_per_pass(alpha=1.0, gamma=4) == 5
     assert costs.speculative_tokens_per_pass(alpha=0.0, gamma=4) == 1

@@ -25,6 +25,7 @@ from minigpt.costs.attention_kernels import (
     flash_decoding_best_splits,
     flash_decoding_speedup,
     flash_decoding_work_items,
+    speculative_batch_tokens_per_pass,
     speculative_best_gamma,
     speculative_speedup,
     speculative_tokens_per_pass,
@@ -152,7 +153,8 @@ FORMULAS = (
     "critical_batch",
     # Part III: attention kernels (tiling, split-S decode) and speculative decoding
     "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
-    "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
+    "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass",
+    "speculative_batch_tokens_per_pass", "speculative_speedup",
     "flash_attention_hbm_saving", "flash_decoding_best_splits",  # Chapters 15-16: the explorers' ratio and best K
     "speculative_best_gamma",  # Chapter 17: the best γ, Eq. (17.3)
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)

@@ -31,6 +31,7 @@ class SpeculativeResult:
     accepted: list[int] = field(default_factory=list)  # per round: draft tokens kept (n)
     proposed: list[int] = field(default_factory=list)  # per round: draft tokens proposed (γ, less at the end)
     beta: list[float] = field(default_factory=list)  # per verified position: Σ_x min(p, q), Leviathan's β
+    drafted: list[torch.Tensor] = field(default_factory=list)  # per round: the draft tokens `[B, g]`, kept or not
 
     @property
     def tokens_per_pass(self) -> float:
@@ -127,6 +128,7 @@ def speculative_generate(
         p = _probs(target(proposal, t_cache), temperature)  # [B, g+1, V]: one pass verifies every draft
         result.target_passes += 1
         n, nxt = accept_drafts(p, q, drafts, greedy, generator, result)
+        result.drafted.append(torch.cat(drafts, dim=1))
         new = torch.cat([*drafts[:n], nxt], dim=1)  # [B, n+1]
         result.tokens = torch.cat([result.tokens, new], dim=1)
         result.accepted.append(n)

@@ -560,6 +560,13 @@
     }
     return alpha === 1 ? g + 1 : (1 - Math.pow(alpha, g + 1)) / (1 - alpha);
   };
+  C.speculative_batch_tokens_per_pass = function (a) {
+    const g = N(int(a, "gamma", 0)), B = N(int(a, "B", 1));
+    C.speculative_tokens_per_pass(a);
+    let total = 1;
+    for (let k = 1; k <= g; k += 1) total += Math.pow(a.alpha, k * B);
+    return total;
+  };
   C.speculative_speedup = function (a) {
     const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
     return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
