@@ -1,4 +1,5 @@
-"""Exercise 10 (Chapter 10, a quantized KV cache): absmax int8 round trip, bytes with scales, the KL cost."""
+"""Exercise 10 (Chapter 10, a quantized KV cache): absmax int8 round trip, bytes with scales, the KL cost, the
+decode gain, and keys quantized per channel (KIVI's layout), checked against `quantize_per_channel`."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch.nn.functional as F
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, randn, tensor
-from minigpt.runtime.quantized_cache import dequantize, quantize
+from minigpt.exercises.spec import Exercise, Question, close, exact_int, pair, randn, tensor
+from minigpt.runtime.quantized_cache import dequantize, dequantize_per_channel, quantize, quantize_per_channel
 
 
 def _round_trip_cases(rng: random.Random) -> list[dict]:
@@ -71,6 +72,31 @@ def _gain(model: ModelPreset, S: int, B: int, bits: int, group_size: int) -> flo
     return next(step) / next(step)
 
 
+def _channel_cases(rng: random.Random) -> list[dict]:
+    """Keys `[H_kv, T, d_h]` with one or two outlier channels (×10 to ×40 in every token), T a multiple of G."""
+    cases = []
+    for _ in range(6):
+        G, d_h = rng.choice([2, 4, 8]), rng.choice([4, 8, 16])
+        outliers = rng.sample(range(d_h), rng.randint(1, 2))
+        cases.append(dict(k=randn([rng.randint(1, 3), G * rng.randint(1, 4), d_h], rng), token_group=G,
+                          outliers=outliers, factor=rng.choice([10.0, 20.0, 40.0])))
+    return cases
+
+
+def _keys(k: torch.Tensor, outliers: list[int], factor: float) -> torch.Tensor:
+    k = k.clone()
+    k[..., outliers] *= factor
+    return k
+
+
+def _per_channel(k: torch.Tensor, token_group: int, outliers: list[int], factor: float
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    keys = _keys(k, outliers, factor)
+    codes, scales = quantize_per_channel(keys, bits=8, token_group=token_group)
+    back = dequantize_per_channel(codes, scales, bits=8, token_group=token_group, dtype=torch.float32)
+    return back, scales.float()
+
+
 EXERCISE = Exercise(
     id="ex10",
     notebook="ex10_quantized_kv_cache.ipynb",
@@ -98,6 +124,16 @@ EXERCISE = Exercise(
             _gain_cases, _gain, close(1e-9),
             "Eq. (10.4) with a fused kernel: bytes of a decode step with a bf16 cache over bytes with the quantized "
             "one, N·2 + B·S·(bytes per token) each (bf16 weights in both; q2's bytes per token for the quantized).",
+        ),
+        Question(
+            "q5", "keys_per_channel", "keys_per_channel(k, token_group, outliers, factor) -> (keys, scales)",
+            _channel_cases, _per_channel, pair(tensor(atol=1e-5, rtol=1e-5), tensor(atol=1e-6, rtol=1e-3),
+                                               ("keys", "scales")),
+            "first multiply the channels listed in outliers by factor (in a copy of k). Then int8 absmax as in q1, "
+            "but each scale is shared by one channel (last dimension) over one block of token_group consecutive "
+            "tokens (the dimension before it), not by one token's vector: scales have one row per block and one "
+            "column per channel, stored in fp16 and returned as fp32. Return the keys read back (fp32, the shape "
+            "of k) and the scales.",
         ),
     ),
 )
