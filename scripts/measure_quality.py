@@ -4,8 +4,8 @@
     python scripts/measure_quality.py variants   # Chapter 9: the shipped MHA model and its GQA/MQA variants
 
 `kv` writes chapters/data/kv_quant_quality.json for every cache kind (fp32, int8, int4, keys per channel
-int8-kivi/int4-kivi, fp8): held-out perplexity (Eq. 10.3) and its paired difference from fp32, mean KL against
-the fp32 cache (Eq. 10.2), greedy agreement with the fp32 cache, grammaticality of sampled text, each with a
+int8-kivi/int4-kivi, fp8): held-out perplexity (Eq. 10.4) and its paired difference from fp32, mean KL against
+the fp32 cache (Eq. 10.3), greedy agreement with the fp32 cache, grammaticality of sampled text, each with a
 95 % interval (about 5 minutes on one core).
 `variants` writes chapters/data/gqa_quality.json: perplexity, greedy agreement with the MHA model,
 grammaticality, and each checkpoint's training record (its card). Everything runs on the CPU, 1 thread.

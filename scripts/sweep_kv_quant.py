@@ -3,7 +3,7 @@
 The scaled model (minigpt.costs.presets.SCALED: L=8, H=H_kv=8, d_h=64) with a position table of 4096,
 randomly initialised; the caches are filled with random rows (quantized by the cache itself). Each
 point holds the measured step time, the bytes Eq. (3.5) predicts (the stored codes and scales) and the
-bytes this package's dequantize-on-read moves, Eq. (10.4), and the time of the cache's read path alone
+bytes this package's dequantize-on-read moves, Eq. (10.5), and the time of the cache's read path alone
 (`read_s`: every layer's prefix dequantized, no model). Writes chapters/data/kv_quant_<device>.json.
 
     python scripts/sweep_kv_quant.py --threads 1 --clock thread   # what the book's CPU data used

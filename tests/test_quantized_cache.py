@@ -167,7 +167,7 @@ def test_per_channel_round_trip_and_scale_shape(bits, G, seed, scale):
 def test_per_channel_keys_written_in_chunks_equal_one_quantization(chunks, bits, G, cut, seed):
     """Whatever the chunking (prefill, decode steps, verify passes), the keys read back are the whole blocks
     quantized per channel and the unfilled block as written; after a rewind inside a quantized block and a
-    rewrite, the kept rows are still within half a step; `bytes_used` counted on the tensors = Eq. (10.5)."""
+    rewrite, the kept rows are still within half a step; `bytes_used` counted on the tensors = Eq. (10.2)."""
     S = sum(chunks)
     k = torch.randn(2, 1, S, OUTLIER.d_h, generator=torch.Generator().manual_seed(seed))
     cache = QuantizedKVCache(OUTLIER, 2, bits=bits, key_axis="channel", token_group=G)

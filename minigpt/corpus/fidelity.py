@@ -3,9 +3,9 @@
 Four measurements, each against a baseline (the fp32 `KVCache`, or the shipped MHA model):
 
 - `perplexity`: exp of the mean next-token cross-entropy on held-out corpus windows, by teacher
-  forcing: one forward over each window with the cache gives every position's logits (Eq. 10.3).
+  forcing: one forward over each window with the cache gives every position's logits (Eq. 10.4).
 - `logit_error`: max and mean |logit − baseline logit| and the mean KL(baseline ‖ cache) over the
-  same windows (Eq. 10.2).
+  same windows (Eq. 10.3).
 - `greedy_agreement`: greedy continuations generated with each cache (or model), compared token by
   token: the fraction of equal tokens and how many come before the first difference.
 - grammaticality of sampled text: `minigpt.corpus.quality.grammaticality(..., new_cache=...)`.
@@ -76,14 +76,14 @@ def teacher_forced_logits(model: MiniGPT, tokens: torch.Tensor, new_cache: Cache
 
 
 def perplexity(model: MiniGPT, tokens: torch.Tensor, new_cache: CacheFactory | None = None) -> float:
-    """exp(mean −log p(x_{t+1} | x_{≤t})) over every position of `tokens` `[B, T]` but the last (Eq. 10.3)."""
+    """exp(mean −log p(x_{t+1} | x_{≤t})) over every position of `tokens` `[B, T]` but the last (Eq. 10.4)."""
     logits = teacher_forced_logits(model, tokens, new_cache)[:, :-1]
     targets = tokens[:, 1:].to(logits.device)
     return math.exp(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)).item())
 
 
 def window_nll(model: MiniGPT, tokens: torch.Tensor, new_cache: CacheFactory | None = None) -> torch.Tensor:
-    """Mean next-token −log p of each window of `tokens` `[B, T]`: `[B]` (log perplexity per window, Eq. 10.3)."""
+    """Mean next-token −log p of each window of `tokens` `[B, T]`: `[B]` (log perplexity per window, Eq. 10.4)."""
     logits = teacher_forced_logits(model, tokens, new_cache)[:, :-1]
     targets = tokens[:, 1:].to(logits.device)
     nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # [B, T-1]
@@ -92,7 +92,7 @@ def window_nll(model: MiniGPT, tokens: torch.Tensor, new_cache: CacheFactory | N
 
 def window_kl(model: MiniGPT, tokens: torch.Tensor, new_cache: CacheFactory,
               baseline: CacheFactory | None = None) -> torch.Tensor:
-    """Mean KL(p_baseline ‖ p_cache) over the positions of each window: `[B]` nats (Eq. 10.2)."""
+    """Mean KL(p_baseline ‖ p_cache) over the positions of each window: `[B]` nats (Eq. 10.3)."""
     log_p = F.log_softmax(teacher_forced_logits(model, tokens, baseline), dim=-1)
     log_q = F.log_softmax(teacher_forced_logits(model, tokens, new_cache), dim=-1)
     return (log_p.exp() * (log_p - log_q)).sum(dim=-1).mean(dim=1).cpu()
@@ -118,7 +118,7 @@ def wilson_ci(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class LogitError:
-    """How far a cache's logits are from the baseline's, over every position of the windows (Eq. 10.2)."""
+    """How far a cache's logits are from the baseline's, over every position of the windows (Eq. 10.3)."""
 
     max_abs: float
     mean_abs: float

@@ -36,7 +36,7 @@ def kivi_kv_bytes(
     *, L: int, H_kv: int, d_h: int, S: int, B: int = 1, bits: int = 8, group_size: int | None = None,
     token_group: int = 16, s_scale: int = 2, s: int = 4,
 ) -> int:
-    """KV bytes with KIVI's layout (Eq. 10.5): values per token as in `quantized_kv_bytes`; keys per channel,
+    """KV bytes with KIVI's layout (Eq. 10.2): values per token as in `quantized_kv_bytes`; keys per channel,
     one scale per channel and block of G = token_group tokens, the first ⌊S/G⌋·G tokens in whole blocks:
 
         B·L·H_kv·[S·(d_h·bits/8 + (d_h/g)·s_scale) + ⌊S/G⌋·G·d_h·bits/8 + ⌊S/G⌋·d_h·s_scale + (S mod G)·d_h·s]

@@ -116,13 +116,13 @@ EXERCISE = Exercise(
         ),
         Question(
             "q3", "mean_kl", "mean_kl(p_logits, q_logits) -> float", _kl_cases, _kl, close(1e-6, 1e-9),
-            "Eq. (10.2): per row, KL(p‖q) = Σ p·(log p − log q) with p = softmax(p_logits), q = softmax(q_logits) "
+            "Eq. (10.3): per row, KL(p‖q) = Σ p·(log p − log q) with p = softmax(p_logits), q = softmax(q_logits) "
             "(use log_softmax); the mean over rows, a float.",
         ),
         Question(
             "q4", "quantized_decode_gain", "quantized_decode_gain(model, S, B, bits, group_size) -> float",
             _gain_cases, _gain, close(1e-9),
-            "Eq. (10.4) with a fused kernel: bytes of a decode step with a bf16 cache over bytes with the quantized "
+            "Eq. (10.5) with a fused kernel: bytes of a decode step with a bf16 cache over bytes with the quantized "
             "one, N·2 + B·S·(bytes per token) each (bf16 weights in both; q2's bytes per token for the quantized).",
         ),
         Question(

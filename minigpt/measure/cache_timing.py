@@ -3,7 +3,7 @@
 A cache is filled with S random rows through its own `update` (a quantized cache quantizes them), so
 no prefill is run: the step's time depends on the shapes, not on the values. `step_bytes` is Eq. (3.5)
 with the cache's bytes per token; `unfused_step_bytes` adds what this package's dequantize-on-read
-costs (the fp32 copy of the prefix, written then read by attention), Eq. (10.4). `read_s` times the
+costs (the fp32 copy of the prefix, written then read by attention), Eq. (10.5). `read_s` times the
 cache's read path alone (every layer's prefix handed back, dequantized where the cache is quantized).
 """
 
@@ -53,13 +53,13 @@ class CachePoint:
     step_median_s: float
     kv_bytes_per_token: int
     step_bytes: int  # Eq. (3.5): weights + B·S·(the cache's bytes per token)
-    unfused_step_bytes: int  # Eq. (10.4): plus the dequantized fp32 copy written and read (0 extra for fp32)
+    unfused_step_bytes: int  # Eq. (10.5): plus the dequantized fp32 copy written and read (0 extra for fp32)
     read_s: float = 0.0  # the cache's read path alone: every layer's prefix handed back (dequantized), no model
 
 
 def unfused_step_bytes(*, weight_bytes: int, kv_bytes_per_token: int, fp_bytes_per_token: int, S: int, B: int,
                        quantized: bool) -> int:
-    """Eq. (10.4): Eq. (3.5) plus, for a quantized cache dequantized on read, 2·B·S·(fp bytes per token)."""
+    """Eq. (10.5): Eq. (3.5) plus, for a quantized cache dequantized on read, 2·B·S·(fp bytes per token)."""
     extra = 2 * B * S * fp_bytes_per_token if quantized else 0
     return costs.decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=S, B=B) + extra
 
