@@ -111,19 +111,21 @@ EXERCISE = Exercise(
         Question(
             "q2", "quantized_bytes_per_token", "quantized_bytes_per_token(L, H_kv, d_h, bits, group_size) -> int",
             _bytes_cases, _bytes, exact_int,
-            "2·L·H_kv·(d_h·bits/8 + (d_h/group_size)·2): the codes plus one 2-byte fp16 scale per group, keys "
-            "and values, every layer.",
+            "count what one token stores: a key and a value vector for every K/V head of every layer, each as "
+            "d_h codes of `bits` bits plus one 2-byte fp16 scale per group of group_size values.",
         ),
         Question(
             "q3", "mean_kl", "mean_kl(p_logits, q_logits) -> float", _kl_cases, _kl, close(1e-6, 1e-9),
-            "Eq. (10.3): per row, KL(p‖q) = Σ p·(log p − log q) with p = softmax(p_logits), q = softmax(q_logits) "
-            "(use log_softmax); the mean over rows, a float.",
+            "each row is one position: the divergence of the cache's next-token distribution from the baseline's "
+            "(p from p_logits is the baseline), in nats, computed from log-probabilities for stability; return the "
+            "mean over rows as a float.",
         ),
         Question(
             "q4", "quantized_decode_gain", "quantized_decode_gain(model, S, B, bits, group_size) -> float",
             _gain_cases, _gain, close(1e-9),
-            "Eq. (10.5) with a fused kernel: bytes of a decode step with a bf16 cache over bytes with the quantized "
-            "one, N·2 + B·S·(bytes per token) each (bf16 weights in both; q2's bytes per token for the quantized).",
+            "a memory-bound step's time follows its bytes: the bf16 weights once plus every sequence's cache; with "
+            "a fused kernel the quantized cache is read as stored (q2's bytes per token). Return the bf16-cache "
+            "step's bytes over the quantized one's.",
         ),
         Question(
             "q5", "keys_per_channel", "keys_per_channel(k, token_group, outliers, factor) -> (keys, scales)",
