@@ -3,8 +3,10 @@
     python scripts/measure_quality.py kv         # Chapter 10: fp32, int8, int4 caches of the shipped MiniGPT
     python scripts/measure_quality.py variants   # Chapter 9: the shipped MHA model and its GQA/MQA variants
 
-`kv` writes chapters/data/kv_quant_quality.json: held-out perplexity (Eq. 10.3), logit error and mean KL
-against the fp32 cache (Eq. 10.2), greedy agreement with the fp32 cache, grammaticality of sampled text.
+`kv` writes chapters/data/kv_quant_quality.json for every cache kind (fp32, int8, int4, keys per channel
+int8-kivi/int4-kivi, fp8): held-out perplexity (Eq. 10.4) and its paired difference from fp32, mean KL against
+the fp32 cache (Eq. 10.3), greedy agreement with the fp32 cache, grammaticality of sampled text, each with a
+95 % interval (about 5 minutes on one core).
 `variants` writes chapters/data/gqa_quality.json: perplexity, greedy agreement with the MHA model,
 grammaticality, and each checkpoint's training record (its card). Everything runs on the CPU, 1 thread.
 """
@@ -12,8 +14,8 @@ grammaticality, and each checkpoint's training record (its card). Everything run
 from __future__ import annotations
 
 import argparse
+import math
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -26,6 +28,7 @@ from minigpt.measure import environment, sweeps
 DATA = Path(__file__).resolve().parents[1] / "chapters" / "data"
 VARIANTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa", "minigpt-gqa2-uptrained", "minigpt-mqa-uptrained")
 WINDOWS, PROMPT, D, SENTENCES = 64, 8, 60, 1000
+KV_WINDOWS, KV_PROMPTS = 256, 128  # enough to separate int4 from int8 and fp32 (see the intervals in the JSON)
 
 
 def _rounded(record: dict) -> dict:
@@ -33,24 +36,56 @@ def _rounded(record: dict) -> dict:
 
 
 def kv() -> dict:
+    """Every cache kind against the fp32 cache, each number with its 95 % interval over windows or prompts:
+    paired per-window differences of log perplexity, per-window KL, per-prompt greedy agreement, and the
+    Wilson interval of the grammatical fraction."""
     pre = load_pretrained()
     model, tok = pre.model, pre.tokenizer
-    windows = fidelity.held_out_windows(tok, n=WINDOWS, T=model.config.S_max)
+    windows = fidelity.held_out_windows(tok, n=KV_WINDOWS, T=model.config.S_max)
+    prompts = windows[:KV_PROMPTS, :PROMPT]
+    base_nll = fidelity.window_nll(model, windows)
+    base_greedy = fidelity.greedy_tokens(model, prompts, D)
     results = {}
-    for kind in ("fp32", "int8", "int4"):
+    for kind in fidelity.CACHE_KINDS:
         factory = fidelity.cache_factory(model.config, kind)
         t0 = time.perf_counter()
-        err = fidelity.logit_error(model, windows, factory)
-        agree = fidelity.greedy_agreement(model, windows[:, :PROMPT], D, factory)
+        nll = fidelity.window_nll(model, windows, factory)
+        kl = fidelity.window_kl(model, windows, factory)
+        err = fidelity.logit_error(model, windows[:WINDOWS], factory)
+        greedy = fidelity.greedy_tokens(model, prompts, D, factory)
+        equal = [sum(a == b for a, b in zip(x, y, strict=True)) / D for x, y in zip(greedy, base_greedy, strict=True)]
+        first = [next((i for i, (a, b) in enumerate(zip(x, y, strict=True)) if a != b), D)
+                 for x, y in zip(greedy, base_greedy, strict=True)]
         gram = grammaticality(model, tok, SENTENCES, new_cache=factory)
-        results[kind] = _rounded({
-            "perplexity": fidelity.perplexity(model, windows, factory), **asdict(err),
-            "greedy_equal": agree.equal, "greedy_tokens": agree.tokens,
-            "greedy_mean_first_difference": agree.mean_first_difference,
+        log_ppl, log_ppl_ci = fidelity.mean_ci(nll)
+        record = {
+            "perplexity": math.exp(log_ppl),
+            "perplexity_ci": [math.exp(log_ppl - log_ppl_ci), math.exp(log_ppl + log_ppl_ci)],
+            **_with_ci("delta_log_ppl", nll - base_nll), **_with_ci("mean_kl", kl),
+            "max_abs": err.max_abs, "mean_abs": err.mean_abs,  # over the first WINDOWS windows
+            **_with_ci("greedy_agreement", equal), **_with_ci("greedy_first_difference", first),
             "grammatical": gram.n_grammatical, "sentences": gram.n_sentences,
-        })
+            "grammatical_ci": list(fidelity.wilson_ci(gram.n_grammatical, gram.n_sentences)),
+            "bytes_per_value": round(factory(1, model.config.S_max).s, 4),
+        }
+        results[kind] = {k: _rounded_value(v) for k, v in record.items()}
         print(kind, results[kind], f"{time.perf_counter() - t0:.0f} s")
-    return {"results": results}
+    return {"results": results, "windows": KV_WINDOWS, "prompts": KV_PROMPTS,
+            "intervals": "95 %: mean ± 1.96·sd/√n over windows (log perplexity, its paired difference from fp32, "
+                         "KL) or prompts (greedy); Wilson for the grammatical fraction"}
+
+
+def _with_ci(name: str, samples: object) -> dict[str, float]:
+    mean, half = fidelity.mean_ci(samples)
+    return {name: mean, f"{name}_ci": half}
+
+
+def _rounded_value(v: object) -> object:
+    if isinstance(v, float):
+        return float(f"{v:.6g}")
+    if isinstance(v, list):
+        return [_rounded_value(x) for x in v]
+    return v
 
 
 def variants() -> dict:
@@ -81,8 +116,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     data = kv() if args.what == "kv" else variants()
+    data = {"windows": WINDOWS, **data}
     data.update(script="scripts/measure_quality.py", environment=environment("cpu", torch.float32),
-                windows=WINDOWS, window_tokens=128, prompt_tokens=PROMPT, D=D, seed=fidelity.HELD_OUT_SEED)
+                window_tokens=128, prompt_tokens=PROMPT, D=D, seed=fidelity.HELD_OUT_SEED)
     out = DATA / ("kv_quant_quality.json" if args.what == "kv" else "gqa_quality.json")
     sweeps.write_json(out, data)
     print(f"wrote {out}")

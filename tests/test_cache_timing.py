@@ -1,4 +1,4 @@
-"""Decode timing on any cache: random filling through `update`, bytes per token = formula, Eq. (10.4)."""
+"""Decode timing on any cache: random filling through `update`, bytes per token = formula, Eq. (10.5)."""
 
 from __future__ import annotations
 

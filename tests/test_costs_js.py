@@ -212,6 +212,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("quantized_kv_bytes", kv, None),
             ("quantized_kv_bytes", dict(kv, bits=4, group_size=min(32, d_h)), None),
             ("quantized_kv_bytes", dict(kv, bits=4, group_size=d_h, s_scale=4), None),
+            ("kivi_kv_bytes", kv, None),
+            ("kivi_kv_bytes", dict(kv, S=S + 7, bits=4, group_size=min(32, d_h), token_group=32, s=2), None),
+            ("fp8_kv_bytes", kv, None),
+            ("fp8_kv_bytes", dict(kv, s_scale=2), None),
         ]
     for L, T, S, d, H_kv, d_h, s, B in [(4, 1, 5, 64, 4, 16, 4, 1), (32, 1, 4095, 4096, 8, 128, 2, 8),
                                          (80, 512, 8192, 8192, 8, 128, 2, 3), (96, 7, 0, 12288, None, None, 1, 64)]:
@@ -284,6 +288,7 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                       ("flash_decoding_time", dict(args, sm_bandwidth=40e9, launch_s=5e-6), None)]
     for alpha, gamma, c in [(0.0, 0, 0.1), (0.5, 3, 0.05), (0.8, 4, 0.2), (1.0, 5, 0.01), (0.999, 12, 1.0)]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
+                  ("speculative_batch_tokens_per_pass", dict(alpha=alpha, gamma=gamma, B=1 + gamma % 5), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
     for alpha, c, v, top in [(0.0, 0.1, 1.0, 16), (0.7, 0.114, 1.0, 16), (0.9, 0.114, 1.44, 10), (1.0, 0.1, 1.0, 16),

@@ -1,6 +1,11 @@
 """Speculative decoding: greedy speculation emits exactly the target's greedy tokens; speculative sampling
 (the rejection rule of Leviathan et al. 2023 / Chen et al. 2023) emits tokens distributed as the target's.
 
+Sampling, exactly: `ExactDraws` runs the real code once per path through its draws, so the output law of one
+round (B = 1 and B = 2) and of whole runs is compared with the target's to float rounding; 14 mutants of the
+rule (the bonus token from q, the residual wrong in four ways, the accept test reversed, the batch rule wrong in
+three, greedy drafts with sampled q, a wrong rewind, no bonus token, a reversed coin) must each be rejected.
+
 Greedy, honestly: the verify pass multiplies γ + 1 rows where a decode step multiplies one, a different GEMM
 shape, so the target's logits agree only to fp32 rounding (~1e-6). Tokens are compared; where they differ, the
 test requires the plain path's top-two margin there to be below `NEAR_TIE` (a tie broken by rounding), and with
@@ -9,7 +14,12 @@ the random models below (weights of std 0.3, margins far above 1e-4) no differen
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
+import textwrap
+from dataclasses import replace
+from unittest import mock
 
 import pytest
 import torch
@@ -18,6 +28,8 @@ from hypothesis import strategies as st
 
 from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained
 from minigpt.corpus.sentences import generate_sentences
+from minigpt.runtime import speculative as spec
+from minigpt.runtime.exact_draws import ExactDraws
 from minigpt.runtime.speculative import (
     acceptance_probability,
     residual_distribution,
@@ -99,69 +111,302 @@ def test_shipped_models_on_corpus_prompts():
     assert ties <= 2, f"{ties} near-ties of 24 prompts: more than rounding explains"
 
 
-# ---- speculative sampling keeps the target's distribution ----
+# ---- speculative sampling keeps the target's distribution: exactly, by enumerating every path ----
+#
+# `ExactDraws` runs the real `speculative_generate` once per path through its random draws (`_draw`, `_coin`
+# answered along the path) and weighs each output by the path's probability: the output distribution of the
+# code as written, with no sampling noise. The models are real MiniGPTs with V = 3; the draft is the target
+# with its weights perturbed, close enough that rounds accept deep into γ (α ≈ 0.8 below) and the bonus token
+# is emitted on many paths, far enough that a rule that mixes up p and q moves the distribution by > 1e-3.
 
-DELTA = 1e-3  # the false-alarm rate of the bound below
+EXACT_ATOL = 1e-5  # float32 softmax rounding, summed over a few hundred paths, stays below 1e-6 (seen: 3e-8)
+SMALL = ModelConfig(L=1, H=2, H_kv=2, d_h=4, d_ffn=16, V=3, S_max=16)
+TINY = replace(SMALL, V=5)
 
 
-def tv_threshold(p: torch.Tensor, N: int, delta: float = DELTA) -> float:
-    """A TV distance that N samples of p exceed with probability ≤ delta: E[TV] ≤ ½·Σ √(p(1−p)/N) (Jensen), and
-    TV moves by ≤ 1/N when one sample changes, so McDiarmid adds √(ln(1/delta)/(2N))."""
-    return 0.5 * float((p * (1 - p) / N).sqrt().sum()) + math.sqrt(math.log(1 / delta) / (2 * N))
-
-
-def two_token_distribution(model: MiniGPT, prompt: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Exact p(x1, x2 | prompt) `[V, V]` at `temperature`, by one forward per first token."""
-    V = model.config.V
+def close_pair(config: ModelConfig = SMALL, seed: int = 3, noise: float = 0.3) -> tuple[MiniGPT, MiniGPT]:
+    """A target with weights of std 0.4 (its next-token laws spread, e.g. 0.19/0.62/0.19 after PROMPT_1) and a
+    draft whose weights are the target's plus N(0, noise²): α ≈ 0.8."""
+    target = random_model(config, seed, 0.4)
+    draft = MiniGPT(config).eval()
+    draft.load_state_dict(target.state_dict())
+    g = torch.Generator().manual_seed(seed + 100)
     with torch.no_grad():
-        seqs = torch.cat([prompt.expand(V, -1), torch.arange(V)[:, None]], dim=1)  # [V, P+1]
-        logits = model(seqs) / temperature
-    first = torch.softmax(logits[0, -2], -1)  # p(x1)
-    second = torch.softmax(logits[:, -1], -1)  # p(x2 | x1)
-    return first[:, None] * second
+        for w in draft.parameters():
+            w.add_(noise * torch.randn(w.shape, generator=g))
+    return target, draft
 
 
-def empirical(tokens: torch.Tensor, V: int) -> torch.Tensor:
-    counts = torch.bincount(tokens[:, 0] * V + tokens[:, 1], minlength=V * V).float()
-    return (counts / counts.sum()).view(V, V)
+def conditionals(model: MiniGPT, prompt: torch.Tensor, k: int, temperature: float) -> dict[tuple, torch.Tensor]:
+    """softmax(logits/T) after every continuation of `prompt` `[P]` by 0..k-1 tokens, keyed by the continuation."""
+    V, out = model.config.V, {}
+    for length in range(k):
+        conts = list(itertools.product(range(V), repeat=length))
+        seqs = torch.cat([prompt.expand(len(conts), -1), torch.tensor(conts, dtype=torch.long).view(len(conts),
+                                                                                                  length)], 1)
+        with torch.no_grad():
+            probs = torch.softmax(model(seqs)[:, -1].double() / temperature, -1)
+        out.update(zip(conts, probs, strict=True))
+    return out
 
 
-TINY = ModelConfig(L=1, H=2, H_kv=2, d_h=4, d_ffn=16, V=5, S_max=16)
+def sequence_distribution(model: MiniGPT, prompt: torch.Tensor, k: int, temperature: float) -> dict[tuple, float]:
+    """The model's exact p(x_1..x_k | prompt) for every k-token continuation (the chain rule over `conditionals`)."""
+    cond = conditionals(model, prompt, k, temperature)
+    return {seq: math.prod(float(cond[seq[:i]][x]) for i, x in enumerate(seq))
+            for seq in itertools.product(range(model.config.V), repeat=k)}
 
 
-@pytest.mark.parametrize("gamma,temperature,batched", [(3, 1.0, True), (1, 1.0, True), (4, 0.7, True),
-                                                       (3, 1.0, False)])
-def test_speculative_sampling_keeps_the_targets_distribution(gamma, temperature, batched):
-    """TV(empirical, exact target) below the δ = 1e-3 bound over V² = 25 two-token outcomes; the draft's own
-    distribution is farther than the bound (the test would catch a sampler that returned the draft's tokens)."""
-    target, draft = random_model(TINY, 1, 1.0), random_model(TINY, 2, 1.0)
-    prompt = torch.tensor([[1, 3, 0]])
-    exact = two_token_distribution(target, prompt, temperature)
-    gen = torch.Generator().manual_seed(1234)
-    if batched:  # one batch of N identical prompts: the B > 1 path (one rewind for the batch)
-        N = 20_000
-        tokens = speculative_generate(target, draft, prompt.expand(N, -1), 2, gamma=gamma,
-                                      temperature=temperature, generator=gen).tokens
-    else:  # N separate B = 1 runs: the rounds accept deep into γ
-        N = 1_500
-        tokens = torch.cat([speculative_generate(target, draft, prompt, 2, gamma=gamma, temperature=temperature,
-                                                 generator=gen).tokens for _ in range(N)])
-    tv = 0.5 * float((empirical(tokens, TINY.V) - exact).abs().sum())
-    bound = tv_threshold(exact.flatten(), N)
-    assert tv < bound, f"TV {tv:.4f} from the target's distribution exceeds the δ={DELTA} bound {bound:.4f}"
-    off = 0.5 * float((two_token_distribution(draft, prompt, temperature) - exact).abs().sum())
-    assert off > 3 * bound, f"the draft is too close to the target ({off:.3f}) for this test to have power"
+class _RoundDone(Exception):
+    def __init__(self, emitted: torch.Tensor, n: int) -> None:
+        self.emitted, self.n = emitted, n
 
 
-def test_a_sampler_that_skips_the_rejection_rule_fails_the_bound():
-    """The draft's own samples (what speculation without the rejection rule would emit) fail the same test."""
-    target, draft = random_model(TINY, 1, 1.0), random_model(TINY, 2, 1.0)
-    prompt = torch.tensor([[1, 3, 0]])
-    N = 20_000
-    samples = generate(draft, prompt.expand(N, -1), 2, temperature=1.0, seed=5).tokens
-    tv = 0.5 * float((empirical(torch.as_tensor(samples), TINY.V) - two_token_distribution(target, prompt, 1.0))
-                     .abs().sum())
-    assert tv > tv_threshold(two_token_distribution(target, prompt, 1.0).flatten(), N)
+def one_round_outcomes(target: MiniGPT, draft: MiniGPT, prompt: torch.Tensor, gamma: int,
+                       temperature: float) -> list[tuple[tuple[torch.Tensor, int], float]]:
+    """Every outcome of one speculative round from `prompt` `[B, P]`: (tokens emitted `[B, n+1]`, n) and its
+    probability. Runs `speculative_generate` (whichever `accept_drafts` the module holds) and stops it after the
+    first round's rejection rule."""
+    rule = spec.accept_drafts
+
+    def stop_after_the_rule(p, q, drafts, greedy, generator=None, result=None):
+        n, nxt = rule(p, q, drafts, greedy, generator, result)
+        raise _RoundDone(torch.cat([*drafts[:n], nxt], dim=1), n)
+
+    def one_round():
+        try:
+            spec.speculative_generate(target, draft, prompt, gamma + 1, gamma=gamma, temperature=temperature)
+        except _RoundDone as done:
+            return done.emitted, done.n
+        raise AssertionError("the round ended without the rejection rule")
+
+    exact = ExactDraws()
+    with mock.patch.object(spec, "accept_drafts", stop_after_the_rule), \
+            mock.patch.object(spec, "_draw", exact.draw), mock.patch.object(spec, "_coin", exact.coin):
+        return exact.run(one_round)
+
+
+def round_error(target: MiniGPT, draft: MiniGPT, prompt: torch.Tensor, gamma: int, temperature: float = 1.0
+                ) -> float:
+    """Max |P(sequence) − p_target(sequence)| over the joint γ+1-token continuations of the B prompts, where a
+    round's output is continued by the target's exact conditionals (a correct round leaves p unchanged)."""
+    B, k = prompt.shape[0], gamma + 1
+    conds = [conditionals(target, prompt[b], k, temperature) for b in range(B)]
+    got: dict[tuple, float] = {}
+    for (emitted, _), weight in one_round_outcomes(target, draft, prompt, gamma, temperature):
+        m = emitted.shape[1]
+        rows = [tuple(emitted[b].tolist()) for b in range(B)]
+        for rests in itertools.product(itertools.product(range(target.config.V), repeat=k - m), repeat=B):
+            w = weight
+            for b in range(B):
+                for i, x in enumerate(rests[b]):
+                    w *= float(conds[b][rows[b] + rests[b][:i]][x])
+            key = tuple(rows[b] + rests[b] for b in range(B))
+            got[key] = got.get(key, 0.0) + w
+    want = [sequence_distribution(target, prompt[b], k, temperature) for b in range(B)]
+    return max(abs(got.get(key, 0.0) - math.prod(want[b][key[b]] for b in range(B)))
+               for key in itertools.product(*[list(w) for w in want]))
+
+
+def accepted_error(target: MiniGPT, draft: MiniGPT, prompt: torch.Tensor, gamma: int,
+                   temperature: float = 1.0) -> float:
+    """Max |P(n ≥ j) − Σ_{x_1..x_j} Π_i min(p, q)(x_i)| over j (B = 1): the chance that the first j drafts are all
+    accepted is the sum over draft prefixes of Π min(p, q), Leviathan et al.'s β chained along the prefix."""
+    cp = conditionals(target, prompt[0], gamma, temperature)
+    cq = conditionals(draft, prompt[0], gamma, temperature)
+    outcomes = one_round_outcomes(target, draft, prompt, gamma, temperature)
+    err = 0.0
+    for j in range(1, gamma + 1):
+        want = sum(math.prod(float(torch.minimum(cp[s[:i]], cq[s[:i]])[x]) for i, x in enumerate(s))
+                   for s in itertools.product(range(target.config.V), repeat=j))
+        got = sum(w for (_, n), w in outcomes if n >= j)
+        err = max(err, abs(got - want))
+    return err
+
+
+def full_run_error(target: MiniGPT, draft: MiniGPT, prompt: torch.Tensor, D: int, gamma: int,
+                   temperature: float = 1.0) -> float:
+    """Max |P(x_1..x_D) − p_target(x_1..x_D)| of whole `speculative_generate` runs (B = 1, several rounds each)."""
+    exact = ExactDraws()
+    with mock.patch.object(spec, "_draw", exact.draw), mock.patch.object(spec, "_coin", exact.coin):
+        outcomes = exact.run(lambda: tuple(spec.speculative_generate(target, draft, prompt, D, gamma=gamma,
+                                                                temperature=temperature).tokens[0].tolist()))
+    got: dict[tuple, float] = {}
+    for seq, w in outcomes:
+        got[seq] = got.get(seq, 0.0) + w
+    want = sequence_distribution(target, prompt[0], D, temperature)
+    return max(abs(got.get(s, 0.0) - w) for s, w in want.items())
+
+
+def own_draft_passes(gamma: int = 3, D: int = 12) -> int:
+    """Target passes when the draft is the target, sampling at T = 1: every draft is accepted (p = q), so each
+    round emits γ + 1 tokens with its bonus token and D = 12, γ = 3 take exactly 3 passes."""
+    target = random_model(SMALL, 5, 1.0)
+    prompt = torch.tensor([[0, 2]])
+    gen = torch.Generator().manual_seed(0)
+    return spec.speculative_generate(target, target, prompt, D, gamma=gamma, temperature=1.0,
+                                     generator=gen).target_passes
+
+
+PROMPT_1 = torch.tensor([[0, 2]])
+PROMPT_2 = torch.tensor([[0, 2], [1, 1]])  # two different prompts: the joint law must be the product
+
+
+def alpha_of_pair() -> float:
+    target, draft = close_pair()
+    result = speculative_generate(target, draft, torch.tensor([[0, 2]]), 10, gamma=3, temperature=1.0,
+                                  generator=torch.Generator().manual_seed(0))
+    return result.alpha_expected
+
+
+def test_the_close_draft_accepts_deep_into_gamma():
+    """The test's power comes from rounds that accept: E[β] of the pair is high, and one round from PROMPT_1
+    accepts all γ = 3 drafts (and so emits the bonus token) with probability > 0.3, not a rare path."""
+    assert 0.6 < alpha_of_pair() < 0.97
+    target, draft = close_pair()
+    outcomes = one_round_outcomes(target, draft, PROMPT_1, 3, 1.0)
+    assert sum(w for (_, n), w in outcomes if n == 3) > 0.3
+    assert sum(w for _, w in outcomes) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("gamma,temperature", [(1, 1.0), (3, 1.0), (2, 0.7)])
+def test_one_round_keeps_the_targets_distribution_exactly(gamma, temperature):
+    """B = 1: one round's output, continued by the target, is the target's law over all 3^(γ+1) sequences."""
+    target, draft = close_pair()
+    assert round_error(target, draft, PROMPT_1, gamma, temperature) < EXACT_ATOL
+
+
+@pytest.mark.parametrize("gamma,V", [(1, 3), (2, 2)])
+def test_one_batched_round_keeps_each_sequences_distribution_exactly(gamma, V):
+    """B = 2 with different prompts: the batch-minimum rule, the accepted draft kept by the sequence that accepted
+    it, the correction for the other; the joint law of the two rows is the product of the targets' laws."""
+    target, draft = close_pair(replace(SMALL, V=V))
+    assert round_error(target, draft, PROMPT_2 % V, gamma) < EXACT_ATOL
+
+
+def test_acceptance_counts_are_the_chained_betas():
+    target, draft = close_pair()
+    assert accepted_error(target, draft, PROMPT_1, 3) < EXACT_ATOL
+
+
+def test_whole_runs_over_several_rounds_keep_the_targets_distribution_exactly():
+    """D = 3 > γ + 1 = 2: later rounds start from the first's rewound caches (and from its bonus token)."""
+    target, draft = close_pair(replace(SMALL, V=2), seed=4)
+    assert full_run_error(target, draft, PROMPT_1 % 2, 3, 1) < EXACT_ATOL
+
+
+def test_the_target_as_its_own_draft_emits_gamma_plus_one_per_pass_when_sampling():
+    assert own_draft_passes() == 3
+
+
+def test_the_sampling_primitives_draw_what_they_are_given():
+    """`_coin` and `_draw` (which the exact tests replace) against their laws: 200,000 draws, 6σ bounds."""
+    gen, N = torch.Generator().manual_seed(0), 200_000
+    a = torch.tensor([0.0, 0.1, 0.5, 0.9, 1.0]).repeat(N, 1)
+    freq = spec._coin(a, gen).double().mean(0)
+    assert torch.all((freq - a[0]).abs() <= 6 * (a[0] * (1 - a[0]) / N).sqrt() + 1e-12), freq
+    probs = torch.tensor([0.2, 0.0, 0.5, 0.3])
+    counts = torch.bincount(spec._draw(probs.repeat(N, 1), gen), minlength=4).double() / N
+    assert torch.all((counts - probs).abs() <= 6 * (probs * (1 - probs) / N).sqrt() + 1e-12), counts
+
+
+def test_every_random_draw_goes_through_the_primitives():
+    """The exact tests replace `_draw` and `_coin`; a draw made elsewhere would escape them (and make the replay
+    non-deterministic), so the module samples nowhere else."""
+    source = inspect.getsource(spec)
+    for call, owner in (("torch.rand(", spec._coin), ("torch.multinomial(", spec._draw)):
+        assert source.count(call) == 1 and call in inspect.getsource(owner), f"{call} outside {owner.__name__}"
+    assert "torch.bernoulli(" not in source and "torch.randint(" not in source
+
+
+# ---- mutants: plausible bugs in the rejection rule, each of which a test above must reject ----
+
+MUTANTS = {  # name: (function, the line as written, the bug, the statistic that must reject it)
+    "bonus drawn from the draft's last q": (
+        "accept_drafts", "_draw(p[:, g], generator)", "_draw(q_all[:, g - 1], generator)", "round"),
+    "no bonus token (a full round emits γ)": (
+        "accept_drafts", "return n, bonus.view(B, 1)", "return n - 1, x[:, g - 1].view(B, 1)", "passes"),
+    "residual drawn from p (q not subtracted)": (
+        "residual_distribution", "residual = (p - q).clamp_min(0)", "residual = p.clamp_min(0)", "round"),
+    "residual |p − q|": (
+        "residual_distribution", "residual = (p - q).clamp_min(0)", "residual = (p - q).abs()", "round"),
+    "residual normalised over the batch axis": (
+        "residual_distribution", "total = residual.sum(-1, keepdim=True)", "total = residual.sum(0, keepdim=True)",
+        "round"),
+    "residual at the next position": (
+        "accept_drafts", "residual_distribution(p[:, n], q_all[:, n])",
+        "residual_distribution(p[:, n + 1], q_all[:, n])", "round"),
+    "accept test reversed (accept when u ≥ p/q)": (
+        "accept_drafts", "ok = _coin(", "ok = ~_coin(", "round"),
+    "accept with min(1, q/p)": (
+        "acceptance_probability", "(p_x / q_x).clamp(max=1.0)", "(q_x / p_x).clamp(max=1.0)", "accepted"),
+    "coin compares u > probs": (
+        "_coin", "device=probs.device) < probs", "device=probs.device) > probs", "primitives"),
+    "batch keeps the maximum accepted prefix": (
+        "accept_drafts", "n = int(n_b.min())", "n = int(n_b.max())", "batched"),
+    "batch corrects every sequence (the accepted draft dropped)": (
+        "accept_drafts", "torch.where(keep, x[:, n], corrected)", "torch.where(keep, corrected, corrected)",
+        "batched"),
+    "batch keeps the rejected draft too": (
+        "accept_drafts", "keep = n_b > n", "keep = n_b >= n", "batched"),
+    "drafts are the draft's argmax while q is its softmax": (
+        "speculative_generate", "feed = q_j.argmax(-1, keepdim=True) if greedy else _draw(q_j, generator)[:, None]",
+        "feed = q_j.argmax(-1, keepdim=True)", "round"),
+    "the next round forgets the bonus token in the cache": (
+        "speculative_generate", "t_cache.truncate(seq.shape[1] - 1)", "t_cache.truncate(seq.shape[1] - 2)",
+        "full"),
+}
+
+
+def mutate(monkeypatch: pytest.MonkeyPatch, name: str, old: str, new: str) -> None:
+    """Replace `old` (which must occur exactly once) by `new` in the source of `spec.<name>` and install it."""
+    source = textwrap.dedent(inspect.getsource(getattr(spec, name)))
+    assert source.count(old) == 1, f"{name} no longer reads {old!r}: update the mutant"
+    monkeypatch.setattr(spec, name, getattr(spec, name))  # monkeypatch puts the original back after the test
+    exec(compile(source.replace(old, new), f"<mutant of {name}>", "exec"), vars(spec))  # in the module: the
+    # mutant calls, and is called by, whatever the module holds (the exact draws, the other mutants)
+
+
+def statistic(kind: str) -> float | bool:
+    """The check `kind` of the tests above as a number (an error, or passes) or a verdict, for the mutants."""
+    target, draft = close_pair()
+    if kind == "round":
+        return round_error(target, draft, PROMPT_1, 3) > 1e-3
+    if kind == "accepted":
+        return accepted_error(target, draft, PROMPT_1, 3) > 1e-3
+    if kind == "batched":
+        return round_error(target, draft, PROMPT_2, 1) > 1e-3
+    if kind == "full":
+        target, draft = close_pair(replace(SMALL, V=2), seed=4)
+        return full_run_error(target, draft, PROMPT_1 % 2, 3, 1) > 1e-3
+    if kind == "passes":
+        return own_draft_passes() != 3
+    if kind == "primitives":
+        try:
+            test_the_sampling_primitives_draw_what_they_are_given()
+        except AssertionError:
+            return True
+        return False
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("mutant", list(MUTANTS))
+def test_each_mutant_of_the_rule_is_rejected(monkeypatch, mutant):
+    name, old, new, kind = MUTANTS[mutant]
+    mutate(monkeypatch, name, old, new)
+    assert statistic(kind), f"the mutant '{mutant}' passes the '{kind}' check: the test has no power against it"
+
+
+@pytest.mark.parametrize("alpha,gamma,B", [(0.8, 4, 1), (0.8, 4, 3), (0.5, 2, 2), (0.95, 3, 4), (1.0, 3, 5)])
+def test_the_batch_minimum_formula_is_the_expected_minimum(alpha, gamma, B):
+    """Eq. (17.4) against the expectation over every combination of B independent accepted prefixes (truncated
+    geometric: P(n = k) = α^k (1 − α) for k < γ, α^γ for k = γ), plus the one token of each round."""
+    law = [alpha**k * (1 - alpha) for k in range(gamma)] + [alpha**gamma]
+    expected = 1 + sum(math.prod(law[k] for k in ns) * min(ns)
+                       for ns in itertools.product(range(gamma + 1), repeat=B))
+    assert costs.speculative_batch_tokens_per_pass(alpha=alpha, gamma=gamma, B=B) == pytest.approx(expected)
+    if B == 1:
+        assert expected == pytest.approx(costs.speculative_tokens_per_pass(alpha=alpha, gamma=gamma))
 
 
 def test_acceptance_matches_the_formula_for_a_copy_of_the_target():

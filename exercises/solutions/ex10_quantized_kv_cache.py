@@ -35,3 +35,14 @@ def quantized_decode_gain(model, S, B, bits, group_size):
     bf16 = 2 * model.L * model.H_kv * model.d_h * 2
     quant = quantized_bytes_per_token(model.L, model.H_kv, model.d_h, bits, group_size)
     return (weights + B * S * bf16) / (weights + B * S * quant)
+
+
+# %% solution:q5
+def keys_per_channel(k, token_group, outliers, factor):
+    """KIVI's key layout: one fp16 absmax scale per channel and block of token_group tokens."""
+    k = k.clone()
+    k[..., outliers] *= factor
+    blocks = k.unflatten(-2, (-1, token_group))  # [..., T/G, G, d_h]
+    scales = (blocks.abs().amax(dim=-2) / 127).half().float()  # [..., T/G, d_h]
+    codes = torch.round(blocks / scales.clamp_min(2**-14).unsqueeze(-2)).clamp(-127, 127)
+    return (codes * scales.unsqueeze(-2)).flatten(-3, -2), scales

@@ -33,10 +33,26 @@ def rejection_rule(target_logits, draft_logits, temperature, x):
 
 
 # %% solution:q3
-def speculation_gain(alpha, gamma, cost_ratio, verify_ratio):
-    """Eq. (17.1), a geometric series of γ + 1 terms, over the round's cost γ·c + v: Eq. (17.2)."""
-    tokens = gamma + 1 if alpha == 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
-    return tokens, tokens / (gamma * cost_ratio + verify_ratio)
+def speculative_round(target_logits, draft_logits, drafts, u):
+    """Keep draft j while u[j] < min(1, p(x)/q(x)); at the first rejection draw from norm(max(0, p − q)) at that
+    position, after γ acceptances the bonus from the target's last row; both with u[γ] by the inverse CDF."""
+    p = torch.softmax(target_logits, dim=-1)
+    q = torch.softmax(draft_logits, dim=-1)
+    gamma = len(drafts)
+
+    def inverse_cdf(dist, v):
+        cdf = torch.cumsum(dist / dist.sum(), dim=-1)
+        return min(int((cdf <= v).sum()), len(dist) - 1)
+
+    kept = []
+    for j in range(gamma):
+        x = int(drafts[j])
+        if u[j] < min(1.0, (p[j, x] / q[j, x]).item()):
+            kept.append(x)
+            continue
+        residual = (p[j] - q[j]).clamp_min(0)
+        return kept + [inverse_cdf(residual, u[gamma])]
+    return kept + [inverse_cdf(p[gamma], u[gamma])]
 
 
 # %% solution:q4

@@ -27,6 +27,7 @@ from minigpt.costs.attention_kernels import (
     flash_decoding_speedup,
     flash_decoding_time,
     flash_decoding_work_items,
+    speculative_batch_tokens_per_pass,
     speculative_best_gamma,
     speculative_speedup,
     speculative_tokens_per_pass,
@@ -65,7 +66,14 @@ from minigpt.costs.format import (
     fmt_percent,
     fmt_sig,
 )
-from minigpt.costs.kv_storage import paged_blocks, paged_fork_saved_blocks, paged_slack_tokens, quantized_kv_bytes
+from minigpt.costs.kv_storage import (
+    fp8_kv_bytes,
+    kivi_kv_bytes,
+    paged_blocks,
+    paged_fork_saved_blocks,
+    paged_slack_tokens,
+    quantized_kv_bytes,
+)
 from minigpt.costs.memory import (
     FIT_RESERVE,
     MemoryFit,
@@ -151,7 +159,7 @@ FORMULAS = (
     "cost_per_million_tokens", "decode_time_with_kv",
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
-    "quantized_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "quantized_kv_bytes", "kivi_kv_bytes", "fp8_kv_bytes", "paged_blocks", "paged_slack_tokens",
     # Chapter 2: sliding windows, latent KV, mixtures of experts; Chapter 1: prefill by term
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
     "prefill_flops_by_term", "moe_decode_params",
@@ -159,7 +167,8 @@ FORMULAS = (
     "critical_batch",
     # Part III: attention kernels (tiling, split-S decode) and speculative decoding
     "tiled_attention_flops", "standard_attention_hbm_bytes", "flash_attention_hbm_bytes",
-    "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass", "speculative_speedup",
+    "flash_decoding_work_items", "flash_decoding_speedup", "speculative_tokens_per_pass",
+    "speculative_batch_tokens_per_pass", "speculative_speedup",
     "flash_attention_hbm_saving", "flash_decoding_best_splits",  # Chapters 15-16: the explorers' ratio and best K
     "speculative_best_gamma",  # Chapter 17: the best γ, Eq. (17.3)
     "paged_fork_saved_blocks",  # Chapter 11: n samples sharing one prompt, Eq. (11.3)

@@ -228,6 +228,15 @@ def speculative_tokens_per_pass(*, alpha: float, gamma: int) -> float:
     return (1 - _fraction("alpha", alpha) ** (g + 1)) / (1 - alpha)
 
 
+def speculative_batch_tokens_per_pass(*, alpha: float, gamma: int, B: int) -> float:
+    """Expected tokens per sequence per target pass when B sequences share one cache length and a round keeps the
+    batch's minimum accepted prefix, Eq. (17.4): 1 + Σ_{k=1..γ} α^(k·B) (each sequence accepts its first k drafts
+    with probability α^k, independently; the minimum reaches k only if all B do). Eq. (17.1) at B = 1."""
+    g, b = _int("gamma", gamma, 0), _int("B", B, 1)
+    speculative_tokens_per_pass(alpha=alpha, gamma=g)  # checks alpha
+    return 1.0 + sum(alpha ** (k * b) for k in range(1, g + 1))
+
+
 def speculative_speedup(*, alpha: float, gamma: int, cost_ratio: float, verify_ratio: float = 1.0) -> float:
     """Wall-clock speedup of speculative decoding, Eq. (17.2) (Leviathan et al. 2023, Theorem 3.8): tokens per pass over
     the cost of one round, γ·c + v target-step times, c = cost_ratio (a draft step over a target step) and

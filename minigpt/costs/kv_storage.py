@@ -3,7 +3,8 @@
 `quantized_kv_bytes` is Eq. (2.2) with s replaced by the bits of a code plus the fp16 scales (int8
 with one scale per d_h-vector is `int8_kv_bytes`); `paged_blocks` and `paged_slack_tokens` are
 what a paged cache (PagedAttention) reserves for a sequence of S tokens in blocks of b tokens, and
-`paged_fork_saved_blocks` what n samples sharing one prompt save.
+`paged_fork_saved_blocks` what n samples sharing one prompt save. `kivi_kv_bytes` is the layout with keys
+quantized per channel (KIVI), `fp8_kv_bytes` FP8 E4M3 with per-layer scales (vLLM).
 """
 
 from __future__ import annotations
@@ -29,6 +30,32 @@ def quantized_kv_bytes(
         raise ValueError(f"int4 packs two values per byte: d_h and group_size must be even, got {d_h}, {g}")
     per_vector = d_h * bits // 8 + (d_h // g) * _int("s_scale", s_scale)
     return _int("B", B, 1) * _int("S", S) * 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * per_vector
+
+
+def kivi_kv_bytes(
+    *, L: int, H_kv: int, d_h: int, S: int, B: int = 1, bits: int = 8, group_size: int | None = None,
+    token_group: int = 16, s_scale: int = 2, s: int = 4,
+) -> int:
+    """KV bytes with KIVI's layout (Eq. 10.2): values per token as in `quantized_kv_bytes`; keys per channel,
+    one scale per channel and block of G = token_group tokens, the first ⌊S/G⌋·G tokens in whole blocks:
+
+        B·L·H_kv·[S·(d_h·bits/8 + (d_h/g)·s_scale) + ⌊S/G⌋·G·d_h·bits/8 + ⌊S/G⌋·d_h·s_scale + (S mod G)·d_h·s]
+
+    where the S mod G tokens of the unfilled block stay in the model's dtype (s bytes a value).
+    """
+    G = _int("token_group", token_group, 1)
+    values = quantized_kv_bytes(L=L, H_kv=H_kv, d_h=d_h, S=S, B=B, bits=bits, group_size=group_size,
+                                s_scale=s_scale) // 2
+    blocks = _int("S", S) // G
+    keys = blocks * G * d_h * bits // 8 + blocks * d_h * s_scale + (S % G) * d_h * _int("s", s, 1)
+    return values + B * L * H_kv * keys
+
+
+def fp8_kv_bytes(*, L: int, H_kv: int, d_h: int, S: int, B: int = 1, s_scale: int = 4) -> int:
+    """FP8 (E4M3) KV bytes, Eq. (2.2) with s = 1 plus one fp32 scale per layer for keys and one for values:
+    B·S·2·L·H_kv·d_h + 2·L·s_scale (vLLM's `--kv-cache-dtype fp8`)."""
+    return (_int("B", B, 1) * _int("S", S) * 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * _int("d_h", d_h, 1)
+            + 2 * L * _int("s_scale", s_scale))
 
 
 def paged_blocks(*, S: int, block_size: int) -> int:

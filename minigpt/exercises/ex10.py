@@ -1,4 +1,5 @@
-"""Exercise 10 (Chapter 10, a quantized KV cache): absmax int8 round trip, bytes with scales, the KL cost."""
+"""Exercise 10 (Chapter 10, a quantized KV cache): absmax int8 round trip, bytes with scales, the KL cost, the
+decode gain, and keys quantized per channel (KIVI's layout), checked against `quantize_per_channel`."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch.nn.functional as F
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, randn, tensor
-from minigpt.runtime.quantized_cache import dequantize, quantize
+from minigpt.exercises.spec import Exercise, Question, close, exact_int, pair, randn, tensor
+from minigpt.runtime.quantized_cache import dequantize, dequantize_per_channel, quantize, quantize_per_channel
 
 
 def _round_trip_cases(rng: random.Random) -> list[dict]:
@@ -71,6 +72,31 @@ def _gain(model: ModelPreset, S: int, B: int, bits: int, group_size: int) -> flo
     return next(step) / next(step)
 
 
+def _channel_cases(rng: random.Random) -> list[dict]:
+    """Keys `[H_kv, T, d_h]` with one or two outlier channels (×10 to ×40 in every token), T a multiple of G."""
+    cases = []
+    for _ in range(6):
+        G, d_h = rng.choice([2, 4, 8]), rng.choice([4, 8, 16])
+        outliers = rng.sample(range(d_h), rng.randint(1, 2))
+        cases.append(dict(k=randn([rng.randint(1, 3), G * rng.randint(1, 4), d_h], rng), token_group=G,
+                          outliers=outliers, factor=rng.choice([10.0, 20.0, 40.0])))
+    return cases
+
+
+def _keys(k: torch.Tensor, outliers: list[int], factor: float) -> torch.Tensor:
+    k = k.clone()
+    k[..., outliers] *= factor
+    return k
+
+
+def _per_channel(k: torch.Tensor, token_group: int, outliers: list[int], factor: float
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    keys = _keys(k, outliers, factor)
+    codes, scales = quantize_per_channel(keys, bits=8, token_group=token_group)
+    back = dequantize_per_channel(codes, scales, bits=8, token_group=token_group, dtype=torch.float32)
+    return back, scales.float()
+
+
 EXERCISE = Exercise(
     id="ex10",
     notebook="ex10_quantized_kv_cache.ipynb",
@@ -85,19 +111,31 @@ EXERCISE = Exercise(
         Question(
             "q2", "quantized_bytes_per_token", "quantized_bytes_per_token(L, H_kv, d_h, bits, group_size) -> int",
             _bytes_cases, _bytes, exact_int,
-            "2·L·H_kv·(d_h·bits/8 + (d_h/group_size)·2): the codes plus one 2-byte fp16 scale per group, keys "
-            "and values, every layer.",
+            "count what one token stores: a key and a value vector for every K/V head of every layer, each as "
+            "d_h codes of `bits` bits plus one 2-byte fp16 scale per group of group_size values.",
         ),
         Question(
             "q3", "mean_kl", "mean_kl(p_logits, q_logits) -> float", _kl_cases, _kl, close(1e-6, 1e-9),
-            "Eq. (10.2): per row, KL(p‖q) = Σ p·(log p − log q) with p = softmax(p_logits), q = softmax(q_logits) "
-            "(use log_softmax); the mean over rows, a float.",
+            "each row is one position: the divergence of the cache's next-token distribution from the baseline's "
+            "(p from p_logits is the baseline), in nats, computed from log-probabilities for stability; return the "
+            "mean over rows as a float.",
         ),
         Question(
             "q4", "quantized_decode_gain", "quantized_decode_gain(model, S, B, bits, group_size) -> float",
             _gain_cases, _gain, close(1e-9),
-            "Eq. (10.4) with a fused kernel: bytes of a decode step with a bf16 cache over bytes with the quantized "
-            "one, N·2 + B·S·(bytes per token) each (bf16 weights in both; q2's bytes per token for the quantized).",
+            "a memory-bound step's time follows its bytes: the bf16 weights once plus every sequence's cache; with "
+            "a fused kernel the quantized cache is read as stored (q2's bytes per token). Return the bf16-cache "
+            "step's bytes over the quantized one's.",
+        ),
+        Question(
+            "q5", "keys_per_channel", "keys_per_channel(k, token_group, outliers, factor) -> (keys, scales)",
+            _channel_cases, _per_channel, pair(tensor(atol=1e-5, rtol=1e-5), tensor(atol=1e-6, rtol=1e-3),
+                                               ("keys", "scales")),
+            "first multiply the channels listed in outliers by factor (in a copy of k). Then int8 absmax as in q1, "
+            "but each scale is shared by one channel (last dimension) over one block of token_group consecutive "
+            "tokens (the dimension before it), not by one token's vector: scales have one row per block and one "
+            "column per channel, stored in fp16 and returned as fp32. Return the keys read back (fp32, the shape "
+            "of k) and the scales.",
         ),
     ),
 )

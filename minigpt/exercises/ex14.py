@@ -1,22 +1,27 @@
-"""Exercise 14 (Chapter 17, speculative decoding): greedy verification, the rejection rule, tokens per pass and
-speedup, the best γ.
+"""Exercise 14 (Chapter 17, speculative decoding): greedy verification, the rejection rule, one speculative
+sampling round written from the mechanism (and its output law checked), the best γ.
 
 The oracles are the package: the rejection rule of `minigpt.runtime.speculative` (`accept_drafts`, with one-hot
-distributions for greedy verification; `acceptance_probability`, `residual_distribution`) and the formulas of
-`minigpt.costs` (Eqs. (17.1)–(17.3)).
+distributions for greedy verification, and with the given uniforms answering its draws for the sampled round;
+`acceptance_probability`, `residual_distribution`) and `costs.speculative_best_gamma`. `round_law_error`
+checks a student's round against the target's law exactly (every draft path, every interval of the uniforms).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
 
 from minigpt import costs
 from minigpt.exercises.spec import Compare, Exercise, Question, build, close, exact_int, int_list, pair, randn, tensor
+from minigpt.runtime import speculative
 from minigpt.runtime.speculative import accept_drafts, acceptance_probability, residual_distribution
 
 
@@ -73,18 +78,121 @@ def _number(compare: Compare) -> Compare:
     return check
 
 
-def _speedup_cases(rng: random.Random) -> list[dict]:
+def inverse_cdf(probs: torch.Tensor, u: float) -> int:
+    """The token an inverse-CDF draw picks with u in [0, 1): the first whose cumulative probability exceeds u."""
+    cdf = torch.cumsum(probs.double() / probs.double().sum(), dim=-1)
+    return min(int((cdf <= u).sum()), probs.shape[-1] - 1)
+
+
+def _sampled_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: torch.Tensor,
+                   u: list[float]) -> list[int]:
+    """One round through the package's `accept_drafts` (B = 1), its draws answered by the uniforms: the coin of
+    draft j is u[j] < its acceptance probability, the final token the inverse-CDF draw with u[γ]."""
+    gamma = len(drafts)
+    p = torch.softmax(target_logits.float(), dim=-1)[None]  # [1, γ+1, V]
+    q = list(torch.softmax(draft_logits.float(), dim=-1)[:, None].unbind(0))  # γ × [1, V]
+
+    def coin(probs: torch.Tensor, generator: Any = None) -> torch.Tensor:
+        return torch.tensor([u[:gamma]]) < probs
+
+    def draw(probs: torch.Tensor, generator: Any = None) -> torch.Tensor:
+        return torch.tensor([inverse_cdf(probs[0], u[gamma])])
+
+    with mock.patch.object(speculative, "_coin", coin), mock.patch.object(speculative, "_draw", draw):
+        n, nxt = accept_drafts(p, q, [drafts[j].view(1, 1) for j in range(gamma)], greedy=False)
+    return [int(x) for x in drafts[:n]] + [int(nxt)]
+
+
+def _round_margins(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: list[int],
+                   u: list[float]) -> float:
+    """How far each uniform is from the thresholds it is compared with (so float rounding cannot flip a case)."""
+    p = torch.softmax(target_logits.float(), -1).double()
+    q = torch.softmax(draft_logits.float(), -1).double()
+    gamma = len(drafts)
+    cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
+    margins = [abs(u[j] - c) for j, c in enumerate(cuts)]
+    for dist in [*((p[j] - q[j]).clamp_min(0) for j in range(gamma)), p[gamma]]:
+        cdf = torch.cumsum(dist / dist.sum(), -1) if dist.sum() > 0 else torch.ones(1)
+        margins.append(float((cdf - u[gamma]).abs().min()))
+    return min(margins)
+
+
+def _sampled_round_cases(rng: random.Random) -> list[dict]:
+    """Rounds with random tables (per student) that end at every place: a rejection at each position, and a full
+    acceptance with its bonus token; the uniforms stay 1e-4 away from every threshold."""
     cases = []
-    for i in range(7):
-        alpha = [0.0, 1.0][i] if i < 2 else round(rng.uniform(0.05, 0.99), 3)  # the two ends, then inside
-        cases.append(dict(alpha=alpha, gamma=rng.randint(1, 12), cost_ratio=round(10 ** rng.uniform(-2, 0), 4),
-                          verify_ratio=round(rng.uniform(1.0, 2.0), 3)))
+    for i in range(8):
+        gamma, V = rng.randint(1, 5), rng.randint(3, 9)
+        stop = gamma if i % 3 == 0 else rng.randrange(gamma)  # where the round ends (gamma: all kept)
+        while True:
+            t_logits, d_logits = randn([gamma + 1, V], rng, scale=1.5), randn([gamma, V], rng, scale=1.5)
+            p, q = (torch.softmax(build(z).float(), -1) for z in (t_logits, d_logits))
+            drafts = [int(torch.multinomial(q[j], 1, generator=torch.Generator().manual_seed(rng.getrandbits(32))))
+                      for j in range(gamma)]
+            cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
+            if stop < gamma and cuts[stop] > 0.97:
+                continue  # this draft is (almost) always kept: draw another table
+            u = [rng.uniform(0, c) for c in cuts[:stop]]
+            u += [rng.uniform(cuts[stop], 1) for _ in range(stop, stop + 1) if stop < gamma]
+            u += [rng.random() for _ in range(len(u), gamma + 1)]
+            if _round_margins(build(t_logits), build(d_logits), drafts, u) > 1e-4:
+                break
+        cases.append(dict(target_logits=t_logits, draft_logits=d_logits, drafts={"$long": drafts},
+                          u=[round(x, 12) for x in u]))
     return cases
 
 
-def _speedup(alpha: float, gamma: int, cost_ratio: float, verify_ratio: float) -> tuple[float, float]:
-    return (costs.speculative_tokens_per_pass(alpha=alpha, gamma=gamma),
-            costs.speculative_speedup(alpha=alpha, gamma=gamma, cost_ratio=cost_ratio, verify_ratio=verify_ratio))
+def _tokens(expected: Any, actual: Any) -> str | None:
+    """The round's tokens, with what is wrong said in words."""
+    if not isinstance(actual, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in actual):
+        return f"expected a list of token ids (ints), got {actual!r}"
+    if actual == expected:
+        return None
+    kept = len(expected) - 1
+    if len(actual) == len(expected) - 1 and actual == expected[: len(actual)]:
+        return (f"expected {expected}, got {actual}: the final token is missing (a round always ends with one "
+                "token drawn from the target's side, after the kept drafts)")
+    if len(actual) != len(expected):
+        return (f"expected {expected}, got {actual}: the rule keeps {kept} draft(s) here and you kept "
+                f"{max(len(actual) - 1, 0)} (compare each u[j] with the chance the rule keeps draft j)")
+    if actual[:-1] != expected[:-1]:
+        return f"expected {expected}, got {actual}: the kept drafts are returned as they were proposed"
+    return (f"expected {expected}, got {actual}: the kept drafts agree; the last token does not (it is drawn "
+            "with u[γ] from the distribution the round ends on)")
+
+
+def round_law_error(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0
+                    ) -> float:
+    """Largest |P(sequence) − p(sequence)| over the V^(γ+1) continuations, where a round of `speculative_round`
+    is continued by the target's rows; exact: every draft path (weighted by q) and, for the uniforms, one value
+    in every interval between the thresholds the rule compares them with (weighted by the interval's length).
+    A correct round gives 0 up to float rounding."""
+    g = torch.Generator().manual_seed(seed)
+    t_logits, d_logits = torch.randn(gamma + 1, V, generator=g), torch.randn(gamma, V, generator=g)
+    p, q = torch.softmax(t_logits, -1).double(), torch.softmax(d_logits, -1).double()
+    law: dict[tuple, float] = {}
+    for drafts in itertools.product(range(V), repeat=gamma):
+        w_drafts = math.prod(float(q[j, x]) for j, x in enumerate(drafts))
+        cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
+        per_coin = [[(c / 2, c), ((1 + c) / 2, 1 - c)] for c in cuts]
+        finals = sorted({0.0, 1.0} | {float(x) for dist in [*((p[j] - q[j]).clamp_min(0) for j in range(gamma)),
+                                                            p[gamma]] if dist.sum() > 0
+                                      for x in torch.cumsum(dist / dist.sum(), -1)[:-1] if 0 < x < 1})
+        per_final = [((a + b) / 2, b - a) for a, b in zip(finals, finals[1:], strict=False) if b > a]
+        for coins in itertools.product(*per_coin):
+            for u_last, w_last in per_final:
+                w = w_drafts * math.prod(wc for _, wc in coins) * w_last
+                if w == 0:
+                    continue
+                out = list(speculative_round(t_logits, d_logits, torch.tensor(drafts), [*(uc for uc, _ in coins),
+                                                                                         u_last]))
+                for rest in itertools.product(range(V), repeat=gamma + 1 - len(out)):
+                    seq = tuple(out) + rest
+                    law[seq] = law.get(seq, 0.0) + w * math.prod(float(p[len(out) + i, x]) for i, x in
+                                                                 enumerate(rest))
+    want = {s: math.prod(float(p[i, x]) for i, x in enumerate(s)) for s in itertools.product(range(V),
+                                                                                           repeat=gamma + 1)}
+    return max(abs(law.get(s, 0.0) - w) for s, w in want.items())
 
 
 def _best_cases(rng: random.Random) -> list[dict]:
@@ -112,21 +220,47 @@ EXERCISE = Exercise(
         Question(
             "q2", "rejection_rule", "rejection_rule(target_logits, draft_logits, temperature, x) -> (accept, residual)",
             _rule_cases, _rule, pair(_number(close(1e-5, 1e-7)), tensor(atol=1e-6, rtol=1e-5), ("accept", "residual")),
-            "p = softmax(target_logits / temperature), q = softmax(draft_logits / temperature). accept = min(1, "
-            "p[x] / q[x]) as a float; residual = max(0, p − q) / Σ max(0, p − q), a tensor of shape [V] (it sums "
-            "to 1 and is zero wherever p <= q).",
+            "p and q are the two models' softmax distributions at this temperature. accept: the chance that the "
+            "rule keeps a token x the draft proposed, so that x is never emitted more often than the target would "
+            "emit it (a float); residual: the distribution the replacement is drawn from after a rejection, which "
+            "puts mass only where the target wants more than the draft proposes (a tensor of shape [V], summing "
+            "to 1). Together they make the emitted token distributed exactly as p.",
         ),
         Question(
-            "q3", "speculation_gain", "speculation_gain(alpha, gamma, cost_ratio, verify_ratio) -> (tokens, speedup)",
-            _speedup_cases, _speedup, pair(close(1e-9), close(1e-9), ("tokens_per_pass", "speedup")),
-            "tokens per target pass, Eq. (17.1): (1 − α^(γ+1)) / (1 − α), and γ + 1 at α = 1; speedup, Eq. (17.2): "
-            "tokens per pass over the round's cost γ·c + v, in target decode steps.",
+            "q3", "speculative_round", "speculative_round(target_logits, draft_logits, drafts, u) -> list[int]",
+            _sampled_round_cases, _sampled_round, _tokens,
+            "row j of target_logits gives the target's distribution at draft j's position (row γ: after the last "
+            "draft), row j of draft_logits the distribution draft j was drawn from. Walk the drafts in order and "
+            "keep draft j while u[j] is below the chance the rule keeps it; at the first draft not kept the round "
+            "ends with one token drawn, with u[γ] and the inverse CDF, from the distribution that makes up for "
+            "what the draft over-proposed there; if every draft is kept, the target's pass has already given the "
+            "distribution after the last draft: draw one more token from it. Return the kept drafts and that token.",
         ),
         Question(
             "q4", "best_gamma", "best_gamma(alpha, cost_ratio, verify_ratio, gamma_max) -> int", _best_cases, _best,
             exact_int,
-            "Eq. (17.3): try every γ from 1 to gamma_max, compute the speedup of Eq. (17.2) for each, and return the "
-            "γ with the largest one (on an exact tie, the smallest such γ).",
+            "the number of drafts per round, from 1 to gamma_max, that makes a round's expected tokens per unit of "
+            "cost largest (Chapter 17: a round costs γ draft steps and one verify pass, in target steps); on an "
+            "exact tie, the smallest such γ.",
         ),
     ),
 )
+
+
+def round_law_report(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0) -> float:
+    """Print (and return) how far the output law of `speculative_round` is from the target's, in words."""
+    try:
+        err = round_law_error(speculative_round, V=V, gamma=gamma, seed=seed)
+    except NotImplementedError:
+        print("speculative_round: not implemented yet")
+        return math.nan
+    sequences = V ** (gamma + 1)
+    if err < 1e-6:
+        print(f"the law of your rounds, continued by the target, equals the target's over all {sequences} "
+              f"sequences of {gamma + 1} tokens (largest difference {err:.1e}): emitted tokens are distributed "
+              "as p")
+    else:
+        print(f"the law of your rounds differs from the target's by up to {err:.4f} in the probability of one of "
+              f"the {sequences} sequences of {gamma + 1} tokens: some token is emitted more or less often than "
+              "the target would emit it (check which distribution each of your draws uses)")
+    return err

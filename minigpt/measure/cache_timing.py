@@ -3,7 +3,8 @@
 A cache is filled with S random rows through its own `update` (a quantized cache quantizes them), so
 no prefill is run: the step's time depends on the shapes, not on the values. `step_bytes` is Eq. (3.5)
 with the cache's bytes per token; `unfused_step_bytes` adds what this package's dequantize-on-read
-costs (the fp32 copy of the prefix, written then read by attention), Eq. (10.4).
+costs (the fp32 copy of the prefix, written then read by attention), Eq. (10.5). `read_s` times the
+cache's read path alone (every layer's prefix handed back, dequantized where the cache is quantized).
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ class CachePoint:
     step_median_s: float
     kv_bytes_per_token: int
     step_bytes: int  # Eq. (3.5): weights + B·S·(the cache's bytes per token)
-    unfused_step_bytes: int  # Eq. (10.4): plus the dequantized fp32 copy written and read (0 extra for fp32)
+    unfused_step_bytes: int  # Eq. (10.5): plus the dequantized fp32 copy written and read (0 extra for fp32)
+    read_s: float = 0.0  # the cache's read path alone: every layer's prefix handed back (dequantized), no model
 
 
 def unfused_step_bytes(*, weight_bytes: int, kv_bytes_per_token: int, fp_bytes_per_token: int, S: int, B: int,
                        quantized: bool) -> int:
-    """Eq. (10.4): Eq. (3.5) plus, for a quantized cache dequantized on read, 2·B·S·(fp bytes per token)."""
+    """Eq. (10.5): Eq. (3.5) plus, for a quantized cache dequantized on read, 2·B·S·(fp bytes per token)."""
     extra = 2 * B * S * fp_bytes_per_token if quantized else 0
     return costs.decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=S, B=B) + extra
 
@@ -75,8 +77,15 @@ def time_cache_step(
         cache.truncate(S)
 
     timing = time_fn(step, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
-    per_token = kv_bytes_per_token_of(cache)
     c = model.config
+    empty = torch.zeros(B, c.H_kv, 0, c.d_h, dtype=cache.dtype, device=cache.device)
+
+    def read() -> None:  # what attention is handed each step, and nothing else: update with no new row
+        for layer in range(c.L):
+            cache.update(layer, empty, empty)
+
+    reading = time_fn(read, warmup=warmup, repeats=repeats, device=model.device, clock=clock)
+    per_token = kv_bytes_per_token_of(cache)
     fp = costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=model.dtype.itemsize)
     w = module_bytes(model)
     return CachePoint(
@@ -85,6 +94,7 @@ def time_cache_step(
         step_bytes=costs.decode_step_bytes(weight_bytes=w, kv_bytes_per_token=per_token, S=S, B=B),
         unfused_step_bytes=unfused_step_bytes(weight_bytes=w, kv_bytes_per_token=per_token, fp_bytes_per_token=fp,
                                               S=S, B=B, quantized=kind != "fp32"),
+        read_s=reading.min_s,
     )
 
 

@@ -31,6 +31,7 @@ class SpeculativeResult:
     accepted: list[int] = field(default_factory=list)  # per round: draft tokens kept (n)
     proposed: list[int] = field(default_factory=list)  # per round: draft tokens proposed (γ, less at the end)
     beta: list[float] = field(default_factory=list)  # per verified position: Σ_x min(p, q), Leviathan's β
+    drafted: list[torch.Tensor] = field(default_factory=list)  # per round: the draft tokens `[B, g]`, kept or not
 
     @property
     def tokens_per_pass(self) -> float:
@@ -79,6 +80,11 @@ def _draw(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tenso
     return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
 
 
+def _coin(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """True with probability `probs`, element by element: u < probs for u uniform on [0, 1)."""
+    return torch.rand(probs.shape, generator=generator, device=probs.device) < probs
+
+
 def acceptance_probability(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
     """min(1, p(x)/q(x)): the chance that a token x drafted with probability q(x) is kept (Leviathan et al. 2023)."""
     return (p_x / q_x).clamp(max=1.0)
@@ -122,6 +128,7 @@ def speculative_generate(
         p = _probs(target(proposal, t_cache), temperature)  # [B, g+1, V]: one pass verifies every draft
         result.target_passes += 1
         n, nxt = accept_drafts(p, q, drafts, greedy, generator, result)
+        result.drafted.append(torch.cat(drafts, dim=1))
         new = torch.cat([*drafts[:n], nxt], dim=1)  # [B, n+1]
         result.tokens = torch.cat([result.tokens, new], dim=1)
         result.accepted.append(n)
@@ -152,8 +159,7 @@ def accept_drafts(
     if greedy:
         ok = p_x > 0.5  # one-hot p: the draft token is the target's argmax
     else:
-        u = torch.rand(x.shape, generator=generator, device=p.device)
-        ok = u < acceptance_probability(p_x, q_x)
+        ok = _coin(acceptance_probability(p_x, q_x), generator)  # u < min(1, p(x)/q(x))
     n_b = torch.cumprod(ok.int(), dim=1).sum(1)  # [B]: accepted prefix per sequence
     n = int(n_b.min())
     if n == g:  # every draft accepted by every sequence: the bonus token from p after the last draft

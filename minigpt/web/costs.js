@@ -391,6 +391,19 @@
     const perVector = (d_h * BigInt(bits)) / 8n + (d_h / g) * int(a, "s_scale", 0, 2);
     return N(int(a, "B", 1, 1) * int(a, "S", 0) * 2n * int(a, "L", 1) * int(a, "H_kv", 1) * perVector);
   };
+  C.kivi_kv_bytes = function (a) {
+    const G = int(a, "token_group", 1, 16);
+    const values = BigInt(C.quantized_kv_bytes(a)) / 2n;
+    const d_h = int(a, "d_h", 1);
+    const bits = BigInt(a.bits === undefined || a.bits === null ? 8 : a.bits);
+    const S = int(a, "S", 0);
+    const blocks = S / G;
+    const keys = (blocks * G * d_h * bits) / 8n + blocks * d_h * int(a, "s_scale", 0, 2) + (S % G) * d_h * int(a, "s", 1, 4);
+    return N(values + int(a, "B", 1, 1) * int(a, "L", 1) * int(a, "H_kv", 1) * keys);
+  };
+  C.fp8_kv_bytes = (a) =>
+    N(int(a, "B", 1, 1) * int(a, "S", 0) * 2n * int(a, "L", 1) * int(a, "H_kv", 1) * int(a, "d_h", 1) +
+      2n * int(a, "L", 1) * int(a, "s_scale", 0, 4));
   function pagedBlocks(a) {
     const b = int(a, "block_size", 1);
     return (int(a, "S", 0) + b - 1n) / b;
@@ -622,6 +635,13 @@
       throw new RangeError("alpha must be a number in [0, 1] (the acceptance rate), got " + alpha);
     }
     return alpha === 1 ? g + 1 : (1 - Math.pow(alpha, g + 1)) / (1 - alpha);
+  };
+  C.speculative_batch_tokens_per_pass = function (a) {
+    const g = N(int(a, "gamma", 0)), B = N(int(a, "B", 1));
+    C.speculative_tokens_per_pass(a);
+    let total = 1;
+    for (let k = 1; k <= g; k += 1) total += Math.pow(a.alpha, k * B);
+    return total;
   };
   C.speculative_speedup = function (a) {
     const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
