@@ -26,7 +26,7 @@ from minigpt.exercises import EXERCISES
 from minigpt.grading import feedback, sandbox, staging
 from minigpt.grading.__main__ import main as grading_main
 from minigpt.grading.folder import UnsafeRefused, grade_folder
-from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells, to_python
+from minigpt.grading.notebook_code import CorruptNotebook, TooLarge, parse_notebook, to_python
 from minigpt.grading.review import review_cell
 from minigpt.grading.staging import PACKAGE_DIR
 
