@@ -24,6 +24,7 @@ import os
 import random
 import stat
 import time
+import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,8 @@ def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Iso
         result = _grade(notebook, prepared, isolation, timeout, log_path, start + budget, budget, name, start,
                         size_limits)
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
+        with open(log_path, "a", encoding="utf-8") as log:  # the instructor's log, never shown to the student
+            log.write("\n[grader: internal error]\n" + traceback.format_exc())
         return zeros(f"internal grader error ({type(err).__name__}); please report it")
     result.seed = prepared.seed
     return result

@@ -15,8 +15,10 @@ is not run. Every code cell runs, the Colab setup cell and the ``check(...)`` ce
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 
 
@@ -135,4 +137,17 @@ def to_python(source: str) -> str | None:
         if name not in _RUN_BODY:
             return None
         lines = lines[first + 1:]
-    return "\n".join(_line(line) for line in lines)
+    inside = _string_lines("\n".join(lines))
+    return "\n".join(line if number in inside else _line(line) for number, line in enumerate(lines, start=1))
+
+
+def _string_lines(source: str) -> set[int]:
+    """The (1-based) lines that continue a multi-line string: text there is never a magic."""
+    inside: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return inside

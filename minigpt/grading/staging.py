@@ -371,13 +371,14 @@ def stage_lib(lib: Path, needs: Needs = Needs()) -> Path:
             shutil.copy2(src, dest)
     stand_ins = dict(STAND_INS)
     if needs.formulas:
-        text, modules = _offered_formulas(needs.formulas)
-        stand_ins["costs/__init__.py"] = lambda: text
+        offered, modules = _offered_formulas(needs.formulas)
+        stand_ins["costs/__init__.py"] = lambda: offered
         for rel in modules:
+            (lib / "minigpt" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(PACKAGE_DIR / rel, lib / "minigpt" / rel)
-    for rel, text in stand_ins.items():
+    for rel, write in stand_ins.items():
         (lib / "minigpt" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (lib / "minigpt" / rel).write_text(text(), encoding="utf-8")
+        (lib / "minigpt" / rel).write_text(write(), encoding="utf-8")
     _check_imports(lib)
     for folder, _dirs, _files in os.walk(lib):
         os.chmod(folder, 0o755)
