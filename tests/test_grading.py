@@ -101,7 +101,7 @@ HOSTILE = {
     "memory_bomb": ({"q3"}, {"q1": "MemoryError", "q2": "RuntimeError"}),
     "process_bomb": ({"q1"}, {"q2": "not defined"}),
     "disk_fill": ({"q3"}, {"q1": "OSError", "q2": "OSError"}),
-    "leaky_messages": ({}, {"q1": "ValueError", "q2": "RuntimeError", "q3": "expected the integer"}),
+    "leaky_messages": ({}, {"q1": "ValueError", "q2": "RuntimeError", "q3": "expected a number"}),
 }
 MARKERS = ("minigpt-hostile", "--multiprocessing-fork", "minigpt.grading.child")
 SKIP = {".venv", "_build", ".pytest_cache", ".ruff_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints"}
@@ -291,7 +291,8 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
         # measurement (tokens over measured seconds), not Eq. (7.2)'s ceiling.
         delegating = {"config.py": {"param_count"}, "meters.py": {"decode_tok_s"}}.get(path.name, set())
         assert not any(f"def {name}(" in text for name in formulas - delegating), path
-        assert "EXERCISES" not in text and "oracle" not in text, path
+        if path.name != "review.py":  # the review's list of names to flag, not an oracle
+            assert "EXERCISES" not in text and "oracle" not in text, path
     presets = (lib / "minigpt" / "costs" / "presets.py").read_text(encoding="utf-8")
     assert "def " not in presets and "param_count" not in presets and '"Llama-2-7B"' in presets
     sources = [src for src, _ in runtime.binds]
@@ -315,7 +316,8 @@ def test_each_set_of_questions_gets_only_the_runtime_its_inputs_need(tmp_path: P
     (generate, meters... stay stubs); formulas only where a question's instructions name them."""
     plain = staging.stage_lib(tmp_path / "plain")
     model = staging.stage_lib(tmp_path / "model", staging.Needs(staging.MODEL_MODULES))
-    formulas = staging.stage_lib(tmp_path / "formulas", staging.Needs(formulas=frozenset({"evaluate", "prefill_flops"})))
+    offered = staging.Needs(formulas=frozenset({"evaluate", "prefill_flops"}))
+    formulas = staging.stage_lib(tmp_path / "formulas", offered)
     real = (PACKAGE_DIR / "runtime" / "model.py").read_text(encoding="utf-8")
     for rel in staging.STUBBABLE:
         assert "refuse to run here" in (plain / "minigpt" / rel).read_text(encoding="utf-8"), rel
@@ -324,8 +326,8 @@ def test_each_set_of_questions_gets_only_the_runtime_its_inputs_need(tmp_path: P
     assert (model / "minigpt" / "runtime" / "model.py").read_text(encoding="utf-8") == real
     stub = (plain / "minigpt" / "runtime" / "model.py").read_text(encoding="utf-8")
     assert "def attention(*args, **kwargs):" in stub and "class MiniGPT:" in stub and "softmax" not in stub
-    offered = (formulas / "minigpt" / "costs" / "__init__.py").read_text(encoding="utf-8")
-    assert "from minigpt.costs.shape import evaluate" in offered and "decode_flops" not in offered
+    text = (formulas / "minigpt" / "costs" / "__init__.py").read_text(encoding="utf-8")
+    assert "from minigpt.costs.shape import evaluate" in text and "decode_flops" not in text
     assert not (plain / "minigpt" / "costs" / "flops.py").exists()
 
 

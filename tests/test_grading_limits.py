@@ -237,7 +237,7 @@ def test_forged_and_oversized_events_cost_only_the_forger(hostile_class: tuple[P
     rows = details(out)
     assert all(score == 0.0 for score, _ in rows["huge_event"].values())
     assert all("wrote to the grader's channel" in text for _, text in rows["huge_event"].values())
-    assert rows["lying_tensor"]["q1"][0] == 0.0 and "shape" in rows["lying_tensor"]["q1"][1]
+    assert rows["lying_tensor"]["q1"] == (0.0, "prefill_flops: case 1: expected a number, got a tensor")
     assert all(rows["lying_tensor"][q][0] == 1.0 for q in ("q2", "q3", "q4", "q5"))
     assert info["parent_rss_mib"] < 2048, info  # the 10 MB event was never read into memory whole
 
@@ -263,7 +263,7 @@ def test_the_budget_is_fixed_whatever_the_cell_count(tmp_path: Path) -> None:
     assert all("time budget (20 s)" in t.output for t in result.tests), [t.output for t in result.tests]
 
 
-HONEST_WITH_NEIGHBOURS_BOUND = 2.5  # the honest submissions' mean time with hostile neighbours, at most this x alone + 10 s
+HONEST_WITH_NEIGHBOURS_BOUND = 2.5  # honest mean time with hostile neighbours <= this x alone + 10 s
 
 
 @pytest.mark.sandbox

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"hard wall-clock seconds per submission, all its cells, questions and sandbox runs "
                              f"together, whatever the notebook holds (default {BUDGET_S:g})")
     parser.add_argument("--max-notebook-mib", type=float, default=SizeLimits().notebook_bytes / 2**20,
-                        help="largest notebook file graded; a larger one is 'submission too large' (default %(default)g)")
+                        help="largest notebook file graded; larger is 'submission too large' (default %(default)g)")
     parser.add_argument("--no-cgroups", action="store_true",
                         help="do not use control groups even where the machine offers them (rlimits only)")
     parser.add_argument("--unsafe-no-sandbox", action="store_true",

@@ -15,10 +15,10 @@ notebook over a size limit is reported as too large, nothing of it runs); import
 input before any student code runs; execute the cells one by one (an error, `sys.exit()` or a timeout in
 one cell is recorded and the next cell runs, like "Run all" with continue-on-error); then call each
 question's function on its inputs, convert each result to plain data through the base classes (`encode`:
-a tensor subclass cannot lie about its shape) and check it against the answer's shape (`conforms`). Each step is one JSON line on
-the job's ``events_fd``, a pipe the parent reads and checks against the order it expects; student code can
-write there too, which only makes the parent stop this run: the verdicts are the parent's own
-comparisons. Nothing here is a security boundary: the sandbox is.
+a tensor subclass cannot lie about its shape) and check it against the answer's shape (`conforms`).
+Each step is one JSON line on the job's ``events_fd``, a pipe the parent reads and checks against the
+order it expects; student code can write there too, which only makes the parent stop this run: the
+verdicts are the parent's own comparisons. Nothing here is a security boundary: the sandbox is.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import minigpt
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.grading import cgroups, sandbox, seccomp, staging
 from minigpt.grading.grader import BUDGET_S, grade_notebook
-from minigpt.grading.notebook_code import SizeLimits
+from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult, atomic_write, write_tables
 from minigpt.grading.runner import Isolation
 
@@ -103,7 +103,7 @@ def isolation_for(root: Path, *, unsafe_no_sandbox: bool = False, limits: sandbo
 def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: float = 30.0,
                  seed: int | None = None, jobs: int = 1, echo: bool = True, unsafe_no_sandbox: bool = False,
                  budget: float = BUDGET_S, limits: sandbox.Limits | None = None,
-                 size_limits: SizeLimits = SizeLimits(), use_cgroups: bool = True,
+                 size_limits: SizeLimits = DEFAULT_SIZES, use_cgroups: bool = True,
                  ) -> list[tuple[str, SubmissionResult]]:
     """Grade every notebook in `submissions` for `exercise_id`; write results under `out`; return them.
 

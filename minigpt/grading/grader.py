@@ -32,11 +32,18 @@ from typing import Any
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.exercises.spec import Exercise, Question, describe_call, resolve, uses_model
 from minigpt.grading import feedback
-from minigpt.grading.notebook_code import SizeLimits
+from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult
 from minigpt.grading.review import Finding
-from minigpt.grading.runner import (LOG_CAP_BYTES, SMALL_EVENT_BYTES, Bounds, ChildRun, Isolation, run_child,
-                                    strip_controls)
+from minigpt.grading.runner import (
+    LOG_CAP_BYTES,
+    SMALL_EVENT_BYTES,
+    Bounds,
+    ChildRun,
+    Isolation,
+    run_child,
+    strip_controls,
+)
 from minigpt.grading.staging import MODEL_MODULES, Needs
 from minigpt.grading.wire import conforms, skeleton
 
@@ -127,7 +134,7 @@ def read_submission(path: Path, limits: SizeLimits) -> bytes:
 
 
 def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Isolation, *, timeout: float,
-                   log_path: Path, budget: float = BUDGET_S, size_limits: SizeLimits = SizeLimits(),
+                   log_path: Path, budget: float = BUDGET_S, size_limits: SizeLimits = DEFAULT_SIZES,
                    name: str | None = None) -> SubmissionResult:
     """Grade one notebook within `budget` seconds in all; never raises (any failure becomes zeros with a reason)."""
     start = time.monotonic()

@@ -40,6 +40,9 @@ class SizeLimits:
     code_cells: int = 400
 
 
+DEFAULT_SIZES = SizeLimits()
+
+
 @dataclass(frozen=True)
 class CodeCell:
     index: int  # position among all the notebook's cells
@@ -66,7 +69,7 @@ def _tags(cell: dict) -> tuple[str, ...]:
     return tuple(t[:80] for t in tags[:20] if isinstance(t, str)) if isinstance(tags, list) else ()
 
 
-def parse_notebook(data: bytes, limits: SizeLimits = SizeLimits()) -> list[CodeCell]:
+def parse_notebook(data: bytes, limits: SizeLimits = DEFAULT_SIZES) -> list[CodeCell]:
     """Every code cell of the notebook `data`, in order (CorruptNotebook, or TooLarge past a limit)."""
     if len(data) > limits.notebook_bytes:
         raise TooLarge(f"the notebook is larger than {limits.notebook_bytes // 2**20} MiB")

@@ -88,7 +88,7 @@ def review_cell(index: int, source: str) -> list[Finding]:
                     add(node, "answer", f"from minigpt import {name}")
                 for name in sorted(names & RUNTIME_ANSWERS):
                     add(node, "runtime", f"from minigpt import {name}")
-            if sub in RUNTIME_ANSWERS | RUNTIME_MODULES:
+            if sub in RUNTIME_ANSWERS | RUNTIME_MODULES and sub not in ANSWER_MODULES:
                 add(node, "runtime", f"from {node.module} import {', '.join(sorted(names))}")
             if node.module.split(".")[0] in TAMPER_MODULES:
                 add(node, "tampering", f"from {node.module} import ...")

@@ -41,7 +41,8 @@ SMALL_EVENT_BYTES = 16 * 2**10  # every event but a question's outputs (the cell
 STARTUP_S = 60.0  # importing torch in a fresh sandbox on a busy machine; student code runs only after "ready"
 SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is killed
 GATE = ["/bin/sh", "-c", 'read -r _ && exec "$@"', "gate"]  # waits for one line, then becomes the sandbox
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?"
+                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def strip_controls(text: str) -> str:

@@ -30,8 +30,8 @@ import shutil
 import stat
 import sys
 import sysconfig
-from collections.abc import Callable
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
