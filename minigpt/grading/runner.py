@@ -23,7 +23,6 @@ import io
 import json
 import os
 import queue
-import re
 import signal
 import subprocess
 import sys
@@ -35,21 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from minigpt.grading import cgroups, sandbox, staging
+from minigpt.grading.feedback import strip_controls
 
 LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
 SMALL_EVENT_BYTES = 16 * 2**10  # every event but a question's outputs (the cell list of 400 cells fits)
 STARTUP_S = 60.0  # importing torch in a fresh sandbox on a busy machine; student code runs only after "ready"
 SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is killed
 GATE = ["/bin/sh", "-c", 'read -r _ && exec "$@"', "gate"]  # waits for one line, then becomes the sandbox
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?"
-                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def strip_controls(text: str) -> str:
-    """`text` without terminal escape sequences or control characters (newlines and tabs kept)."""
-    return _CONTROL.sub("", text)
-
-
 @dataclass(frozen=True)
 class Bounds:
     """What the parent reads from one child run, at most."""
