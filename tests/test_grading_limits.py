@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import resource
 import time
 from pathlib import Path
@@ -285,3 +286,25 @@ def test_hostile_neighbours_change_no_honest_verdict(tmp_path: Path) -> None:
     t_mixed = sum(second[n].execution_time for n in ("honest1", "honest2")) / 2
     print(f"honest mean time: alone {t_alone:.1f} s, with hostile neighbours {t_mixed:.1f} s")
     assert t_mixed <= HONEST_WITH_NEIGHBOURS_BOUND * t_alone + 10, (t_alone, t_mixed)
+
+
+def test_the_child_gets_shapes_never_expected_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job sent into the sandbox holds each answer's skeleton (zeros, shapes), not one expected number."""
+    from minigpt.grading import grader, sandbox, staging
+    from minigpt.grading.runner import ChildRun, Isolation
+
+    jobs = []
+
+    def fake_run(job: dict, *args: object, **kwargs: object) -> ChildRun:
+        jobs.append(job)
+        return ChildRun(ended="internal")
+
+    monkeypatch.setattr(grader, "run_child", fake_run)
+    isolation = Isolation(staging.stage(tmp_path / "stage"), sandbox.Limits(), unsafe=True)
+    build_submission("ex06", tmp_path / "ref.ipynb")
+    grader.grade_notebook(tmp_path / "ref.ipynb", "ex06", 7, isolation, timeout=5, log_path=tmp_path / "log.txt")
+    prepared = grader.prepare("ex06", grader.submission_seed(7, (tmp_path / "ref.ipynb").read_bytes()))
+    sent = json.dumps([q["skeletons"] for job in jobs for q in job["questions"]])
+    assert jobs and set(re.findall(r"-?\d+\.\d+", sent)) <= {"0.0"}, sent[:200]
+    slope = prepared.expected["q5"][0]
+    assert repr(slope) not in json.dumps(jobs)
