@@ -2,8 +2,9 @@
 
 Everything the child reports about an error is untrusted text. Before it reaches ``details.csv`` or
 the student-visible Gradescope ``results.json`` it is cut down to the exception's type name and at
-most `MESSAGE_CAP` characters of its message, with terminal escape sequences and control characters removed and anything that
-looks like a file path, an environment assignment or a long number/hex string replaced by ``…``.
+most `MESSAGE_CAP` characters of its message, with terminal escape sequences and control characters
+removed and anything that looks like a file path, an environment assignment or a long number/hex string
+replaced by ``…``.
 """
 
 from __future__ import annotations
