@@ -268,6 +268,7 @@ class Question:
     hint: str
     points: float = 1.0
     formulas: tuple[str, ...] = ()  # `minigpt.costs` functions its instructions tell the student to use
+    runtime: tuple[str, ...] = ()  # runtime modules its instructions use ("runtime/generate.py"), real in its sandbox
 
 
     def expected(self, case: Case) -> Any:

@@ -82,8 +82,9 @@ def submission_seed(class_seed: int, notebook: bytes) -> int:
 
 def needs_of(q: Question, cases: list[dict]) -> Needs:
     """What the sandbox grading `q` may hold: the model (and its cache) only when the inputs are MiniGPTs, and the
-    formulas the question's instructions name."""
-    return Needs(MODEL_MODULES if uses_model(cases) else frozenset(), frozenset(q.formulas))
+    runtime modules and formulas the question's instructions name."""
+    model = MODEL_MODULES if uses_model(cases) else frozenset()
+    return Needs(model | frozenset(q.runtime), frozenset(q.formulas))
 
 
 def _leaves(value: Any) -> int:

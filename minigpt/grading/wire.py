@@ -106,6 +106,7 @@ class UnsupportedOutput(TypeError):
 
 MAX_ELEMENTS = 1_000_000  # numbers in one returned value
 MAX_INT_BITS = 64  # an int beyond ±2**64 is not an answer to any question
+MAX_TEXT = 200  # characters of a returned string (a name: some answers are str | None)
 
 
 def _shape_of(data: Any) -> list[int]:
@@ -154,7 +155,7 @@ def encode(value: Any, depth: int = 0) -> Any:
     if depth > 8:
         raise UnsupportedOutput("the returned value is nested too deeply")
     if value is None or isinstance(value, str):
-        return None if value is None else str.__str__(value)[:200]
+        return None if value is None else str.__str__(value)[:MAX_TEXT]
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -265,7 +266,11 @@ def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
         return None
     if _is_scalar(expected):
         return None if _is_scalar(actual) else f"expected a number, got {_kind(actual)}"
-    return None if actual is None else "expected no value"
+    if expected is None or type(expected) is str:  # a name or nothing (str | None answers): small values only
+        if actual is None or _is_scalar(actual) or (type(actual) is str and len(actual) <= MAX_TEXT):
+            return None
+        return f"expected a short text or None, got {_kind(actual)}"
+    return "expected no value of this kind"
 
 
 def _kind(x: Any) -> str:
@@ -286,4 +291,6 @@ def skeleton(expected: Any) -> Any:
         return [skeleton(e) for e in expected]
     if isinstance(expected, bool):
         return False
+    if isinstance(expected, str):
+        return ""
     return 0 if isinstance(expected, int) else 0.0 if isinstance(expected, float) else None
