@@ -199,6 +199,9 @@ def hostile_class(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     nbformat.write(nb, subs / "huge_cell.ipynb")
     magics = "\n".join(["%matplotlib inline", "!echo hi"] * 250)
     reference_with(subs, "many_magics", [magics])
+    names = ", ".join(f"ñ{'ñ' * 20}{i}" for i in range(4))
+    reference_with(subs, "many_findings", ["try:\n" + "".join(f"    from minigpt.costs import {names}{i}\n"
+                                                               for i in range(300)) + "except ImportError:\n    pass\n"])
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
     grade_folder("ex01", subs, tmp / "out", timeout=10, jobs=2, echo=False, budget=120)
@@ -250,6 +253,10 @@ def test_parsing_happens_in_the_sandbox_with_size_limits(hostile_class: tuple[Pa
     assert all(text.startswith("submission too large: cell 0 has more than 256 KiB")
                for _, text in rows["huge_cell"].values()), rows["huge_cell"]
     assert all(score == 1.0 for score, _ in rows["many_magics"].values()), rows["many_magics"]
+    # 300 findings of 80 non-ASCII characters: listed up to the bound, never taken for tampering
+    assert all(score == 1.0 for score, _ in rows["many_findings"].values()), rows["many_findings"]
+    review = (out / "review.csv").read_text(encoding="utf-8")
+    assert 20 <= review.count("many_findings,") <= 200
     assert info["parent_cpu"] < 60, info  # the parent only reads bytes; the 500 magics cost the sandbox
 
 

@@ -37,7 +37,7 @@ from minigpt.grading import cgroups, sandbox, staging
 from minigpt.grading.feedback import strip_controls
 
 LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
-SMALL_EVENT_BYTES = 16 * 2**10  # every event but a question's outputs (the cell list of 400 cells fits)
+SMALL_EVENT_BYTES = 64 * 2**10  # every event but a question's outputs (400 cells' indices and 32 KiB of findings fit)
 STARTUP_S = 60.0  # importing torch in a fresh sandbox on a busy machine; student code runs only after "ready"
 SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is killed
 GATE = ["/bin/sh", "-c", 'read -r _ && exec "$@"', "gate"]  # waits for one line, then becomes the sandbox
