@@ -200,8 +200,8 @@ def hostile_class(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     magics = "\n".join(["%matplotlib inline", "!echo hi"] * 250)
     reference_with(subs, "many_magics", [magics])
     names = ", ".join(f"ñ{'ñ' * 20}{i}" for i in range(4))
-    reference_with(subs, "many_findings", ["try:\n" + "".join(f"    from minigpt.costs import {names}{i}\n"
-                                                               for i in range(300)) + "except ImportError:\n    pass\n"])
+    imports = "".join(f"    from minigpt.costs import {names}{i}\n" for i in range(300))
+    reference_with(subs, "many_findings", ["try:\n" + imports + "except ImportError:\n    pass\n"])
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
     grade_folder("ex01", subs, tmp / "out", timeout=10, jobs=2, echo=False, budget=120)
