@@ -77,9 +77,8 @@ class Group:
                 events = (folder / "memory.events").read_text(encoding="ascii")
                 return any(line.split()[0] in ("oom_kill", "oom") and int(line.split()[1]) > 0
                            for line in events.splitlines())
-            return int((folder / "memory.failcnt").read_text(encoding="ascii")) > 0 and any(
-                line.startswith("oom_kill ") and int(line.split()[1]) > 0
-                for line in (folder / "memory.oom_control").read_text(encoding="ascii").splitlines())
+            return any(line.startswith("oom_kill ") and int(line.split()[1]) > 0
+                       for line in (folder / "memory.oom_control").read_text(encoding="ascii").splitlines())
         except (OSError, ValueError, IndexError):
             return False
 
