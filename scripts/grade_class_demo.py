@@ -24,6 +24,7 @@ from test_grading import FIXTURES, build_submission  # noqa: E402 - the tests' r
 
 from minigpt.exercises import EXERCISES  # noqa: E402
 from minigpt.grading.folder import grade_folder  # noqa: E402
+from minigpt.grading.grader import BUDGET_S  # noqa: E402
 
 HOSTILE = ("oracle_call", "guard_disabled", "dir_fd", "sitecustomize", "escaped_daemon", "kill_parent",
            "endless_heartbeats", "other_jobs", "memory_bomb", "disk_fill", "leaky_messages", "infinite_loop")
@@ -63,12 +64,16 @@ def main() -> None:
         results = dict(grade_folder("ex01", work / "class", work / "out", timeout=args.timeout, seed=0,
                                     jobs=args.jobs, echo=False))
         wall = time.monotonic() - start
+        by_student = {s: next(r for slug, r in results.items() if slug.startswith(f"{s}__submission")) for s in kinds}
         wrong = [s for s, k in kinds.items() if k in ("good", "blank")
-                 and results[f"{s}__submission"].score != (5 if k == "good" else 0)]
+                 and by_student[s].score != (5 if k == "good" else 0)]
+        good = sorted(by_student[s].execution_time for s, k in kinds.items() if k == "good")
         print(f"# grade_class_demo: {len(results)} submissions (10 good, 8 blank, {len(HOSTILE)} hostile), "
               f"--jobs {args.jobs}, --timeout {args.timeout:g}")
         print(f"wall time {wall:.1f} s, {wall / len(results):.2f} s per submission; "
               f"sum of per-submission times {sum(r.execution_time for r in results.values()):.1f} s")
+        print(f"good submissions: median {good[len(good) // 2]:.1f} s, max {good[-1]:.1f} s each (hostile ones in the "
+              f"same class); worst case by construction: {len(results)} x --budget {BUDGET_S:g} s / --jobs {args.jobs}")
         print("good and blank scored as expected" if not wrong else f"UNEXPECTED scores: {wrong}")
     finally:
         if args.keep is None:

@@ -126,6 +126,7 @@ EXERCISE = Exercise(
             "MODELS[model] in bf16 (s = 2) on HARDWARE['H100 SXM']. recompute_s: a prefill of S tokens, "
             "max(N·s / BW, F / π) with F = costs.prefill_flops for the model (costs.evaluate(costs.prefill_flops, m, "
             "P=S)). swap_s: its K/V (S · costs.kv_bytes_per_token, s = 2) out to host memory and back, 2·S·b / link.",
+            formulas=("evaluate", "prefill_flops", "kv_bytes_per_token"),
         ),
     ),
 )

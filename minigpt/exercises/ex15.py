@@ -119,6 +119,7 @@ EXERCISE = Exercise(
             "S_max=S + 1); prefill(model, any [1, S] long prompt, cache); token = torch.zeros(1, 1, dtype=torch.long). "
             "Inside it, only decode_step(model, token, cache) (from minigpt.runtime.generate). Count every aten "
             "operator, views included.",
+            runtime=("runtime/generate.py",),
         ),
         Question(
             "q2", "predicted_step", "predicted_step(model, hardware, S, B, n_ops, t_op, overlap) -> float",

@@ -65,6 +65,15 @@ def build_case(case: Case) -> dict[str, Any]:
     return wire.build_case(case, _named_preset)
 
 
+def uses_model(value: Any) -> bool:
+    """Whether a question's cases hand the student's function a MiniGPT (``{"$model": ...}``) anywhere."""
+    if isinstance(value, dict):
+        return "$model" in value or any(uses_model(v) for v in value.values())
+    if isinstance(value, list):
+        return any(uses_model(v) for v in value)
+    return False
+
+
 def preset_fields(preset: Any) -> dict[str, Any]:
     """A preset's dataclass fields (plus its width d, if it has one): what the grading sandbox receives."""
     fields = {f.name: getattr(preset, f.name) for f in dataclasses.fields(preset)}
@@ -258,6 +267,9 @@ class Question:
     compare: Compare
     hint: str
     points: float = 1.0
+    formulas: tuple[str, ...] = ()  # `minigpt.costs` functions its instructions tell the student to use
+    runtime: tuple[str, ...] = ()  # runtime modules its instructions use ("runtime/generate.py"), real in its sandbox
+
 
     def expected(self, case: Case) -> Any:
         """The package's answer for one case, in JSON form."""

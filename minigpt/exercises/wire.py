@@ -19,6 +19,7 @@ import torch
 from minigpt.config import ModelConfig
 
 Lookup = Callable[[dict[str, Any]], Any]
+SYMBOLS = ("L", "H_kv", "d_h", "d", "d_ffn", "V", "ffn_matrices")  # what ModelPreset.symbols() returns
 
 
 class Record:
@@ -38,6 +39,10 @@ class Record:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{self._kind} is read-only")
+
+    def symbols(self) -> dict[str, Any]:
+        """The model symbols `minigpt.costs.evaluate` reads (the fields of a ModelPreset's ``symbols()``)."""
+        return {k: self._fields[k] for k in SYMBOLS if k in self._fields}
 
     def __repr__(self) -> str:
         return f"{self._kind}(" + ", ".join(f"{k}={v!r}" for k, v in self._fields.items()) + ")"
@@ -99,33 +104,193 @@ class UnsupportedOutput(TypeError):
     """The student's function returned something that is not a number, bool, list or tensor."""
 
 
+MAX_ELEMENTS = 1_000_000  # numbers in one returned value
+MAX_INT_BITS = 64  # an int beyond ±2**64 is not an answer to any question
+MAX_TEXT = 200  # characters of a returned string (a name: some answers are str | None)
+
+
+def _shape_of(data: Any) -> list[int]:
+    """The shape of a rectangular nested list of numbers (UnsupportedOutput when ragged)."""
+    shape, level = [], data
+    while isinstance(level, list):
+        shape.append(len(level))
+        level = level[0] if level else None
+    def walk(x: Any, depth: int) -> None:
+        if depth == len(shape):
+            if isinstance(x, list):
+                raise UnsupportedOutput("the returned tensor is ragged")
+            return
+        if not isinstance(x, list) or len(x) != shape[depth]:
+            raise UnsupportedOutput("the returned tensor is ragged")
+        for item in x:
+            walk(item, depth + 1)
+    walk(data, 0)
+    return shape
+
+
+def _encode_tensor(value: torch.Tensor) -> dict[str, Any]:
+    t = torch.Tensor.as_subclass(value, torch.Tensor)
+    numel = torch.Tensor.numel(t)
+    if numel > MAX_ELEMENTS:
+        raise UnsupportedOutput(f"the returned tensor has {numel} elements (too many)")
+    t = torch.Tensor.cpu(torch.Tensor.detach(t))
+    if torch.Tensor.is_complex(t):
+        raise UnsupportedOutput("the returned tensor is complex")
+    if torch.Tensor.is_floating_point(t):
+        t = torch.Tensor.double(t)
+    elif t.dtype != torch.bool:
+        t = torch.Tensor.long(t)
+    data = torch.Tensor.tolist(t)
+    return {"$tensor": data, "shape": _shape_of(data)}
+
+
 def encode(value: Any, depth: int = 0) -> Any:
-    """A JSON-able form of a returned value: numbers stay numbers, tensors become nested lists."""
+    """Plain data (exact bool, int, float, list; a tensor as ``{"$tensor": nested list, "shape": its shape}``) for a
+    returned value.
+
+    Nothing of the value's own class is trusted: subclasses of int/float/tensor are read through the base class
+    (a tensor subclass that reports another ``.shape`` or overrides ``tolist`` is converted by
+    ``torch.Tensor``'s own methods, and the shape is measured on the converted data).
+    """
     if depth > 8:
         raise UnsupportedOutput("the returned value is nested too deeply")
-    if value is None or isinstance(value, (bool, int, str, float)):
-        return value  # serialised in the child; the parent compares what it parses, whatever the type claimed
+    if value is None or isinstance(value, str):
+        return None if value is None else str.__str__(value)[:MAX_TEXT]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        if int.bit_length(value) > MAX_INT_BITS:
+            raise UnsupportedOutput("the returned integer is too large")
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
     if isinstance(value, torch.Tensor):
-        if value.numel() > 1_000_000:
-            raise UnsupportedOutput(f"the returned tensor has {value.numel()} elements (too many)")
-        t = value.detach().cpu()
-        if t.is_floating_point():
-            t = t.double()
-        return {"$tensor": t.tolist(), "shape": list(t.shape)}
+        with torch._C.DisableTorchFunction():  # a subclass's __torch_function__ is not consulted
+            return _encode_tensor(value)
     if type(value).__module__ == "numpy":
         import numpy as np
 
         if isinstance(value, np.ndarray):
-            return encode(torch.from_numpy(np.ascontiguousarray(value)), depth + 1)
+            if value.dtype == object:
+                raise UnsupportedOutput("the returned array holds Python objects")
+            return encode(torch.from_numpy(np.array(value, copy=True)), depth + 1)
         if isinstance(value, np.bool_):
             return bool(value)
         if isinstance(value, np.integer):
-            return int(value)
+            return encode(int(value), depth + 1)
         if isinstance(value, np.floating):
             return float(value)
     if isinstance(value, (list, tuple)):
-        if len(value) > 100_000:
+        items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+        n = list.__len__(value) if isinstance(value, list) else tuple.__len__(value)
+        if n > 100_000:
             raise UnsupportedOutput("the returned sequence is too long")
-        return [encode(v, depth + 1) for v in value]
+        return [encode(v, depth + 1) for v in items]
     raise UnsupportedOutput(f"returned a {type(value).__name__}, expected a number, bool, list or tensor")
 
+
+# ---------------------------------------------------------------------------------------------
+# What an answer may look like: checked in the sandbox (a clear message) and again by the parent (a bound)
+
+
+def _leaves(value: Any) -> int:
+    if isinstance(value, dict) and "$tensor" in value:
+        n = 1
+        for size in value["shape"]:
+            n *= size
+        return n
+    if isinstance(value, list):
+        return sum(_leaves(v) for v in value)
+    return 1
+
+
+def _is_scalar(x: Any) -> bool:
+    if type(x) is int:
+        return x.bit_length() <= MAX_INT_BITS
+    return type(x) in (bool, float)
+
+
+def _rect(data: Any, shape: list[int]) -> bool:
+    """Whether `data` is a nested list of exactly `shape` with scalar leaves (iterative, bounded by `shape`)."""
+    todo = [(data, 0)]
+    while todo:
+        x, depth = todo.pop()
+        if depth == len(shape):
+            if not _is_scalar(x):
+                return False
+            continue
+        if type(x) is not list or len(x) != shape[depth]:
+            return False
+        todo.extend((item, depth + 1) for item in x)
+    return True
+
+
+def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
+    """Why `actual` (parsed, untrusted) cannot be an answer shaped like `expected` (the package's encoded answer),
+    or None. Bounded by `expected`: nothing larger than the expected answer is walked, and no number beyond
+    ±2**64 passes; reveals only types and shapes, which the inputs already determine.
+
+    An answer may take another form than the package's where a comparison accepts it: a number for a number, a
+    list for a tensor of the same shape (and a tensor for a list), an int token id for a vector of logits.
+    """
+    if depth > 8:
+        return "nested too deeply"
+    if isinstance(expected, dict) and "$tensor" in expected:
+        shape = list(expected["shape"])
+        if _is_scalar(actual) and len(shape) == 1:
+            return None  # an index into the expected vector (argmax questions)
+        if type(actual) is dict:
+            if set(actual) != {"$tensor", "shape"} or actual["shape"] != shape:
+                got = actual.get("shape") if type(actual.get("shape")) is list else "?"
+                return f"expected a tensor of shape {shape}, got shape {str(got)[:60]}"
+            data = actual["$tensor"]
+        elif type(actual) is list:
+            data = actual
+        else:
+            return f"expected a tensor of shape {shape}, got {_kind(actual)}"
+        return None if _rect(data, shape) else f"expected a tensor of shape {shape}, got another shape"
+    if type(expected) is list:
+        if type(actual) is dict and set(actual) == {"$tensor", "shape"}:
+            shape = actual["shape"]
+            if shape == [len(expected)] and all(_is_scalar(e) for e in expected) and _rect(actual["$tensor"], shape):
+                return None
+            return f"expected a sequence of {len(expected)} values, got a tensor"
+        if type(actual) is not list:
+            return f"expected a sequence of {len(expected)} values, got {_kind(actual)}"
+        if len(actual) != len(expected):
+            return f"expected a sequence of {len(expected)} values, got {len(actual)}"
+        for e, a in zip(expected, actual, strict=True):
+            problem = conforms(a, e, depth + 1)
+            if problem:
+                return problem
+        return None
+    if _is_scalar(expected):
+        return None if _is_scalar(actual) else f"expected a number, got {_kind(actual)}"
+    if expected is None or type(expected) is str:  # a name or nothing (str | None answers): small values only
+        if actual is None or _is_scalar(actual) or (type(actual) is str and len(actual) <= MAX_TEXT):
+            return None
+        return f"expected a short text or None, got {_kind(actual)}"
+    return "expected no value of this kind"
+
+
+def _kind(x: Any) -> str:
+    if type(x) is dict:
+        return "a tensor"
+    if type(x) is list:
+        return f"a sequence of {len(x)} values"
+    if _is_scalar(x):
+        return "a number"
+    return "a value of another kind" if x is not None else "None"
+
+
+def skeleton(expected: Any) -> Any:
+    """`expected` with every number replaced by 0 (tensors keep their shape): what `conforms` needs, no answer."""
+    if isinstance(expected, dict) and "$tensor" in expected:
+        return {"$tensor": [], "shape": list(expected["shape"])}
+    if isinstance(expected, list):
+        return [skeleton(e) for e in expected]
+    if isinstance(expected, bool):
+        return False
+    if isinstance(expected, str):
+        return ""
+    return 0 if isinstance(expected, int) else 0.0 if isinstance(expected, float) else None

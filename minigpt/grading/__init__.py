@@ -2,10 +2,12 @@
 
 Security design: student code never runs in the grader's process, and never next to the answers.
 The trusted parent (`minigpt.grading.grader`) draws random inputs and computes the expected outputs
-with the package; each submission runs in its own bubblewrap sandbox (`minigpt.grading.sandbox`)
-that holds a stripped copy of the package (the model and cache, no answer functions) and nothing
-else of the checkout; the child there (`minigpt.grading.child`) reads the inputs from a pipe and
-writes only outputs to another, which the parent checks and compares.
+with the package; each submission runs in its own bubblewrap sandbox (`minigpt.grading.sandbox`, with
+a seccomp filter, `minigpt.grading.seccomp`, and a control group per run, `minigpt.grading.cgroups`)
+that holds a stripped copy of the package (per set of questions: the runtime those questions' inputs
+need, stubs for the rest, no answer functions) and nothing else of the checkout; the child there
+(`minigpt.grading.child`) parses the notebook, reads the inputs from a pipe and writes only plain-data
+outputs to another, which the parent bounds, checks against the answers' shapes and compares.
 
 Names are imported lazily so that the sandbox's stripped copy can import `minigpt.grading.child`
 and `minigpt.exercises.wire` without the parent's modules.

@@ -4,17 +4,21 @@
 
 Started by `minigpt.grading.grader` in a fresh bubblewrap sandbox, one per run (relaunched for the
 questions that remain when a question or cell had to be killed). The job arrives on standard input,
-which the parent writes and closes: the code cells (magics already transformed), the question names,
-their *inputs* (presets already resolved to plain records), the time limit and the resource limits.
+which the parent writes and closes: one JSON line, then the notebook's raw bytes; the job holds the question names,
+their *inputs* (presets already resolved to plain records), the shapes of the answers (no values), the time
+limit and the resource limits.
 The expected outputs never reach this process, and its copy of `minigpt` holds no answer functions.
 
-Order of work: read the job; apply the resource limits (hard, so student code cannot raise them);
-import torch and build every input before any student code runs; execute the cells one by one (an
-error, `sys.exit()` or a timeout in one cell is recorded and the next cell runs, like "Run all" with
-continue-on-error); then call each question's function on its inputs. Each step is one JSON line on
-the job's ``events_fd``, a pipe the parent reads and checks against the order it expects; student code can
-write there too, which only makes the parent stop this run: the verdicts are the parent's own
-comparisons. Nothing here is a security boundary: the sandbox is.
+Order of work: read the job and the notebook's bytes; apply the resource limits (hard, so student code
+cannot raise them); parse the notebook here, under those limits (`minigpt.grading.notebook_code`: a
+notebook over a size limit is reported as too large, nothing of it runs); import torch and build every
+input before any student code runs; execute the cells one by one (an error, `sys.exit()` or a timeout in
+one cell is recorded and the next cell runs, like "Run all" with continue-on-error); then call each
+question's function on its inputs, convert each result to plain data through the base classes (`encode`:
+a tensor subclass cannot lie about its shape) and check it against the answer's shape (`conforms`).
+Each step is one JSON line on the job's ``events_fd``, a pipe the parent reads and checks against the
+order it expects; student code can write there too, which only makes the parent stop this run: the
+verdicts are the parent's own comparisons. Nothing here is a security boundary: the sandbox is.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import time
 from typing import Any
 
 MESSAGE_CAP = 300  # characters of an exception message sent to the parent (which sanitizes and shortens it)
+MAX_FINDINGS = 200  # review findings sent to the parent
+FINDINGS_BYTES = 32 * 2**10  # and their size, JSON-encoded
 
 
 class GraderTimeout(BaseException):
@@ -78,8 +84,15 @@ def describe_error(err: BaseException) -> dict[str, Any]:
     return {"kind": "exception", "type": type(err).__name__[:80], "message": message}
 
 
+def _read_job() -> tuple[dict[str, Any], bytes]:
+    """The job (one JSON line, from the trusted parent) and the submitted notebook's bytes (the rest of stdin)."""
+    data = sys.stdin.buffer.read()
+    header, _, notebook = data.partition(b"\n")
+    return json.loads(header.decode("utf-8")), notebook
+
+
 def main() -> None:
-    job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    job, notebook = _read_job()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     apply_limits(job["limits"])
@@ -90,9 +103,40 @@ def main() -> None:
         write(dumps(event) + "\n")
         flush()
 
+    from minigpt.grading.notebook_code import CorruptNotebook, SizeLimits, TooLarge, parse_notebook, to_python
+
+    try:
+        parsed = parse_notebook(notebook, SizeLimits(**job["size_limits"]))
+    except TooLarge as err:
+        emit({"event": "rejected", "kind": "too_large", "message": str(err)[:MESSAGE_CAP]})
+        os._exit(0)
+    except CorruptNotebook as err:
+        emit({"event": "rejected", "kind": "corrupt", "message": str(err)[:MESSAGE_CAP]})
+        os._exit(0)
+    del notebook
+    skip = set(job["skip_cells"])
+    cells = []
+    for cell in parsed:
+        if cell.index not in skip:
+            source = to_python(cell.source)
+            if source is not None:
+                cells.append((cell.index, source))
+    from minigpt.grading.review import review_cell
+
+    findings = []
+    for cell in parsed:  # the static review, before any student code runs (so what it reports is the child's own)
+        try:
+            findings += [[f.cell, f.line, f.category, f.reference] for f in review_cell(cell.index, cell.source)]
+        except Exception:  # noqa: BLE001 - the review is advisory
+            findings.append([cell.index, 0, "tampering", "the review could not read this cell"])
+    findings = findings[:MAX_FINDINGS]
+    while len(json.dumps(findings)) > FINDINGS_BYTES:  # the listing must stay a small event (the parent's bound)
+        findings = findings[: len(findings) // 2]
+    emit({"event": "cells", "cells": [index for index, _ in cells], "findings": findings})
+
     import torch
 
-    from minigpt.exercises.wire import UnsupportedOutput, build_case, encode
+    from minigpt.exercises.wire import UnsupportedOutput, build_case, conforms, encode
 
     torch.set_num_threads(1)
     inputs = {q["id"]: [build_case(c) for c in q["cases"]] for q in job["questions"]}
@@ -104,11 +148,11 @@ def main() -> None:
     }
     emit({"event": "ready"})
 
-    for cell in job["cells"]:
-        emit({"event": "cell_start", "cell": cell["index"]})
+    for index, source in cells:
+        emit({"event": "cell_start", "cell": index})
         error = None
         try:
-            code = compile(cell["source"], f"<cell {cell['index']}>", "exec")
+            code = compile(source, f"<cell {index}>", "exec")
             _alarm(timeout)
             try:
                 exec(code, namespace)  # noqa: S102 - this process exists to run untrusted code
@@ -116,7 +160,7 @@ def main() -> None:
                 _alarm(0)
         except BaseException as err:  # noqa: BLE001 - continue-on-error, like "Run all"
             error = describe_error(err)
-        emit({"event": "cell_end", "cell": cell["index"], "error": error})
+        emit({"event": "cell_end", "cell": index, "error": error})
 
     for q in job["questions"]:
         emit({"event": "q_start", "q": q["id"]})
@@ -128,8 +172,13 @@ def main() -> None:
         try:
             _alarm(timeout)
             try:
-                for kwargs in inputs[q["id"]]:
-                    outputs.append(encode(fn(**kwargs)))
+                for i, kwargs in enumerate(inputs[q["id"]]):
+                    value = encode(fn(**kwargs))
+                    problem = conforms(value, q["skeletons"][i])
+                    if problem:
+                        error = {"kind": "shape", "case": i, "message": problem[:MESSAGE_CAP]}
+                        break
+                    outputs.append(value)
             finally:
                 _alarm(0)
         except UnsupportedOutput as err:

@@ -2,8 +2,9 @@
 
 Everything the child reports about an error is untrusted text. Before it reaches ``details.csv`` or
 the student-visible Gradescope ``results.json`` it is cut down to the exception's type name and at
-most `MESSAGE_CAP` characters of its message, with control characters removed and anything that
-looks like a file path, an environment assignment or a long number/hex string replaced by ``…``.
+most `MESSAGE_CAP` characters of its message, with terminal escape sequences and control characters
+removed and anything that looks like a file path, an environment assignment or a long number/hex string
+replaced by ``…``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,14 @@ import re
 from typing import Any
 
 MESSAGE_CAP = 120
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?"
+                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """`text` without terminal escape sequences (CSI, OSC, ...) or control characters (newlines and tabs kept)."""
+    return _CONTROL.sub("", text)
+
 _TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,60}")
 _HIDDEN = re.compile(
     r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[^\s/'\":,;()\[\]{}<>]+)+/?"  # absolute or relative paths
@@ -24,7 +33,7 @@ def sanitize(text: Any, cap: int = MESSAGE_CAP) -> str:
     """`text` as a short single line with paths, environment entries and long numbers hidden."""
     if not isinstance(text, str):
         return ""
-    line = "".join(c if c.isprintable() else " " for c in text)
+    line = "".join(c if c.isprintable() else " " for c in strip_controls(text))
     line = _HIDDEN.sub("…", " ".join(line.split()))
     return line if len(line) <= cap else line[: cap - 1] + "…"
 

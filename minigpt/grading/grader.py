@@ -1,33 +1,55 @@
 """The trusted side of the grader: draw inputs, compute the expected outputs, run each submission in a sandbox.
 
-For one exercise the grader draws random inputs for every question (from a seed, recorded in the
-output) and computes the expected outputs with the package (the oracle). For each submitted
-notebook it runs `minigpt.grading.child` in a bubblewrap sandbox (`minigpt.grading.sandbox`) with
-only the inputs, reads its events from a pipe (`minigpt.grading.runner`), kills it when a cell or a
-question stops making progress, relaunches it for the questions that remain within the submission's
-hard time budget, and compares the outputs it reported with the expected ones here. Student code
-never runs in this process, and nothing the parent reads or writes (the submissions, the output
-folder, the staged runtime) is writable from a sandbox. A whole class is `minigpt.grading.folder`.
+For one submission the grader draws random inputs for every question, from a seed of its own (the class's
+seed and the notebook's bytes, hashed: two submissions, or two versions of one, never share their cases, so
+feedback gathered on one submission says nothing about the cases of another), and computes the expected
+outputs with the package (the oracle). It then runs `minigpt.grading.child` in a bubblewrap sandbox
+(`minigpt.grading.sandbox`) with the notebook's bytes and only the inputs, once per set of questions that
+need the same runtime (`needs_of`: a question whose inputs are not a MiniGPT runs where the model is a stub),
+reads its events from a pipe (`minigpt.grading.runner`, which bounds every byte), kills it when a cell or a
+question stops making progress, relaunches it for the questions that remain, all within the submission's
+fixed time budget (`BUDGET_S`, whatever the notebook holds), and compares the outputs it reported with the
+expected ones here, after checking their shapes against the expected ones (`minigpt.exercises.wire.conforms`)
+so that nothing larger than the answer is ever read into an array. The verdict shown to the student never
+holds an expected value. Student code never runs in this process, and nothing the parent reads or writes
+(the submissions, the output folder, the staged runtime) is writable from a sandbox. A whole class is
+`minigpt.grading.folder`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import random
+import stat
 import time
+import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from minigpt.exercises.registry import exercise as get_exercise
-from minigpt.exercises.spec import Exercise, Question, describe_call, resolve
+from minigpt.exercises.spec import Exercise, Question, describe_call, resolve, uses_model
+from minigpt.exercises.wire import conforms, skeleton
 from minigpt.grading import feedback
-from minigpt.grading.notebook_code import CorruptNotebook, cells_to_run, read_code_cells
+from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult
-from minigpt.grading.review import Finding, review_cell
-from minigpt.grading.runner import LOG_CAP_BYTES, SLACK_S, STARTUP_S, ChildRun, Isolation, run_child
+from minigpt.grading.review import Finding
+from minigpt.grading.runner import (
+    LOG_CAP_BYTES,
+    SMALL_EVENT_BYTES,
+    Bounds,
+    ChildRun,
+    Isolation,
+    run_child,
+    strip_controls,
+)
+from minigpt.grading.staging import MODEL_MODULES, Needs
 
-TAMPERED_REASON = "stopped: the notebook wrote to the grader's channel (events out of order)"
+TAMPERED_REASON = "stopped: the notebook wrote to the grader's channel (events out of order or oversized)"
+BUDGET_S = 300.0  # one submission's wall clock, every run of it together (--budget)
+CATEGORIES = ("answer", "runtime", "tampering")
 
 
 @dataclass
@@ -51,64 +73,94 @@ def prepare(exercise_id: str, seed: int | None = None) -> Prepared:
     return Prepared(ex, seed, cases, expected)
 
 
-def _no_text(value: Any) -> Any:
-    """`value` with every string shortened and sanitized (no answer is a string; a returned one is echoed)."""
-    if isinstance(value, str):
-        return feedback.sanitize(value, 40)
+def submission_seed(class_seed: int, notebook: bytes) -> int:
+    """The seed of one submission's cases: the class's seed and the notebook's bytes, hashed (reproducible by the
+    instructor from ``run.json``'s seed and the file; unknown to a student, who never sees the class seed)."""
+    digest = hashlib.sha256(class_seed.to_bytes(16, "big", signed=True) + hashlib.sha256(notebook).digest())
+    return int.from_bytes(digest.digest()[:6], "big")
+
+
+def needs_of(q: Question, cases: list[dict]) -> Needs:
+    """What the sandbox grading `q` may hold: the model (and its cache) only when the inputs are MiniGPTs, and the
+    runtime modules and formulas the question's instructions name."""
+    model = MODEL_MODULES if uses_model(cases) else frozenset()
+    return Needs(model | frozenset(q.runtime), frozenset(q.formulas))
+
+
+def _leaves(value: Any) -> int:
+    if isinstance(value, dict) and "$tensor" in value:
+        return math.prod(value["shape"])
     if isinstance(value, list):
-        return [_no_text(v) for v in value]
-    if isinstance(value, dict):
-        return {feedback.sanitize(k, 40): _no_text(v) for k, v in value.items()}
-    return value
+        return sum(_leaves(v) for v in value)
+    return 1
+
+
+def bounds_for(expected: list[list[Any]], max_cells: int) -> Bounds:
+    """What one run may send: an outputs event at most ~48 bytes per expected number (plus room for the other
+    forms an answer may take), and every other event small."""
+    largest = max((_leaves(e) for outputs in expected for e in outputs), default=1)
+    per_question = 64 * 2**10 + 48 * max(largest, 1) * max((len(o) for o in expected), default=1)
+    return Bounds(per_question, per_question * len(expected) + SMALL_EVENT_BYTES * (2 * max_cells + 8))
 
 
 def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
-    try:
-        outputs = _no_text(outputs)
-    except RecursionError:
-        outputs = None
-    if not isinstance(outputs, list) or len(outputs) != len(expected):
+    """Whether the outputs agree; the message names the first failing case's inputs, never its expected value."""
+    if type(outputs) is not list or len(outputs) != len(expected):
         return False, "the grader received no usable output"
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
+        where = f"case {i + 1}/{len(cases)}: {describe_call(q.function, case)}"
+        problem = conforms(a, e)  # bounded by the expected answer: nothing larger is read into an array
+        if problem:
+            return False, f"{where}: {problem}"
         try:
             problem = q.compare(e, a)
         except Exception as err:  # noqa: BLE001 - a malformed output must not crash the grader
             problem = f"the output could not be compared ({type(err).__name__})"
         if problem:
-            return False, f"case {i + 1}/{len(cases)}: {describe_call(q.function, case)}: {problem}"
+            return False, (f"{where}: not the package's value (the grader does not show expected values; "
+                           "check() in the notebook shows them on fresh cases)")
     return True, f"{len(cases)} random cases agree with the package"
 
 
-def budget_for(n_cells: int, n_questions: int, timeout: float) -> float:
-    """A submission's hard wall-clock budget: start-up plus every cell and question at its full time limit."""
-    return STARTUP_S + (n_cells + n_questions) * (timeout + SLACK_S)
+def read_submission(path: Path, limits: SizeLimits) -> bytes:
+    """The notebook's bytes, never more than `limits.notebook_bytes` (ValueError past it, OSError unreadable)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = f.read(limits.notebook_bytes + 1)
+    if len(data) > limits.notebook_bytes:
+        raise ValueError(f"the notebook is larger than {limits.notebook_bytes // 2**20} MiB")
+    return data
 
 
-def grade_notebook(path: Path, prepared: Prepared, isolation: Isolation, *, timeout: float, log_path: Path,
-                   budget: float | None = None) -> SubmissionResult:
-    """Grade one notebook; never raises (any failure becomes zeros with a reason)."""
+def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Isolation, *, timeout: float,
+                   log_path: Path, budget: float = BUDGET_S, size_limits: SizeLimits = DEFAULT_SIZES,
+                   name: str | None = None) -> SubmissionResult:
+    """Grade one notebook within `budget` seconds in all; never raises (any failure becomes zeros with a reason)."""
     start = time.monotonic()
-    ex = prepared.exercise
-    name = path.name
+    ex = get_exercise(exercise_id)
+    name = name or path.name
 
     def zeros(reason: str) -> SubmissionResult:
         tests = [TestResult(_test_name(q), 0.0, q.points, reason) for q in ex.questions]
         return SubmissionResult(name, tests, time.monotonic() - start, [reason])
 
     try:
-        cells = cells_to_run(read_code_cells(path))
-    except CorruptNotebook as err:
-        return zeros(f"corrupted notebook: {feedback.sanitize(str(err))}")
-    if budget is None:
-        budget = budget_for(len(cells), len(ex.questions), timeout)
+        notebook = read_submission(path, size_limits)
+    except ValueError as err:
+        return zeros(f"submission too large: {err} (the limit)")
+    except OSError as err:
+        return zeros(f"the submission could not be read ({type(err).__name__})")
     try:
-        result = _grade_cells(cells, prepared, isolation, timeout, log_path, start + budget, budget, name, start)
+        prepared = prepare(exercise_id, submission_seed(class_seed, notebook))
+        result = _grade(notebook, prepared, isolation, timeout, log_path, start + budget, budget, name, start,
+                        size_limits)
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
+        with open(log_path, "a", encoding="utf-8") as log:  # the instructor's log, never shown to the student
+            log.write("\n[grader: internal error]\n" + traceback.format_exc())
         return zeros(f"internal grader error ({type(err).__name__}); please report it")
-    try:
-        result.findings = [f for c in cells for f in review_cell(c.index, c.source)]
-    except Exception as err:  # noqa: BLE001 - the review is advisory; it must not cost the grade
-        result.findings = [Finding(-1, 0, "tampering", f"the review could not read the cells ({type(err).__name__})")]
+    result.seed = prepared.seed
     return result
 
 
@@ -116,52 +168,116 @@ def _test_name(q: Question) -> str:
     return f"{q.id}: {q.signature}"
 
 
-def _exit_reason(run: ChildRun, timeout: float, budget: float) -> str:
+def _exit_reason(run: ChildRun, timeout: float, budget: float, memory_bytes: int) -> str:
     if run.ended == "deadline":
         return f"stopped: the submission used up its time budget ({budget:g} s)"
+    if run.out_of_memory:
+        return f"ran out of memory (the sandbox may use {memory_bytes // 2**20} MiB in all, /tmp and /dev/shm included)"
     if run.ended == "timeout" and run.flooded:
         return "output flood: the notebook kept printing until it was killed"
     if run.ended == "timeout":
         return f"timed out after {timeout:g} s (the process was killed)"
+    if run.ended == "internal":
+        return "the sandbox could not be started; please report it"
     return f"the process exited early (exit code {run.returncode})"
 
 
-def _grade_cells(cells: list, prepared: Prepared, isolation: Isolation, timeout: float, log_path: Path,
-                 deadline: float, budget: float, name: str, start: float) -> SubmissionResult:
+def _findings(event: dict) -> list[Finding]:
+    """The review's findings as the child listed them (before any student code ran), validated and cleaned."""
+    found = []
+    items = event.get("findings")
+    for item in items[:200] if type(items) is list else []:
+        if (type(item) is list and len(item) == 4 and type(item[0]) is int and type(item[1]) is int
+                and item[2] in CATEGORIES and type(item[3]) is str):
+            found.append(Finding(item[0], item[1], item[2], strip_controls(item[3])[:80]))
+    return found
+
+
+@dataclass
+class _State:
+    """What the runs of one submission found so far."""
+
+    verdicts: dict[str, tuple[bool, str]]
+    cell_errors: dict[int, str]
+    skip_cells: set[int]
+    notes: list[str]
+    findings: list[Finding] | None = None
+    stop: str | None = None  # a reason that ends the whole submission (too large, corrupt, tampered, budget)
+
+
+def _grade(notebook: bytes, prepared: Prepared, isolation: Isolation, timeout: float, log_path: Path,
+           deadline: float, budget: float, name: str, start: float, size_limits: SizeLimits) -> SubmissionResult:
     ex = prepared.exercise
-    by_id = {q.id: q for q in ex.questions}
-    verdicts: dict[str, tuple[bool, str]] = {}
-    cell_errors: dict[int, str] = {}
-    skip_cells: set[int] = set()
-    notes: list[str] = []
-    for _attempt in range(len(cells) + len(ex.questions) + 1):
-        pending = [q for q in ex.questions if q.id not in verdicts]
-        if not pending:
+    state = _State({}, {}, set(), [])
+    groups: dict[Needs, list[Question]] = {}
+    for q in ex.questions:
+        groups.setdefault(needs_of(q, prepared.cases[q.id]), []).append(q)
+    for needs, questions in groups.items():
+        if state.stop:
             break
+        _run_group(notebook, prepared, questions, isolation.runtime.lib(needs), isolation, state, timeout,
+                   log_path, deadline, budget, size_limits)
+    context = "; ".join(f"cell {i}: {e}" for i, e in sorted(state.cell_errors.items()))
+    tests = []
+    for q in ex.questions:
+        ok, message = state.verdicts.get(q.id, (False, state.stop or "not graded (the notebook stopped too often)"))
+        if not ok and "not defined" in message and context:
+            message += f" (errors while running the notebook: {context})"
+        tests.append(TestResult(_test_name(q), q.points if ok else 0.0, q.points, message[:1000]))
+    if state.cell_errors:
+        state.notes.append(f"errors while running the notebook: {context}"[:2000])
+    result = SubmissionResult(name, tests, time.monotonic() - start, list(dict.fromkeys(state.notes)))
+    result.findings = state.findings or []
+    return result
+
+
+def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], lib: Path, isolation: Isolation,
+               state: _State, timeout: float, log_path: Path, deadline: float, budget: float,
+               size_limits: SizeLimits) -> None:
+    by_id = {q.id: q for q in questions}
+    verdicts = state.verdicts
+    bounds = bounds_for([prepared.expected[q.id] for q in questions], size_limits.code_cells)
+    memory = isolation.limits.memory_bytes
+    for _attempt in range(size_limits.code_cells + len(questions) + 1):
+        pending = [q for q in questions if q.id not in verdicts]
+        if not pending:
+            return
         remaining = deadline - time.monotonic()
         if remaining <= 1:
-            for q in pending:
-                verdicts[q.id] = (False, f"stopped: the submission used up its time budget ({budget:g} s)")
-            break
+            state.stop = f"stopped: the submission used up its time budget ({budget:g} s)"
+            return
         limits = replace(isolation.limits, cpu_s=math.ceil(remaining) + 1)
         job = {
             "limits": limits.as_job(),
-            "cells": [{"index": c.index, "source": c.source} for c in cells if c.index not in skip_cells],
-            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id])}
-                          for q in pending],
+            "size_limits": vars(size_limits).copy(),
+            "skip_cells": sorted(state.skip_cells),
+            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id]),
+                           "skeletons": [skeleton(e) for e in prepared.expected[q.id]]} for q in pending],
         }
-        run = run_child(job, isolation, log_path, timeout, deadline)
+        run = run_child(job, notebook, isolation, lib, log_path, timeout, deadline, bounds, size_limits.code_cells)
+        if run.ended == "rejected":
+            kind, message = run.rejected.get("kind"), feedback.sanitize(run.rejected.get("message"))
+            state.stop = (f"submission too large: {message}" if kind == "too_large"
+                          else f"corrupted notebook: {message}")
+            state.notes.append(state.stop)
+            return
+        if run.listing is not None and state.findings is None:
+            state.findings = _findings(run.listing)
         before = set(verdicts)
         for ev in run.events:
             error = ev.get("error")
             if ev["event"] == "cell_end" and error is not None:
-                cell_errors[ev["cell"]] = feedback.describe(error, timeout)
+                state.cell_errors[ev["cell"]] = feedback.describe(error, timeout)
                 if isinstance(error, dict) and error.get("kind") == "timeout":
-                    skip_cells.add(ev["cell"])  # a relaunch does not wait for it again
+                    state.skip_cells.add(ev["cell"])  # a relaunch does not wait for it again
             elif ev["event"] == "q_end":
                 q = by_id[ev["q"]]
                 if isinstance(error, dict) and error.get("kind") == "missing":
                     verdicts[q.id] = (False, f"function {q.function} not defined")
+                elif isinstance(error, dict) and error.get("kind") == "shape":
+                    case = error.get("case")
+                    where = f"case {case + 1}: " if type(case) is int and 0 <= case < 1000 else ""
+                    verdicts[q.id] = (False, f"{q.function}: {where}{feedback.sanitize(error.get('message'))}")
                 elif error is not None:
                     verdicts[q.id] = (False, f"{q.function} {feedback.describe(error, timeout)}")
                 else:
@@ -171,18 +287,17 @@ def _grade_cells(cells: list, prepared: Prepared, isolation: Isolation, timeout:
                 ok, message = verdicts[qid]
                 if not ok and "timed out" in message:
                     verdicts[qid] = (False, f"output flood: the notebook kept printing ({message})")
-            notes.append(f"the notebook printed more than {LOG_CAP_BYTES // 2**10} KiB; the rest was dropped")
+            state.notes.append(f"the notebook printed more than {LOG_CAP_BYTES // 2**10} KiB; the rest was dropped")
         if run.ended == "done":
             continue
-        if run.ended in ("tampered", "deadline") or not run.ready:
-            reason = TAMPERED_REASON if run.ended == "tampered" else _exit_reason(run, timeout, budget)
-            if not run.ready and run.ended != "tampered":
+        if run.ended in ("tampered", "deadline", "internal") or not run.ready:
+            reason = TAMPERED_REASON if run.ended == "tampered" else _exit_reason(run, timeout, budget, memory)
+            if not run.ready and run.ended not in ("tampered", "internal"):
                 reason = f"the notebook could not be run: {reason}"
-            for q in pending:
-                verdicts.setdefault(q.id, (False, reason))
-            notes.append(reason)
-            break
-        reason = _exit_reason(run, timeout, budget)
+            state.stop = reason
+            state.notes.append(reason)
+            return
+        reason = _exit_reason(run, timeout, budget, memory)
         current = run.current
         if current is None:
             # Died between steps: mark the next pending question so the loop always progresses.
@@ -190,18 +305,7 @@ def _grade_cells(cells: list, prepared: Prepared, isolation: Isolation, timeout:
             if q is not None:
                 verdicts[q.id] = (False, f"{q.function}: {reason}")
         elif current[0] == "cell":
-            skip_cells.add(current[1])
-            cell_errors[current[1]] = reason
+            state.skip_cells.add(current[1])
+            state.cell_errors[current[1]] = reason
         else:
             verdicts[current[1]] = (False, f"{by_id[current[1]].function} {reason}")
-
-    context = "; ".join(f"cell {i}: {e}" for i, e in sorted(cell_errors.items()))
-    tests = []
-    for q in ex.questions:
-        ok, message = verdicts.get(q.id, (False, "not graded (the notebook stopped too often)"))
-        if not ok and "not defined" in message and context:
-            message += f" (errors while running the notebook: {context})"
-        tests.append(TestResult(_test_name(q), q.points if ok else 0.0, q.points, message[:1000]))
-    if cell_errors:
-        notes.append(f"errors while running the notebook: {context}"[:2000])
-    return SubmissionResult(name, tests, time.monotonic() - start, notes)

@@ -1,22 +1,46 @@
-"""Read a submitted notebook as data (never as code): its code cells, minus the setup and check cells.
+"""Read a submitted notebook as data (never as code), inside the sandbox: its code cells, bounded, as plain Python.
 
-IPython syntax (``%pip``, ``!ls``, ``%%time``) is transformed to plain Python calls on
-``get_ipython()``, which the grading child replaces with an object that does nothing, so magics
-are neither run nor a syntax error.
+The grading parent only reads the notebook's bytes (after checking the file's size) and hands them to the
+sandboxed child, which parses them here under the sandbox's limits: the JSON, the per-cell and per-notebook
+size limits (`SizeLimits`, a `TooLarge` error names the cell and the limit) and the IPython syntax.
+
+IPython syntax is handled without IPython and only where the cell is not already Python: a cell that
+compiles is run exactly as written (so no transformation can change a correct answer); a cell that does not
+gets its magic and shell lines rewritten (`to_python`): ``%time stmt`` / ``%timeit stmt`` run ``stmt`` once,
+``%%time`` / ``%%timeit`` / ``%%capture`` cells run their body, other magics and ``!shell`` lines do
+nothing (``x = !ls`` gives an empty list), and a cell of another language (``%%bash``, ``%%writefile``...)
+is not run. Every code cell runs, the Colab setup cell and the ``check(...)`` cells included: in the sandbox
+``%pip`` does nothing, ``minigpt.book.setup`` only seeds the RNGs and ``check`` only prints that it is skipped.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import tokenize
 from dataclasses import dataclass
-from pathlib import Path
-
-SETUP_MARKERS = ("from minigpt.book import setup", "%pip install")
-MAX_NOTEBOOK_BYTES = 20 * 2**20
 
 
 class CorruptNotebook(ValueError):
-    """The submission is not a readable notebook (invalid JSON, wrong structure, too large)."""
+    """The submission is not a readable notebook (invalid JSON, wrong structure)."""
+
+
+class TooLarge(ValueError):
+    """The submission is over a size limit (the whole file, one cell, the code in all, the number of cells)."""
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """What a submission may hold. The parent checks `notebook_bytes` before reading; the rest is checked here."""
+
+    notebook_bytes: int = 16 * 2**20  # the file, outputs and images included
+    cell_bytes: int = 256 * 2**10  # one code cell's source
+    code_bytes: int = 2 * 2**20  # all code cells together
+    code_cells: int = 400
+
+
+DEFAULT_SIZES = SizeLimits()
 
 
 @dataclass(frozen=True)
@@ -26,65 +50,107 @@ class CodeCell:
     tags: tuple[str, ...]
 
 
-def _source(cell: dict) -> str:
+def _source(cell: dict, index: int, limits: SizeLimits) -> str:
     src = cell.get("source", "")
-    if isinstance(src, list):
-        if not all(isinstance(s, str) for s in src):
-            raise CorruptNotebook("a cell's source is not text")
-        return "".join(src)
-    if not isinstance(src, str):
+    if isinstance(src, list) and all(isinstance(s, str) for s in src):
+        size = sum(len(s) for s in src)
+    elif isinstance(src, str):
+        size = len(src)
+    else:
         raise CorruptNotebook("a cell's source is not text")
-    return src
+    if size > limits.cell_bytes:
+        raise TooLarge(f"cell {index} has more than {limits.cell_bytes // 2**10} KiB of code (the limit per cell)")
+    return src if isinstance(src, str) else "".join(src)
 
 
 def _tags(cell: dict) -> tuple[str, ...]:
     metadata = cell.get("metadata")
     tags = metadata.get("tags", []) if isinstance(metadata, dict) else []
-    return tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()
+    return tuple(t[:80] for t in tags[:20] if isinstance(t, str)) if isinstance(tags, list) else ()
 
 
-def read_code_cells(path: Path) -> list[CodeCell]:
-    """Every code cell of the notebook at `path`, in order; CorruptNotebook if it cannot be read."""
+def parse_notebook(data: bytes, limits: SizeLimits = DEFAULT_SIZES) -> list[CodeCell]:
+    """Every code cell of the notebook `data`, in order (CorruptNotebook, or TooLarge past a limit)."""
+    if len(data) > limits.notebook_bytes:
+        raise TooLarge(f"the notebook is larger than {limits.notebook_bytes // 2**20} MiB")
     try:
-        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            raise CorruptNotebook(f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
-        nb = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise CorruptNotebook(f"not a valid notebook file ({type(err).__name__}: {str(err)[:200]})") from err
+        nb = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CorruptNotebook(f"not a valid notebook file ({type(err).__name__})") from err
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise CorruptNotebook("not a valid notebook file (no list of cells)")
-    cells = []
+    cells, total = [], 0
     for i, cell in enumerate(nb["cells"]):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            cells.append(CodeCell(i, _source(cell), _tags(cell)))
+            if len(cells) >= limits.code_cells:
+                raise TooLarge(f"the notebook has more than {limits.code_cells} code cells")
+            source = _source(cell, i, limits)
+            total += len(source)
+            if total > limits.code_bytes:
+                raise TooLarge(f"the notebook has more than {limits.code_bytes // 2**20} MiB of code")
+            cells.append(CodeCell(i, source, _tags(cell)))
     return cells
 
 
-def to_python(source: str) -> str:
-    """`source` with IPython syntax turned into plain Python (magics become `get_ipython()` calls)."""
+_RUN_BODY = {"time", "timeit", "capture", "prun", "memit"}  # cell magics whose body is Python, run once
+_RUN_LINE = {"time", "timeit", "prun", "memit"}  # line magics whose argument is a Python statement
+_ASSIGNED = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_.,\s\[\]]*?)\s*=\s*([!%])(.*)$")
+
+
+def _statement(rest: str) -> str:
+    """The Python statement of ``%timeit -n 10 -r 3 stmt`` (its options dropped)."""
+    words = rest.split()
+    while words and words[0].startswith("-"):
+        option = words.pop(0)
+        if option in ("-n", "-r", "-p", "-o") and words and option != "-o" and words[0].lstrip("-").isdigit():
+            words.pop(0)
+    return rest[rest.find(words[0]):] if words else "pass"
+
+
+def _line(line: str) -> str:
+    stripped = line.lstrip()
+    indent = line[: len(line) - len(stripped)]
+    assigned = _ASSIGNED.match(line)
+    if assigned and not stripped.startswith(("%", "!")):
+        return f"{assigned[1]}{assigned[2]} = {'[]' if assigned[3] == '!' else 'None'}  # grader: {assigned[3]}..."
+    if stripped.startswith("%") and not stripped.startswith("%%"):
+        name, _, rest = stripped[1:].partition(" ")
+        if name in _RUN_LINE and rest.strip():
+            return indent + _statement(rest)
+        return indent + "pass  # grader: magic not run"
+    if stripped.startswith("!"):
+        return indent + "pass  # grader: shell command not run"
+    if stripped.endswith("?") and not stripped.startswith("#") and re.fullmatch(r"[\w.?]+", stripped):
+        return indent + "pass  # grader: help not shown"
+    return line
+
+
+def to_python(source: str) -> str | None:
+    """`source` as plain Python: unchanged when it compiles; else magics rewritten; None for a cell of another
+    language (``%%bash``, ``%%writefile``, ``%%html``...), which is not run."""
     try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:  # no IPython: comment out magic and shell lines, keeping indentation valid
-        lines = []
-        for line in source.splitlines():
-            stripped = line.lstrip()
-            if stripped.startswith(("%", "!")):
-                line = line[: len(line) - len(stripped)] + "pass  # " + stripped
-            lines.append(line)
-        return "\n".join(lines)
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - let compile() report the cell's own syntax error
+        compile(source, "<cell>", "exec")
         return source
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        pass
+    lines = source.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        name = lines[first].lstrip()[2:].split(" ")[0]
+        if name not in _RUN_BODY:
+            return None
+        lines = lines[first + 1:]
+    inside = _string_lines("\n".join(lines))
+    return "\n".join(line if number in inside else _line(line) for number, line in enumerate(lines, start=1))
 
 
-def cells_to_run(cells: list[CodeCell]) -> list[CodeCell]:
-    """The cells the grader executes: not the setup cell (it installs packages in Colab), not `check:` cells."""
-    keep = []
-    for cell in cells:
-        if any(marker in cell.source for marker in SETUP_MARKERS):
-            continue
-        if any(tag.startswith("check:") for tag in cell.tags):
-            continue
-        keep.append(CodeCell(cell.index, to_python(cell.source), cell.tags))
-    return keep
+def _string_lines(source: str) -> set[int]:
+    """The (1-based) lines that continue a multi-line string: text there is never a magic."""
+    inside: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return inside

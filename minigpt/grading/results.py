@@ -39,6 +39,7 @@ class SubmissionResult:
     execution_time: float
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # the static check's, for the instructor only
+    seed: int | None = None  # the seed of this submission's cases (for the instructor, never in results.json)
 
     @property
     def score(self) -> float:

@@ -6,8 +6,9 @@ use, so the instructor can review it (``review.csv``). It changes no score. Thre
 - ``answer``: the formulas and oracles (`minigpt.costs`, the presets' modules, `minigpt.exercises`
   beyond `check`, `minigpt.grading`, a question's ``oracle``/``expected``, private helpers ``_x`` of
   a `minigpt` module);
-- ``runtime``: package functions that compute some answers outright (`generate`, `prefill`,
-  `decode_step`), allowed in the sandbox because the questions pass models that need them;
+- ``runtime``: package functions that compute some answers outright (`generate`, `attention`, `KVCache`,
+  `RequestMeters`, `MiniGPT`...), and ``getattr`` on the package: in the sandbox they are stubs that refuse
+  to run, except where a question's inputs are a MiniGPT (its model and cache are then real);
 - ``tampering``: the grader's machinery or the operating system (``gc``, frames, ``ctypes``,
   process creation and signals, ``dir_fd``, ``/proc``, ``sitecustomize``).
 """
@@ -21,7 +22,9 @@ from dataclasses import dataclass
 ANSWER_MODULES = {"costs", "presets", "roofline", "text_rates", "exercises", "grading", "measure", "cost_curve",
                   "sweeps", "flops", "memory", "params", "traffic", "wall_clock", "batching", "kv_storage", "parallel",
                   "shape", "format", "quality", "attention", "attention_kernels"}
-RUNTIME_ANSWERS = {"generate", "prefill", "decode_step", "stream", "sample"}
+RUNTIME_ANSWERS = {"generate", "prefill", "decode_step", "stream", "sample", "attention", "causal_visible", "KVCache",
+                   "RequestMeters", "MiniGPT", "no_cache_step"}
+RUNTIME_MODULES = {"model", "kv_cache", "meters", "generate"}  # minigpt.runtime modules that hold some answers
 ORACLE_ATTRIBUTES = {"oracle", "expected", "EXERCISES", "registry", "question", "run_check"}
 PRESET_TABLES = {"HARDWARE", "MODELS", "HardwarePreset", "ModelPreset"}  # data, offered as records in the sandbox
 TAMPER_MODULES = {"gc", "inspect", "ctypes", "_posixsubprocess", "subprocess", "multiprocessing", "signal", "pty",
@@ -85,7 +88,7 @@ def review_cell(index: int, source: str) -> list[Finding]:
                     add(node, "answer", f"from minigpt import {name}")
                 for name in sorted(names & RUNTIME_ANSWERS):
                     add(node, "runtime", f"from minigpt import {name}")
-            if sub in RUNTIME_ANSWERS:
+            if sub in RUNTIME_ANSWERS | RUNTIME_MODULES and sub not in ANSWER_MODULES:
                 add(node, "runtime", f"from {node.module} import {', '.join(sorted(names))}")
             if node.module.split(".")[0] in TAMPER_MODULES:
                 add(node, "tampering", f"from {node.module} import ...")
@@ -99,6 +102,10 @@ def review_cell(index: int, source: str) -> list[Finding]:
                     add(node, "answer", f"{node.value.id}.{node.attr}")
                 elif node.attr in RUNTIME_ANSWERS:
                     add(node, "runtime", f"minigpt.{node.attr}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and node.args and isinstance(node.args[0], (ast.Name, ast.Attribute))
+              and ast.unparse(node.args[0]).split(".")[0] in {"minigpt", "runtime", "costs"}):
+            add(node, "runtime", f"getattr({ast.unparse(node.args[0])[:40]}, ...)")
         elif isinstance(node, ast.keyword) and node.arg in TAMPER_NAMES:
             add(node.value, "tampering", f"{node.arg}=")
         elif isinstance(node, ast.Name) and node.id in TAMPER_NAMES | {"EXERCISES"}:

@@ -1,16 +1,24 @@
 """Run one grading child and read what it reports, trusting nothing it writes.
 
-The job goes to the child on its standard input, which is written and closed here; its events come
-back on a pipe read here (never a file in a folder the child can touch); its printed output goes to
-the submission's log, capped. Events are accepted only in the order the job implies (``ready``, then
-``cell_start``/``cell_end`` for each cell, ``q_start``/``q_end`` for each question, then ``done``): the
-first event out of order, an oversized stream or a malformed line stops the run as tampered. Each
-accepted step may take the time limit plus a little slack, and the whole run never goes past the
-submission's hard deadline, whatever the child writes.
+The job goes to the child on its standard input, which is written and closed here: one JSON line, then
+the notebook's raw bytes (the parent never parses a submission). The child's events come back on a pipe
+read here (never a file in a folder the child can touch), each one bounded before it is parsed: a line
+longer than `Bounds.event_bytes` (`SMALL_EVENT_BYTES` for every event but a question's outputs), more bytes
+than `Bounds.total_bytes` in all, a number longer than 32 characters, or a line that is not one JSON object
+stops the run as tampered. Events are accepted only in the order the job implies (``cells`` or
+``rejected``, then ``ready``, ``cell_start``/``cell_end`` for each cell the child listed,
+``q_start``/``q_end`` for each question, then ``done``). Its printed output goes to the submission's log,
+capped, with terminal control sequences removed. Each accepted step may take the time limit plus a little
+slack, and the whole run never goes past the submission's hard deadline, whatever the child writes.
+
+Where control groups are available (`minigpt.grading.cgroups`) the child starts behind a gate (``sh``
+reading one line of its standard input) and is moved into its run's group before the gate opens, so
+every process the sandbox ever starts is counted in the group's memory, tasks and CPU.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -25,12 +33,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from minigpt.grading import sandbox, staging
+from minigpt.grading import cgroups, sandbox, staging
+from minigpt.grading.feedback import strip_controls
 
 LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
-EVENTS_CAP_BYTES = 64 * 2**20  # the whole event stream of one run
+SMALL_EVENT_BYTES = 64 * 2**10  # every event but a question's outputs (400 cells' indices and 32 KiB of findings fit)
 STARTUP_S = 60.0  # importing torch in a fresh sandbox on a busy machine; student code runs only after "ready"
 SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is killed
+GATE = ["/bin/sh", "-c", 'read -r _ && exec "$@"', "gate"]  # waits for one line, then becomes the sandbox
+@dataclass(frozen=True)
+class Bounds:
+    """What the parent reads from one child run, at most."""
+
+    event_bytes: int  # one event line (a question's outputs)
+    total_bytes: int  # all event lines of the run
 
 
 @dataclass
@@ -40,52 +56,84 @@ class Isolation:
     runtime: staging.Runtime
     limits: sandbox.Limits
     unsafe: bool = False
+    cgroups: cgroups.Backend | None = None
+    seccomp: bytes | None = None
 
-    def command(self) -> tuple[list[str], dict[str, Any]]:
-        """The child's command line and the extra `subprocess.Popen` arguments."""
+    def command(self, lib: Path, passed: list[int]) -> tuple[list[str], dict[str, Any]]:
+        """The child's command line (the staged package `lib`) and the extra `subprocess.Popen` arguments;
+        file descriptors the command needs are appended to `passed`."""
         if not self.unsafe:
-            return sandbox.bwrap_command(self.runtime, self.limits), {"env": {}, "cwd": "/", **sandbox.popen_user()}
+            seccomp_fd = None
+            if self.seccomp is not None:
+                seccomp_fd = _pipe_with(self.seccomp)
+                passed.append(seccomp_fd)
+            argv = sandbox.bwrap_command(self.runtime, self.limits, lib, seccomp_fd)
+            argv = _args_on_a_pipe(argv, passed)
+            return argv, {"env": {}, "cwd": "/", **sandbox.popen_user()}
         site = sorted({str(p.parent) for p in staging.distribution_entries()})
-        env = dict(sandbox.ENV, PYTHONPATH=os.pathsep.join([str(self.runtime.root / "lib"), *site]),
+        env = dict(sandbox.ENV, PYTHONPATH=os.pathsep.join([str(lib), *site]),
                    HOME=tempfile.gettempdir(), TMPDIR=tempfile.gettempdir())
         del env["LD_LIBRARY_PATH"], env["PATH"]
         return [sys.executable, *sandbox.CHILD_ARGV], {"env": env, "cwd": tempfile.gettempdir()}
 
 
 class _Drain(threading.Thread):
-    """Copy a pipe to a file up to `cap` bytes; count (and drop) the rest."""
+    """Copy a pipe to a file up to `cap` bytes, without terminal control sequences; count (and drop) the rest."""
 
     def __init__(self, pipe: io.BufferedReader, path: Path, cap: int) -> None:
         super().__init__(daemon=True)
         self.pipe, self.path, self.cap, self.total = pipe, path, cap, 0
 
     def run(self) -> None:
-        with open(self.path, "ab") as out:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        with open(self.path, "a", encoding="utf-8") as out:
             while chunk := self.pipe.read1(65536):
                 if self.total < self.cap:
-                    out.write(chunk[: self.cap - self.total])
+                    out.write(strip_controls(decoder.decode(chunk[: self.cap - self.total])))
                 self.total += len(chunk)
             if self.total > self.cap:
-                out.write(f"\n[grader: output truncated, {self.total:,} bytes in all]\n".encode())
+                out.write(f"\n[grader: output truncated, {self.total:,} bytes in all]\n")
 
     @property
     def flooded(self) -> bool:
         return self.total > self.cap
 
 
-class _Events(threading.Thread):
-    """Read JSON lines from the events pipe into a queue; None at the end, "overflow"/"malformed" on abuse."""
+def _bounded_int(text: str) -> int:
+    if len(text) > 32:
+        raise ValueError("number too long")
+    return int(text)
 
-    def __init__(self, fd: int) -> None:
+
+def _bounded_float(text: str) -> float:
+    if len(text) > 40:
+        raise ValueError("number too long")
+    return float(text)
+
+
+def parse_event(line: bytes) -> dict | None:
+    """One event line as a dict, or None (not JSON, not an object, too deep, a number over 32 characters)."""
+    try:
+        event = json.loads(line, parse_int=_bounded_int, parse_float=_bounded_float)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    return event if isinstance(event, dict) else None
+
+
+class _Events(threading.Thread):
+    """Read JSON lines from the events pipe into a queue as (event, size); None at the end; "overflow" past a
+    bound, "malformed" for a line that is not an event."""
+
+    def __init__(self, fd: int, bounds: Bounds) -> None:
         super().__init__(daemon=True)
-        self.fd, self.queue = fd, queue.Queue()
+        self.fd, self.bounds, self.queue = fd, bounds, queue.Queue()
 
     def run(self) -> None:
         total, buf = 0, bytearray()
         try:
             while chunk := os.read(self.fd, 65536):
                 total += len(chunk)
-                if total > EVENTS_CAP_BYTES:
+                if total > self.bounds.total_bytes:
                     self.queue.put("overflow")
                     return
                 start = len(buf)
@@ -93,23 +141,26 @@ class _Events(threading.Thread):
                 while (end := buf.find(b"\n", start)) >= 0:  # only the new bytes are searched: linear in the stream
                     line, start = bytes(buf[:end]), 0
                     del buf[: end + 1]
-                    try:
-                        event = json.loads(line)
-                    except (ValueError, RecursionError):
-                        event = None
-                    self.queue.put(event if isinstance(event, dict) else "malformed")
+                    if len(line) > self.bounds.event_bytes:
+                        self.queue.put("overflow")
+                        return
+                    event = parse_event(line)
+                    self.queue.put((event, len(line)) if event is not None else "malformed")
+                if len(buf) > self.bounds.event_bytes:
+                    self.queue.put("overflow")
+                    return
         finally:
             os.close(self.fd)
             self.queue.put(None)
 
 
-def expected_order(job: dict) -> list[tuple[str, Any]]:
-    """The only event sequence the parent accepts for `job`."""
+def expected_order(cells: list[int], questions: list[str]) -> list[tuple[str, Any]]:
+    """The only event sequence the parent accepts once the child has listed the cells it will run."""
     order: list[tuple[str, Any]] = [("ready", None)]
-    for cell in job["cells"]:
-        order += [("cell_start", cell["index"]), ("cell_end", cell["index"])]
-    for q in job["questions"]:
-        order += [("q_start", q["id"]), ("q_end", q["id"])]
+    for index in cells:
+        order += [("cell_start", index), ("cell_end", index)]
+    for qid in questions:
+        order += [("q_start", qid), ("q_end", qid)]
     return [*order, ("done", None)]
 
 
@@ -124,18 +175,36 @@ def _matches(event: dict, step: tuple[str, Any]) -> bool:
     return True
 
 
+def valid_cells(event: dict, skip: set[int], max_cells: int) -> list[int] | None:
+    """The cell indices of a ``cells`` event, or None unless they are distinct ints, ascending, at most
+    `max_cells`, none of them in `skip`."""
+    cells = event.get("cells")
+    if type(cells) is not list or len(cells) > max_cells:
+        return None
+    previous = -1
+    for index in cells:
+        if type(index) is not int or index <= previous or index in skip or index > 10**6:
+            return None
+        previous = index
+    return cells
+
+
 @dataclass
 class ChildRun:
     """What one child run reported (accepted events only) and how it ended."""
 
     events: list[dict] = field(default_factory=list)
-    ended: str = "exited"  # "done", "exited", "timeout" (a step ran too long), "deadline", "tampered"
+    ended: str = "exited"  # "done", "exited", "timeout", "deadline", "tampered", "rejected", "internal"
     returncode: int | None = None
     flooded: bool = False
+    rejected: dict | None = None  # the child's "rejected" event (the notebook is too large or corrupt)
+    cells: list[int] | None = None  # the cells the child said it would run
+    listing: dict | None = None  # its "cells" event (with the static review's findings)
+    out_of_memory: bool = False
 
     @property
     def ready(self) -> bool:
-        return bool(self.events)
+        return any(e["event"] == "ready" for e in self.events)
 
     @property
     def current(self) -> tuple[str, Any] | None:
@@ -146,6 +215,14 @@ class ChildRun:
         return ("cell", last["cell"]) if last["event"] == "cell_start" else ("q", last["q"])
 
 
+def _pipe_with(data: bytes) -> int:
+    """A pipe's read end, holding `data` (less than a pipe's capacity) and closed for writing."""
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    os.close(write_fd)
+    return read_fd
+
+
 def _args_on_a_pipe(argv: list[str], passed: list[int]) -> list[str]:
     """`bwrap --args FD -- COMMAND` with the options on a pipe, so that the sandbox's /proc/1/cmdline shows no
     host path (bwrap reads options, not the command, from FD)."""
@@ -153,43 +230,63 @@ def _args_on_a_pipe(argv: list[str], passed: list[int]) -> list[str]:
     data = b"".join(a.encode() + b"\0" for a in argv[1:split])
     if len(data) > 60_000:  # more than a pipe holds without a reader: keep the plain command line
         return argv
-    read_fd, write_fd = os.pipe()
-    os.write(write_fd, data)
-    os.close(write_fd)
-    passed.append(read_fd)
-    return [argv[0], "--args", str(read_fd), "--", *argv[split:]]
+    passed.append(_pipe_with(data))
+    return [argv[0], "--args", str(passed[-1]), "--", *argv[split:]]
 
 
-def _write_job(stdin: io.BufferedWriter, data: bytes) -> None:
+def _write_job(stdin: io.BufferedWriter, parts: list[bytes]) -> None:
     try:
-        stdin.write(data)
+        for part in parts:
+            stdin.write(part)
         stdin.close()
     except OSError:
         pass  # the child died before reading its job; the run reports how it ended
 
 
-def run_child(job: dict, isolation: Isolation, log_path: Path, timeout: float, deadline: float) -> ChildRun:
-    """Run one child on `job` until it reports "done", exits, stalls, misbehaves or reaches `deadline`."""
+def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_path: Path, timeout: float,
+              deadline: float, bounds: Bounds, max_cells: int) -> ChildRun:
+    """Run one child on `job` and `notebook` until it reports "done", exits, stalls, misbehaves or reaches
+    `deadline`."""
     read_fd, write_fd = os.pipe()
-    argv, extra = isolation.command()
     passed = [write_fd]
-    if not isolation.unsafe:
-        argv = _args_on_a_pipe(argv, passed)
-    job = dict(job, events_fd=write_fd, timeout=timeout)
+    run = ChildRun()
+    group = None
     try:
+        argv, extra = isolation.command(lib, passed)
+        if isolation.cgroups is not None:
+            group = isolation.cgroups.create(cgroups.Budget(isolation.limits.memory_bytes, isolation.limits.processes))
+            argv = [*GATE, *argv]
+        job = dict(job, events_fd=write_fd, timeout=timeout)
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 pass_fds=tuple(passed), start_new_session=True, **extra)
+    except OSError:
+        os.close(read_fd)
+        if group is not None:
+            group.remove()
+        run.ended = "internal"
+        return run
     finally:
         for fd in passed:
             os.close(fd)
-    events_reader = _Events(read_fd)
+    parts = [json.dumps(job).encode() + b"\n", notebook]
+    if group is not None:
+        try:
+            group.add(proc.pid)
+        except OSError:
+            _stop(proc, 0.0)
+            group.remove()
+            os.close(read_fd)
+            run.ended = "internal"
+            return run
+        parts.insert(0, b"go\n")
+    events_reader = _Events(read_fd, bounds)
     events_reader.start()
-    writer = threading.Thread(target=_write_job, args=(proc.stdin, json.dumps(job).encode()), daemon=True)
+    writer = threading.Thread(target=_write_job, args=(proc.stdin, parts), daemon=True)
     writer.start()
     drain = _Drain(proc.stdout, log_path, LOG_CAP_BYTES)
     drain.start()
-    order = expected_order(job)
-    run = ChildRun()
+    skip = set(job["skip_cells"])
+    order: list[tuple[str, Any]] = []
     step_deadline = min(deadline, time.monotonic() + STARTUP_S)
     while True:
         remaining = step_deadline - time.monotonic()
@@ -197,13 +294,30 @@ def run_child(job: dict, isolation: Isolation, log_path: Path, timeout: float, d
             run.ended = "deadline" if step_deadline >= deadline else "timeout"
             break
         try:
-            event = events_reader.queue.get(timeout=remaining)
+            item = events_reader.queue.get(timeout=remaining)
         except queue.Empty:
             continue
-        if event is None:
+        if item is None:
             run.ended = "exited"
             break
-        if not isinstance(event, dict) or not _matches(event, order[len(run.events)]):
+        if not isinstance(item, tuple):
+            run.ended = "tampered"
+            break
+        event, size = item
+        if run.cells is None:  # the first event: the child's reading of the notebook, before any student code
+            if event.get("event") == "rejected" and event.get("kind") in ("too_large", "corrupt"):
+                run.rejected, run.ended = event, "rejected"
+                break
+            cells = valid_cells(event, skip, max_cells) if event.get("event") == "cells" else None
+            if cells is None or size > SMALL_EVENT_BYTES:
+                run.ended = "tampered"
+                break
+            run.cells, run.listing = cells, event
+            order = expected_order(cells, [q["id"] for q in job["questions"]])
+            step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+            continue
+        if len(run.events) >= len(order) or not _matches(event, order[len(run.events)]) or (
+                size > SMALL_EVENT_BYTES and event.get("event") != "q_end"):
             run.ended = "tampered"
             break
         run.events.append(event)
@@ -211,9 +325,12 @@ def run_child(job: dict, isolation: Isolation, log_path: Path, timeout: float, d
             run.ended = "done"
             break
         step_deadline = min(deadline, time.monotonic() + timeout + SLACK_S)
-    _stop(proc, 2.0 if run.ended in ("done", "exited") else 0.0)
+    _stop(proc, 2.0 if run.ended in ("done", "exited", "rejected") else 0.0)
     drain.join(timeout=10)
     run.returncode, run.flooded = proc.returncode, drain.flooded
+    if group is not None:
+        run.out_of_memory = group.out_of_memory()
+        group.remove()
     return run
 
 

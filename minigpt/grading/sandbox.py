@@ -40,10 +40,15 @@ flags, in the order `bwrap_command` writes them:
 ``--args FD``
     (added by `minigpt.grading.runner`) the options above reach bwrap on a pipe, so the sandbox's
     ``/proc/1/cmdline`` (bwrap's init) names no host path.
+``--seccomp FD``
+    the filter of `minigpt.grading.seccomp` (no nested namespaces, io_uring, keyrings, ptrace, bpf, mounts...),
+    installed by bwrap on the child just before it starts, so it holds for every process in the sandbox.
 
-Resource limits (`Limits`: address space, processes, file size, CPU seconds) are applied by the
-child itself before it imports anything or runs student code (`minigpt.grading.child.apply_limits`);
-they are hard limits that an unprivileged process cannot raise.
+Resource limits (`Limits`) are applied twice: to the whole sandbox by its control group where the machine
+has one (`minigpt.grading.cgroups`: memory including tmpfs and shared memory, tasks, one CPU), and to each
+process by the child itself before it imports anything or runs student code
+(`minigpt.grading.child.apply_limits`: address space, processes, file size, CPU seconds), hard limits that
+an unprivileged process cannot raise.
 
 What goes into the sandbox (the allowlist of `minigpt`, the stand-ins, the interpreter and the
 distributions) is staged by `minigpt.grading.staging`.
@@ -74,8 +79,8 @@ ENV: dict[str, str] = {
 class Limits:
     """Hard resource limits of one child run (the child applies them to itself before any other work)."""
 
-    memory_bytes: int = 2 * 2**30  # RLIMIT_AS: torch and a small MiniGPT need < 1 GiB of address space
-    processes: int = 64  # RLIMIT_NPROC: processes and threads of the sandbox's user
+    memory_bytes: int = 2 * 2**30  # RLIMIT_AS, and the control group's memory (resident + tmpfs + shm)
+    processes: int = 64  # RLIMIT_NPROC, and the control group's tasks (processes and threads)
     file_bytes: int = 64 * 2**20  # RLIMIT_FSIZE: largest file it may write
     cpu_s: int = 600  # RLIMIT_CPU: CPU seconds (the grader sets it from the submission's wall-clock budget)
     tmp_bytes: int = 64 * 2**20  # size of the private /tmp
@@ -101,16 +106,20 @@ def _system_libraries() -> list[str]:
     return args
 
 
-def bwrap_command(runtime: Runtime, limits: Limits) -> list[str]:
-    """The bubblewrap command line that runs the grading child in a fresh sandbox (see the module docstring)."""
+def bwrap_command(runtime: Runtime, limits: Limits, lib: Path, seccomp_fd: int | None = None) -> list[str]:
+    """The bubblewrap command line that runs the grading child in a fresh sandbox (see the module docstring), over
+    the staged package `lib` (one per set of questions: `minigpt.grading.staging.stage_lib`), with the seccomp
+    filter read from `seccomp_fd` where one is given."""
     args = [BWRAP, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--die-with-parent", "--new-session", "--clearenv"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     for key, value in ENV.items():
         args += ["--setenv", key, value]
     args += _system_libraries()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
              "--remount-ro", "/dev", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-    for src, inside in runtime.binds:
+    for src, inside in [*runtime.binds, (lib, INSIDE / "lib")]:
         args += ["--ro-bind", str(src), str(inside)]
     for inside in runtime.masks:
         args += ["--tmpfs", str(inside), "--remount-ro", str(inside)]

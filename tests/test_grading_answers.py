@@ -1,0 +1,223 @@
+"""No answer in reach of the sandbox that grades it, and no correct answer scored zero.
+
+- The oracle route, for every question of every exercise: the exercise's own module (the code that computes
+  the expected outputs) pasted into a notebook, one top-level statement per cell (imports that fail are
+  skipped), and each question's function defined as its oracle. Only the questions whose oracle *is* the
+  exercise (it uses nothing but the inputs, torch and numpy) may score; every other one scores 0.
+- The routes the second red team found (ex09 Q1 through `attention`, ex06 Q1 through `KVCache.update`,
+  ex06 Q4 through `generate` reached with getattr, ex04 Q3 through `RequestMeters`, ex05 Q1 through a
+  meta-device MiniGPT) score 0 in the grader, and each computes the right answer outside it (the attack is
+  real, not a typo).
+- Solutions written the way the notebooks' prose suggests (ex12 Q4's ``costs.evaluate``) score full marks.
+- Realistic notebooks (magics, shell lines, Colab leftovers, the solution in the setup cell or in a check cell,
+  CRLF line ends) score what the plain reference scores.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import random
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from test_grading import ROOT, build_submission, details
+
+from minigpt.exercises import EXERCISES
+from minigpt.exercises.check import run_check
+from minigpt.grading.folder import grade_folder
+
+pytestmark = pytest.mark.sandbox
+
+# Questions whose oracle uses only the inputs, torch and numpy: the oracle is a correct solution, so it scores.
+# (ex05.q2's oracle returns the logits, not the token: it is no answer.)
+ORACLE_IS_THE_SOLUTION = {
+    "ex04.q4",  # np.linalg.lstsq on the columns P, D (the hint's method)
+    "ex05.q3", "ex05.q4",  # the passed model's forward and F.cross_entropy; topk + softmax
+    "ex06.q2", "ex06.q3", "ex06.q5",  # repeat_interleave + SDPA; the passed model with its cache; np.polyfit
+    "ex08.q1",  # best of the repeats: 2·bytes / min(copy_s), 2·n³ / min(matmul_s)
+    "ex09.q2",  # unflatten + mean
+    "ex10.q3",  # log_softmax, KL, mean
+    "ex11.q2",  # [table[p // b], p % b]
+}
+
+
+def oracle_cells(eid: str) -> list[str]:
+    """The exercise's module as cells: every top-level statement its own cell (imports in try/except), the
+    stand-in for `minigpt.exercises.spec`'s names, then each question's function bound to its oracle."""
+    module = inspect.getmodule(EXERCISES[eid].questions[0].oracle)
+    tree = ast.parse(inspect.getsource(module))
+    cells = ["class Question:\n    def __init__(self, id, function, signature, cases, oracle, *rest, **kw):\n"
+             "        self.id, self.function, self.oracle = id, function, oracle\n\n\n"
+             "class Exercise:\n    def __init__(self, id, notebook, title, questions=()):\n"
+             "        self.questions = questions\n\n\n"
+             "def _inert(*args, **kwargs):\n    return _inert\n"]
+    for node in tree.body:
+        text = ast.get_source_segment(inspect.getsource(module), node) or ""
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "minigpt.exercises.spec":
+            cells.append("\n".join(f"{a.asname or a.name} = _inert" for a in node.names
+                                   if a.name not in ("Exercise", "Question")))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            cells.append("try:\n    " + text + "\nexcept Exception as err:\n    print('import failed:', err)\n")
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            cells.append(text)
+    cells.append("for _q in EXERCISE.questions:\n"
+                 "    globals()[_q.function] = (lambda o: lambda **kw: o(**kw))(_q.oracle)\n")
+    return cells
+
+
+def notebook_with(eid: str, cells: list[str], dest: Path) -> None:
+    nb = nbformat.read(ROOT / "exercises" / EXERCISES[eid].notebook, as_version=4)
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, dest)
+
+
+@pytest.mark.parametrize("eid", sorted(EXERCISES))
+def test_oracle_route_scores_only_where_the_oracle_is_the_solution(eid: str, tmp_path: Path) -> None:
+    (tmp_path / "subs").mkdir()
+    notebook_with(eid, oracle_cells(eid), tmp_path / "subs" / "oracle.ipynb")
+    ((_, result),) = grade_folder(eid, tmp_path / "subs", tmp_path / "out", timeout=30, echo=False)
+    scored = {f"{eid}.{t.name.split(':')[0]}" for t in result.tests if t.score > 0}
+    expected = {qid for qid in ORACLE_IS_THE_SOLUTION if qid.startswith(eid + ".")}
+    assert scored == expected, {t.name: t.output for t in result.tests}
+
+
+ROUTES = {
+    "ex09.q1": ("from minigpt.runtime.model import attention, causal_visible\n\n\n"
+                "def grouped_attention(q, k, v):\n"
+                "    return attention(q, k, v, causal_visible(0, q.shape[2], q.device))\n"),
+    "ex06.q1": ("from minigpt import KVCache, ModelConfig\n\n\n"
+                "def cache_write(k_cache, v_cache, k_new, v_new, S):\n"
+                "    B, H_kv, S_max, d_h = k_cache.shape\n"
+                "    cache = KVCache(ModelConfig(L=1, H=H_kv, H_kv=H_kv, d_h=d_h, S_max=S_max), B)\n"
+                "    cache.k[0], cache.v[0] = k_cache, v_cache\n"
+                "    cache.advance(S)\n"
+                "    return cache.update(0, k_new, v_new)\n"),
+    "ex06.q4": ("import minigpt\n\n\n"
+                "def greedy_generate(model, prompt, D):\n"
+                "    run = getattr(minigpt, 'gen' + 'erate')\n"
+                "    return run(model, [prompt], D, use_cache=True).tokens[0]\n"),
+    "ex04.q3": ("import importlib\n\n\n"
+                "def rates_from_meters(prompt_tokens, prefill_s, decode_steps, decode_s):\n"
+                "    meters = importlib.import_module('minigpt.runtime.meters')\n"
+                "    m = meters.RequestMeters(prompt_tokens=prompt_tokens, prefill_s=prefill_s,\n"
+                "                             generated_tokens=decode_steps + 1, decode_steps=decode_steps,\n"
+                "                             decode_s=decode_s)\n"
+                "    return m.prefill_tok_s, m.decode_tok_s\n"),
+    "ex05.q1": ("import torch\n\nfrom minigpt import MiniGPT, ModelConfig\n\n\n"
+                "def param_count(L, d, V, S_max, d_ffn):\n"
+                "    with torch.device('meta'):\n"
+                "        model = MiniGPT(ModelConfig(L=L, H=1, H_kv=1, d_h=d, d_ffn=d_ffn, V=V, S_max=S_max))\n"
+                "    return sum(p.numel() for p in model.parameters())\n"),
+}
+
+
+def _function(source: str, name: str) -> object:
+    namespace: dict[str, object] = {}
+    exec(compile(source, "<route>", "exec"), namespace)  # noqa: S102 - the test's own attack, run to prove it works
+    return namespace[name]
+
+
+@pytest.mark.parametrize("qid", sorted(ROUTES))
+def test_named_oracle_routes_work_outside_and_score_zero_inside(qid: str, tmp_path: Path) -> None:
+    eid, q = qid.split(".")
+    question = EXERCISES[eid].question(q)
+    # The attack is real: with the whole package in reach (as on a student's machine) it passes the check.
+    assert run_check(qid, _function(ROUTES[qid], question.function)).status == "pass"
+    (tmp_path / "subs").mkdir()
+    notebook_with(eid, [ROUTES[qid]], tmp_path / "subs" / "route.ipynb")
+    ((_, result),) = grade_folder(eid, tmp_path / "subs", tmp_path / "out", timeout=30, echo=False)
+    test = next(t for t in result.tests if t.name.startswith(q + ":"))
+    assert test.score == 0, test.output
+    assert "not available while grading" in test.output, test.output
+    review = (tmp_path / "out" / "review.csv").read_text(encoding="utf-8")
+    assert "route" in review, review  # the instructor sees the attempt
+
+
+PROSE = {  # solutions written the way the notebook's prose and the hint say, where they name the package
+    "ex12": {"q4": ("from minigpt import costs\nfrom minigpt.costs.presets import HARDWARE, MODELS\n\n\n"
+                    "def preemption_costs(model, S, link_bandwidth):\n"
+                    "    m, hw = MODELS[model], HARDWARE['H100 SXM']\n"
+                    "    flops = costs.evaluate(costs.prefill_flops, m, P=S)\n"
+                    "    recompute = max(m.N_params * 2 / hw.bandwidth, flops / hw.peak_flops)\n"
+                    "    b = costs.evaluate(costs.kv_bytes_per_token, m, s=2)\n"
+                    "    return recompute, 2 * S * b / link_bandwidth\n")},
+    "ex06": {"q3": ("import torch\n\n\n@torch.no_grad()\ndef decode_logits(model, prompt, token):\n"
+                    "    cache = model.new_cache(prompt.shape[0])\n    model(prompt, cache)\n"
+                    "    return model(token.view(-1, 1), cache)[:, -1]\n"),
+             "q4": ("import torch\n\n\n@torch.no_grad()\ndef greedy_generate(model, prompt, D):\n"
+                    "    cache = model.new_cache(1)\n    logits = model(torch.tensor([prompt]), cache)[:, -1]\n"
+                    "    out = [int(logits.argmax(-1))]\n    for _ in range(D - 1):\n"
+                    "        logits = model(torch.tensor([[out[-1]]]), cache)[:, -1]\n"
+                    "        out.append(int(logits.argmax(-1)))\n    return out\n")},
+}
+
+
+@pytest.mark.parametrize("eid", sorted(PROSE))
+def test_solutions_following_the_prose_score_full_marks(eid: str, tmp_path: Path) -> None:
+    for qid, source in PROSE[eid].items():  # each also passes the student-side check
+        assert run_check(f"{eid}.{qid}", _function(source, EXERCISES[eid].question(qid).function)).status == "pass"
+    (tmp_path / "subs").mkdir()
+    notebook_with(eid, list(PROSE[eid].values()), tmp_path / "subs" / "prose.ipynb")
+    ((_, result),) = grade_folder(eid, tmp_path / "subs", tmp_path / "out", timeout=30, echo=False)
+    for test in result.tests:
+        if test.name.split(":")[0] in PROSE[eid]:
+            assert test.score == test.max_score, test.output
+
+
+def realistic(source_cells: list[nbformat.NotebookNode]) -> None:
+    """Dress a reference notebook as a student's Colab notebook (in place)."""
+    code = [c for c in source_cells if c.cell_type == "code"]
+    setup, solutions = code[0], [c for c in code if any(t.startswith("solution:") for t in c.metadata.get("tags", []))]
+    setup.source += "\n\n" + solutions[0].source  # the first answer written into the setup cell
+    solutions[0].source = "# moved to the top\n!nvidia-smi\n%load_ext autoreload\n%autoreload 2\n"
+    solutions[1].source = "%%time\n# @title Question 2 { display-mode: \"form\" }\n" + solutions[1].source
+    solutions[2].source = (solutions[2].source + "\n%time _ = 1 + 1\nfiles = !ls\nprefill_flops?\n"
+                           '"""A docstring line that starts\n%with a percent sign stays as written."""\n')
+    solutions[3].source = solutions[3].source.replace("\n", "\r\n")
+    checks = [c for c in code if any(t.startswith("check:") for t in c.metadata.get("tags", []))]
+    checks[-1].source = solutions[4].source + "\n" + checks[-1].source  # the last answer in a check cell
+    solutions[4].source = "# see below\n"
+
+
+def test_magics_and_colab_leftovers_never_change_a_correct_verdict(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    build_submission("ex01", subs / "plain.ipynb")
+    nb = nbformat.read(subs / "plain.ipynb", as_version=4)
+    realistic(nb.cells)
+    nbformat.write(nb, subs / "colab.ipynb")
+    grade_folder("ex01", subs, tmp_path / "out", timeout=30, jobs=2, echo=False)
+    rows = details(tmp_path / "out")
+    assert all(score == 1.0 for score, _ in rows["plain"].values()), rows["plain"]
+    assert all(score == 1.0 for score, _ in rows["colab"].values()), rows["colab"]
+
+
+def test_feedback_never_shows_an_expected_value(tmp_path: Path) -> None:
+    """A wrong answer's feedback names the case and the problem, never the expected number, and a resubmission
+    (other bytes) gets other cases, so no table of answers can be gathered."""
+    (tmp_path / "subs").mkdir()
+    wrong = "def prefill_flops(L, d, P, V=0):\n    return 12345\n"
+    notebook_with("ex01", [wrong], tmp_path / "subs" / "a.ipynb")
+    notebook_with("ex01", [wrong + "# again\n"], tmp_path / "subs" / "b.ipynb")
+    results = dict(grade_folder("ex01", tmp_path / "subs", tmp_path / "out", seed=7, timeout=30, jobs=2,
+                                echo=False))
+    a, b = results["a"].tests[0].output, results["b"].tests[0].output
+    assert "not the package's value" in a and "expected" not in a.replace("expected values", ""), a
+    for text in (a, b):
+        assert not re.search(r"\d{5,}", text.replace("12345", "")), text  # no large number but the student's own
+    assert a != b  # other bytes, other cases
+    assert results["a"].seed != results["b"].seed
+
+
+def test_the_same_bytes_get_the_same_cases_for_the_instructor(tmp_path: Path) -> None:
+    from minigpt.grading.grader import submission_seed
+
+    data = (ROOT / "exercises" / EXERCISES["ex01"].notebook).read_bytes()
+    assert submission_seed(7, data) == submission_seed(7, data)
+    assert submission_seed(7, data) != submission_seed(8, data) != submission_seed(7, data + b" ")
+    assert len({submission_seed(random.getrandbits(32), data) for _ in range(50)}) == 50

@@ -1,0 +1,322 @@
+"""Nothing a submission sends or does harms the grader or a classmate.
+
+Unit tests (no sandbox): the parent's bounds on events (size, numbers, count), answers as plain data checked
+against the expected shapes (a lying tensor subclass, an answer far larger than expected), slugs and links,
+the seccomp program's system call numbers, terminal escapes.
+
+Sandbox tests: a hostile class graded once as Exercise 1 (each attack next to correct answers, so a verdict
+shows what the attack cost), the seccomp filter seen from inside, memory outside the address space,
+a fixed budget whatever the cell count, and an honest class graded with and without hostile neighbours.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import resource
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from test_grading import build_submission, details
+
+from minigpt.exercises.wire import conforms, encode
+from minigpt.grading import seccomp
+from minigpt.grading.folder import grade_folder, refusal, slugs
+from minigpt.grading.runner import Bounds, _Events, parse_event, strip_controls
+
+# ---------------------------------------------------------------------------------------------
+# Unit tests
+
+
+class Liar(torch.Tensor):
+    """A tensor subclass that reports another shape and other values."""
+
+    @property
+    def shape(self) -> torch.Size:  # type: ignore[override]
+        return torch.Size([2, 3])
+
+    def tolist(self) -> list:  # type: ignore[override]
+        return [[0.0] * 3] * 2
+
+
+def test_answers_are_plain_data_measured_on_the_data() -> None:
+    lie = torch.zeros(5).as_subclass(Liar)
+    encoded = encode(lie)
+    assert encoded["shape"] == [5] and encoded["$tensor"] == [0.0] * 5  # neither the shape nor tolist is believed
+    expected = encode(torch.zeros(2, 3, dtype=torch.float64))
+    assert conforms(encoded, expected) == "expected a tensor of shape [2, 3], got shape [5]"
+    forged = {"$tensor": [[0.0] * 3], "shape": [2, 3]}  # a claimed shape the data do not have
+    assert conforms(forged, expected) == "expected a tensor of shape [2, 3], got another shape"
+    assert type(encode(True)) is bool and type(encode(torch.tensor(3))["$tensor"]) is int
+    assert conforms(2**70, 5) is not None and conforms(5.0, 5) is None
+
+
+def test_conforms_is_bounded_by_the_expected_answer() -> None:
+    """A 10**6-element answer to a 3-number question is refused after looking at its length only."""
+    huge = [[0.0] * 1000 for _ in range(1000)]
+    start = time.perf_counter()
+    assert conforms(huge, [1, 2, 3]) == "expected a sequence of 3 values, got 1000"
+    assert conforms({"$tensor": huge, "shape": [1000, 1000]}, encode(torch.zeros(3))) is not None
+    assert time.perf_counter() - start < 0.05
+
+
+def test_event_lines_and_numbers_are_bounded_before_parsing() -> None:
+    assert parse_event(b'{"event": "q_end", "outputs": [1, 2.5]}') == {"event": "q_end", "outputs": [1, 2.5]}
+    assert parse_event(b'{"n": ' + b"9" * 40 + b"}") is None  # no 40-digit int is ever built
+    assert parse_event(b'{"n": 1' + b"0" * 50 + b'.5}') is None
+    assert parse_event(b"[" * 100_000 + b"]" * 100_000) is None
+    assert parse_event(b"[1, 2]") is None
+    read_fd, write_fd = os.pipe()
+    reader = _Events(read_fd, Bounds(event_bytes=1000, total_bytes=10_000))
+    reader.start()
+    os.write(write_fd, b'{"event": "ready"}\n' + b"x" * 5000)  # a line that never ends
+    os.close(write_fd)
+    reader.join(5)
+    items = []
+    while not reader.queue.empty():
+        items.append(reader.queue.get())
+    assert items == [({"event": "ready"}, 18), "overflow", None]
+
+
+def test_slugs_are_unique_safe_and_confined(tmp_path: Path) -> None:
+    names = ["alice/ex01", "alice__ex01", "a b", "a_b", "bób", "b_b", "x" * 130 + "1", "x" * 130 + "2", "..x",
+             "good-0123456789"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{name}.ipynb").write_text("{}", encoding="utf-8")
+    paths = [tmp_path / f"{name}.ipynb" for name in names]
+    out, collisions = slugs(tmp_path, paths)
+    assert collisions == [] and len(set(out)) == len(out), out
+    assert out[1] == "alice__ex01" and out[0].startswith("alice__ex01-") and out[3] == "a_b" and out[5] == "b_b"
+    assert out[9] != "good-0123456789"  # shaped like a hashed slug: hashed itself, so none can be forged
+    assert all(s[0].isalnum() and "/" not in s and len(s) <= 80 for s in out)
+    same, collisions = slugs(tmp_path, [paths[3], paths[3]])
+    assert len(collisions) == 1  # reported (and both refused by grade_folder) rather than overwritten
+    (tmp_path / "link_out.ipynb").symlink_to("/etc/hostname")
+    (tmp_path / "link_in.ipynb").symlink_to(tmp_path / "a_b.ipynb")
+    (tmp_path / "dir.ipynb").mkdir()
+    assert "outside the class folder" in refusal(tmp_path, tmp_path / "link_out.ipynb")
+    assert refusal(tmp_path, tmp_path / "link_in.ipynb") is None
+    assert "not a regular file" in refusal(tmp_path, tmp_path / "dir.ipynb")
+
+
+def test_seccomp_numbers_agree_with_libseccomp() -> None:
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2")
+    except OSError:
+        pytest.skip("libseccomp is not installed here")
+    if seccomp.program() is None:
+        pytest.skip("no filter for this architecture")
+    for name, number in seccomp.DENIED_X86_64.items():
+        assert lib.seccomp_syscall_resolve_name(name.encode()) == number, name
+    for name, number in (("clone", seccomp.CLONE_X86_64), ("clone3", seccomp.CLONE3_X86_64),
+                         ("ioctl", seccomp.IOCTL_X86_64)):
+        assert lib.seccomp_syscall_resolve_name(name.encode()) == number, name
+    assert len(seccomp.program()) % 8 == 0 and len(seccomp.program()) // 8 < 256
+
+
+def test_terminal_escapes_are_stripped() -> None:
+    assert strip_controls("a\x1b[2J\x1b]0;title\x07b\x1bc\rc\td\n\x9b") == "abc\td\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Sandbox tests
+
+
+SECCOMP_PROBE = """import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return 'ok' if r >= 0 else errno.errorcode.get(ctypes.get_errno(), '?')
+print('PROBE unshare', call(272, 0x10000000))
+print('PROBE clone_newuser', call(56, 0x10000000 | 17, 0, 0, 0, 0))
+print('PROBE io_uring', call(425, 8, 0))
+print('PROBE keyctl', call(250, 0, 0))
+print('PROBE ptrace', call(101, 16, 1))
+print('PROBE bpf', call(321, 0, 0, 0))
+print('PROBE mount', call(165, 0, 0, 0, 0, 0))
+print('PROBE', [l for l in open('/proc/self/status') if l.startswith('Seccomp:')][0].strip())
+"""
+MEMFD_HOG = """import os
+block = b'x' * 2**24
+fds = [os.memfd_create(f'hog{i}') for i in range(80)]
+for fd in fds:  # 80 files of 48 MiB (each under the file-size rlimit): 3.75 GiB, none of it in the address space
+    for _ in range(3):
+        os.write(fd, block)
+print('HOG survived')
+"""
+SPINNERS = """import os, time
+for _ in range(8):
+    if os.fork() == 0:
+        os.setsid()
+        while True:
+            pass
+"""
+HUGE_EVENT = """import json, os, sys
+frame = sys._getframe()
+while 'job' not in frame.f_locals:
+    frame = frame.f_back
+fd = int(frame.f_locals['job']['events_fd'])
+os.write(fd, b'{"event": "q_end", "q": "q1", "outputs": [' + b'9' * 10_000_000 + b']}\\n')
+"""
+
+
+def reference_with(tmp: Path, name: str, extra: list[str]) -> Path:
+    path = tmp / f"{name}.ipynb"
+    build_submission("ex01", path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells += [nbformat.v4.new_code_cell(c) for c in extra]
+    nbformat.write(nb, path)
+    return path
+
+
+def lying_answer(tmp: Path) -> None:
+    path = tmp / "lying_tensor.ipynb"
+    build_submission("ex01", path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import torch\n\n\nclass Liar(torch.Tensor):\n    @property\n    def shape(self):\n        return ()\n\n"
+        "    def tolist(self):\n        return 0\n\n    def __index__(self):\n        return 0\n\n\n"
+        "def prefill_flops(L, P, d):\n    return torch.zeros(10**6).as_subclass(Liar)\n"))
+    nbformat.write(nb, path)
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, float]]:
+    tmp = tmp_path_factory.mktemp("hostile2")
+    subs = tmp / "subs"
+    subs.mkdir()
+    reference_with(subs, "seccomp_probe", [SECCOMP_PROBE])
+    reference_with(subs, "memfd_hog", [MEMFD_HOG])
+    reference_with(subs, "huge_event", [HUGE_EVENT])
+    lying_answer(subs)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = '" + "a" * (3 * 2**20) + "'")]
+    nbformat.write(nb, subs / "huge_cell.ipynb")
+    magics = "\n".join(["%matplotlib inline", "!echo hi"] * 250)
+    reference_with(subs, "many_magics", [magics])
+    names = ", ".join(f"ñ{'ñ' * 20}{i}" for i in range(4))
+    imports = "".join(f"    from minigpt.costs import {names}{i}\n" for i in range(300))
+    reference_with(subs, "many_findings", ["try:\n" + imports + "except ImportError:\n    pass\n"])
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.monotonic()
+    grade_folder("ex01", subs, tmp / "out", timeout=10, jobs=2, echo=False, budget=120)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return tmp / "out", {"wall": time.monotonic() - start, "parent_cpu": after.ru_utime - before.ru_utime,
+                         "parent_rss_mib": after.ru_maxrss / 1024}
+
+
+@pytest.mark.sandbox
+def test_seccomp_denies_namespaces_io_uring_keyrings_ptrace_bpf_mount(hostile_class: tuple[Path, dict]) -> None:
+    out, _ = hostile_class
+    log = (out / "logs" / "seccomp_probe.txt").read_text(encoding="utf-8")
+    probes = dict(line.split()[1:3] for line in log.splitlines() if line.startswith("PROBE ") and "Seccomp" not in line)
+    assert probes == {k: "EPERM" for k in ("unshare", "clone_newuser", "io_uring", "keyctl", "ptrace", "bpf",
+                                           "mount")}, log
+    assert "Seccomp:\t2" in log or "Seccomp: 2" in log, log
+    assert all(score == 1.0 for score, _ in details(out)["seccomp_probe"].values())
+
+
+@pytest.mark.sandbox
+def test_memory_outside_the_address_space_is_counted(hostile_class: tuple[Path, dict]) -> None:
+    out, info = hostile_class
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    if not run["limits"].startswith("cgroup"):
+        pytest.skip(f"no control groups here: {run['limits']}")
+    log = (out / "logs" / "memfd_hog.txt").read_text(encoding="utf-8")
+    assert "HOG survived" not in log
+    rows = details(out)["memfd_hog"]
+    assert all(score == 1.0 for score, _ in rows.values()), rows  # the hog's cell is lost, the answers are not
+    notes = json.loads((out / "results" / "memfd_hog" / "results.json").read_text(encoding="utf-8"))["output"]
+    assert "ran out of memory" in notes, notes  # the control group's count, not an rlimit, stopped it
+
+
+@pytest.mark.sandbox
+def test_forged_and_oversized_events_cost_only_the_forger(hostile_class: tuple[Path, dict]) -> None:
+    out, info = hostile_class
+    rows = details(out)
+    assert all(score == 0.0 for score, _ in rows["huge_event"].values())
+    assert all("wrote to the grader's channel" in text for _, text in rows["huge_event"].values())
+    assert rows["lying_tensor"]["q1"] == (0.0, "prefill_flops: case 1: expected a number, got a tensor")
+    assert all(rows["lying_tensor"][q][0] == 1.0 for q in ("q2", "q3", "q4", "q5"))
+    assert info["parent_rss_mib"] < 2048, info  # the 10 MB event was never read into memory whole
+
+
+@pytest.mark.sandbox
+def test_parsing_happens_in_the_sandbox_with_size_limits(hostile_class: tuple[Path, dict]) -> None:
+    out, info = hostile_class
+    rows = details(out)
+    assert all(text.startswith("submission too large: cell 0 has more than 256 KiB")
+               for _, text in rows["huge_cell"].values()), rows["huge_cell"]
+    assert all(score == 1.0 for score, _ in rows["many_magics"].values()), rows["many_magics"]
+    # 300 findings of 80 non-ASCII characters: listed up to the bound, never taken for tampering
+    assert all(score == 1.0 for score, _ in rows["many_findings"].values()), rows["many_findings"]
+    review = (out / "review.csv").read_text(encoding="utf-8")
+    assert 20 <= review.count("many_findings,") <= 200
+    assert info["parent_cpu"] < 60, info  # the parent only reads bytes; the 500 magics cost the sandbox
+
+
+@pytest.mark.sandbox
+def test_the_budget_is_fixed_whatever_the_cell_count(tmp_path: Path) -> None:
+    (tmp_path / "subs").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(100)") for _ in range(300)]
+    nbformat.write(nb, tmp_path / "subs" / "slow.ipynb")
+    ((_, result),) = grade_folder("ex01", tmp_path / "subs", tmp_path / "out", timeout=1, budget=20, echo=False)
+    assert result.execution_time < 20 + 8, result.execution_time
+    assert all("time budget (20 s)" in t.output for t in result.tests), [t.output for t in result.tests]
+
+
+HONEST_WITH_NEIGHBOURS_BOUND = 2.5  # honest mean time with hostile neighbours <= this x alone + 10 s
+
+
+@pytest.mark.sandbox
+def test_hostile_neighbours_change_no_honest_verdict(tmp_path: Path) -> None:
+    """Two honest submissions graded next to two honest neighbours, then next to two hostile ones (setsid CPU
+    spinners, a 4 GiB memfd), four at once both times: the same verdicts, and the honest submissions' mean time
+    within HONEST_WITH_NEIGHBOURS_BOUND of the honest-neighbour run (the machine's own load varies too)."""
+    calm, mixed = tmp_path / "calm", tmp_path / "mixed"
+    for folder in (calm, mixed):
+        folder.mkdir()
+        build_submission("ex01", folder / "honest1.ipynb")
+        build_submission("ex01", folder / "honest2.ipynb")
+    build_submission("ex01", calm / "neighbour1.ipynb")
+    build_submission("ex01", calm / "neighbour2.ipynb")
+    first = dict(grade_folder("ex01", calm, tmp_path / "out1", timeout=10, jobs=4, echo=False, budget=120))
+    counted = json.loads((tmp_path / "out1" / "run.json").read_text(encoding="utf-8"))["limits"].startswith("cgroup")
+    reference_with(mixed, "hostile_spin", [SPINNERS])
+    reference_with(mixed, "hostile_memfd", [MEMFD_HOG if counted else "x = bytearray(2**30)"])  # rlimits only: AS
+    second = dict(grade_folder("ex01", mixed, tmp_path / "out2", timeout=10, jobs=4, echo=False, budget=120))
+    for name in ("honest1", "honest2"):
+        assert [t.score for t in first[name].tests] == [t.score for t in second[name].tests] == [1.0] * 5
+    t_calm = sum(first[n].execution_time for n in ("honest1", "honest2")) / 2
+    t_mixed = sum(second[n].execution_time for n in ("honest1", "honest2")) / 2
+    print(f"honest mean time: honest neighbours {t_calm:.1f} s, hostile neighbours {t_mixed:.1f} s")
+    assert t_mixed <= HONEST_WITH_NEIGHBOURS_BOUND * t_calm + 10, (t_calm, t_mixed)
+
+
+def test_the_child_gets_shapes_never_expected_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job sent into the sandbox holds each answer's skeleton (zeros, shapes), not one expected number."""
+    from minigpt.grading import grader, sandbox, staging
+    from minigpt.grading.runner import ChildRun, Isolation
+
+    jobs = []
+
+    def fake_run(job: dict, *args: object, **kwargs: object) -> ChildRun:
+        jobs.append(job)
+        return ChildRun(ended="internal")
+
+    monkeypatch.setattr(grader, "run_child", fake_run)
+    isolation = Isolation(staging.stage(tmp_path / "stage"), sandbox.Limits(), unsafe=True)
+    build_submission("ex06", tmp_path / "ref.ipynb")
+    grader.grade_notebook(tmp_path / "ref.ipynb", "ex06", 7, isolation, timeout=5, log_path=tmp_path / "log.txt")
+    prepared = grader.prepare("ex06", grader.submission_seed(7, (tmp_path / "ref.ipynb").read_bytes()))
+    sent = json.dumps([q["skeletons"] for job in jobs for q in job["questions"]])
+    assert jobs and set(re.findall(r"-?\d+\.\d+", sent)) <= {"0.0"}, sent[:200]
+    slope = prepared.expected["q5"][0]
+    assert repr(slope) not in json.dumps(jobs)
