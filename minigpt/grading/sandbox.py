@@ -73,6 +73,16 @@ ENV: dict[str, str] = {
     "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     "MPLBACKEND": "Agg", "MINIGPT_GRADING": "1", "MINIGPT_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": "",
 }
+#: The float-kernel selectors, passed through from the grader when set: the child must compute a case's inputs
+#: with the kernels the grader computes its expected values with (`ATEN_CPU_CAPABILITY=default` in the grader
+#: and AVX-512 in the child made an exact comparison fail by one float32 ulp; `make unit-portable`).
+FLOAT_KERNEL_ENV: tuple[str, ...] = ("ATEN_CPU_CAPABILITY", "MKL_CBWR")
+
+
+def _float_kernel_env() -> dict[str, str]:
+    """The grader's float-kernel selectors (only plain words: they select a kernel family, nothing else)."""
+    return {key: os.environ[key] for key in FLOAT_KERNEL_ENV
+            if os.environ.get(key, "").replace("_", "").isalnum()}
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,7 @@ def bwrap_command(runtime: Runtime, limits: Limits, lib: Path, seccomp_fd: int |
             "--die-with-parent", "--new-session", "--clearenv"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    for key, value in ENV.items():
+    for key, value in {**ENV, **_float_kernel_env()}.items():
         args += ["--setenv", key, value]
     args += _system_libraries()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
