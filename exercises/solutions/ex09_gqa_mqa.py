@@ -29,15 +29,18 @@ def mean_pool_kv(w, H_kv, d_h):
 
 # %% solution:q3
 def gqa_decode_gain(model, S, B, s):
-    """Eq. (9.2): MHA step bytes over GQA step bytes."""
-    def step(H_kv):
-        return model.N_params * s + B * S * 2 * model.L * H_kv * model.d_h * s
+    """Eq. (9.2): MHA twin step bytes over GQA step bytes; the twin's K/V projections are larger too."""
+    extra = 2 * model.L * (model.d + int(model.biases)) * (model.H - model.H_kv) * model.d_h
 
-    return step(model.H) / step(model.H_kv)
+    def step(H_kv, N):
+        return N * s + B * S * 2 * model.L * H_kv * model.d_h * s
+
+    return step(model.H, model.N_params + extra) / step(model.H_kv, model.N_params)
 
 
 # %% solution:q4
 def max_batch_with_heads(hardware, model, H_kv, S):
-    """Largest B of S-token caches with H_kv heads next to bf16 weights."""
-    free = hardware.memory_bytes - model.N_params * 2
+    """Largest B of S-token caches with H_kv heads next to the bf16 weights of the model with H_kv heads."""
+    N = model.N_params + 2 * model.L * (model.d + int(model.biases)) * (H_kv - model.H_kv) * model.d_h
+    free = hardware.memory_bytes - N * 2
     return max(0, free // (S * 2 * model.L * H_kv * model.d_h * 2))

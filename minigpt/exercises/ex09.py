@@ -43,18 +43,24 @@ def _mean_pool(w: torch.Tensor, H_kv: int, d_h: int) -> torch.Tensor:
 
 
 def _gain_cases(rng: random.Random) -> list[dict]:
-    return [dict(model={"$preset": rng.choice(list(MODELS))}, S=rng.randint(1, 32768), B=rng.randint(1, 256),
-                 s=rng.choice([1, 2])) for _ in range(8)]
+    gqa = [name for name, m in MODELS.items() if m.H_kv < m.H]  # the first four: models with grouped K/V heads
+    return [dict(model={"$preset": rng.choice(gqa if i < 4 else list(MODELS))}, S=rng.randint(1, 32768),
+                 B=rng.randint(1, 256), s=rng.choice([1, 2])) for i in range(8)]
+
+
+def _params_with_heads(model: ModelPreset, H_kv: int) -> int:
+    """Parameters of the model rebuilt with H_kv K/V heads: each layer's K and V projections have H_kv·d_h
+    output rows of d inputs (and a bias each, if the model has biases) instead of model.H_kv·d_h."""
+    return model.N_params + 2 * model.L * (model.d + int(model.biases)) * (H_kv - model.H_kv) * model.d_h
 
 
 def _gain(model: ModelPreset, S: int, B: int, s: int) -> float:
-    weights = costs.weight_bytes(N_params=model.N_params, s=s)
-
-    def step(H_kv: int) -> int:
+    def step(H_kv: int, N_params: int) -> int:
+        weights = costs.weight_bytes(N_params=N_params, s=s)
         kv = costs.kv_bytes_per_token(L=model.L, H_kv=H_kv, d_h=model.d_h, s=s)
         return costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=S, B=B)
 
-    return step(model.H) / step(model.H_kv)
+    return step(model.H, _params_with_heads(model, model.H)) / step(model.H_kv, model.N_params)
 
 
 def _batch_cases(rng: random.Random) -> list[dict]:
@@ -72,7 +78,8 @@ def _batch_cases(rng: random.Random) -> list[dict]:
 
 def _max_batch(hardware: HardwarePreset, model: ModelPreset, H_kv: int, S: int) -> int:
     kv = costs.kv_bytes_per_token(L=model.L, H_kv=H_kv, d_h=model.d_h, s=2)
-    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=model.N_params * 2,
+    weights = costs.weight_bytes(N_params=_params_with_heads(model, H_kv), s=2)
+    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=weights,
                            kv_bytes_per_token=kv, S=S)
 
 
@@ -84,26 +91,28 @@ EXERCISE = Exercise(
         Question(
             "q1", "grouped_attention", "grouped_attention(q, k, v) -> tensor", _attention_cases, _grouped_attention,
             tensor(atol=1e-5, rtol=1e-5),
-            "query head h uses key/value head h // g with g = H / H_kv (k.repeat_interleave(g, dim=1)); causal: "
-            "query i sees keys 0..i; softmax(q·kᵀ/√d_h)·v.",
+            "each K/V head serves g = H / H_kv consecutive query heads (query heads 0 … g − 1 read K/V head 0, "
+            "and so on); the scores are scaled by 1/√d_h; causal: query i sees keys 0 … i and no later one.",
         ),
         Question(
             "q2", "mean_pool_kv", "mean_pool_kv(w, H_kv, d_h) -> tensor", _pool_cases, _mean_pool,
             tensor(atol=1e-6, rtol=1e-6),
-            "rows of w are old K/V heads of d_h rows each; new head j is the mean of old heads j·g … j·g+g−1 "
-            "(w.unflatten(0, (H_kv, g, d_h)).mean(1)), flattened back to [H_kv·d_h, d_in].",
+            "w holds the old heads one after the other, d_h rows each; new head j averages g consecutive old "
+            "heads (j·g up to j·g + g − 1), row by row, so row r of new head j is the mean of row r of each of "
+            "them. The result keeps d_in columns and has H_kv·d_h rows.",
         ),
         Question(
             "q3", "gqa_decode_gain", "gqa_decode_gain(model, S, B, s) -> float", _gain_cases, _gain, close(1e-9),
-            "Eq. (9.2): bytes of a decode step with H_kv = model.H (MHA) over bytes with model.H_kv, "
-            "each N·s + B·S·2·L·H_kv·d_h·s (the weights N·s the same in both).",
+            "Eq. (9.2): a decode step reads the weights once and every sequence's cache. The MHA twin differs in "
+            "both: its cache holds H K/V heads instead of H_kv, and its K and V projections have H·d_h output "
+            "rows instead of H_kv·d_h in every layer, so its weights are larger too.",
         ),
         Question(
             "q4", "max_batch_with_heads", "max_batch_with_heads(hardware, model, H_kv, S) -> int", _batch_cases,
             _max_batch, exact_int,
-            "bf16 (s = 2) weights N·s and B caches of S tokens with H_kv K/V heads, 2·L·H_kv·d_h·s bytes per "
-            "token, must fit hardware.memory_bytes: ⌊(memory − N·s) / (S·bytes per token)⌋, 0 if the weights "
-            "alone do not fit.",
+            "the bf16 weights of the model rebuilt with H_kv K/V heads (its K and V projections change size, "
+            "as in Question 3) and B caches of S tokens, each token holding a key and a value per K/V head per "
+            "layer, must fit in hardware.memory_bytes; B is a whole number, 0 when the weights alone do not fit.",
         ),
     ),
 )
