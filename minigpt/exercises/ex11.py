@@ -84,7 +84,7 @@ def _apply(cache: PagedKVCache, ids: list[int], op: list) -> int:
         return op[1]  # all or nothing: the sequence does not grow
     S, table, b = cache.length(seq), cache.block_table(seq), cache.block_size
     for i, token in enumerate(tokens):
-        cache.k[0, table[(S + i) // b], 0, (S + i) % b, 0] = float(token)
+        cache.k[0, table[(S + i) // b]].view(-1)[(S + i) % b] = float(token)  # H_kv = d_h = 1: b slots
     cache.advance([seq], len(tokens))
     return op[1]
 
@@ -92,7 +92,7 @@ def _apply(cache: PagedKVCache, ids: list[int], op: list) -> int:
 def _read(cache: PagedKVCache, seq: int) -> list[int]:
     """The tokens of `seq`, read through its block table."""
     table, b = cache.block_table(seq), cache.block_size
-    return [int(cache.k[0, table[p // b], 0, p % b, 0]) for p in range(cache.length(seq))]
+    return [int(cache.k[0, table[p // b]].view(-1)[p % b]) for p in range(cache.length(seq))]
 
 
 def _trace(ops: list[list], num_blocks: int, block_size: int, with_tokens: bool) -> list[list]:
@@ -139,7 +139,7 @@ def _grow_exhausted(rng: random.Random) -> dict:
     ops = [["add"], ["append", 0, S0], ["add"], ["append", 1, b],  # one block left free
            ["append", 1, 2 * b + rng.randint(1, b)],  # needs 3 more blocks, 2 are free: refused
            ["append", 1, rng.randint(1, b)],  # needs 1: fits
-           ["free", 0], ["append", 1, rng.randint(2 * b + 1, 3 * b)]]  # the free block, then sequence 0's
+           ["free", 0], ["append", 1, rng.randint(2 * b + 1, 3 * b)]]  # sequence 0's blocks, last first
     return dict(ops=ops, num_blocks=n + 3, block_size=b)
 
 
