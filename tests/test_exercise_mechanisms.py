@@ -1,4 +1,4 @@
-"""The mechanism questions of Exercises 9, 11 and 13 fail the plausible wrong answers: each mutant below is the
+"""The mechanism questions of Exercises 9, 11, 12 and 13 fail the plausible wrong answers: each mutant below is the
 reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random cases
 (two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
 of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding."""
@@ -17,7 +17,8 @@ from minigpt.exercises.spec import build_case
 from minigpt.runtime.attention import combine_chunks, flash_decode
 
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py")) for eid in ("ex09", "ex11", "ex13")}
+SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
+             for eid in ("ex09", "ex11", "ex12", "ex13")}
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
@@ -79,6 +80,10 @@ MUTANTS = [
      "the MHA twin given the GQA model's weights"),
     ("ex09.q4", "max_batch_with_heads", "free = hardware.memory_bytes - N * 2",
      "free = hardware.memory_bytes - model.N_params * 2", "the weights' size not following H_kv"),
+    ("ex12.q4", "preemption_costs", "flops / (mfu * hw.peak_flops)", "flops / hw.peak_flops",
+     "recompute priced at the chip's peak"),
+    ("ex12.q4", "preemption_costs", "swap = 2 * S * kv_per_token", "swap = S * kv_per_token",
+     "the swap priced one way only"),
 ]
 
 
