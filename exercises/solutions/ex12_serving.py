@@ -40,7 +40,7 @@ def chunk_steps(P, chunk_size, decodes):
 
 
 # %% solution:q4
-def preemption_costs(model, S, link_bandwidth):
+def preemption_costs(model, S, mfu, link_bandwidth):
     """Recompute: the prefill of S tokens, Eq. (1.2), under the roofline; swap: the K/V out and back over the link."""
     from minigpt.costs.presets import HARDWARE, MODELS
 
@@ -49,7 +49,7 @@ def preemption_costs(model, S, link_bandwidth):
     matrices = 2 * d * (d + 2 * kv) + 2 * d * d + 2 * m.ffn_matrices * d * m.d_ffn  # per token and layer, Eq. (1.1)
     flops = m.L * (S * matrices + 4 * S * S * d) + 2 * d * m.V  # Eq. (1.2): the LM head at the last position only
     weights = 2 * m.N_params  # bf16
-    recompute = max(weights / hw.bandwidth, flops / hw.peak_flops)
+    recompute = max(weights / hw.bandwidth, flops / (mfu * hw.peak_flops))  # compute at mfu of the peak
     kv_per_token = 2 * m.L * kv * 2  # Eq. (2.1) in bf16
     swap = 2 * S * kv_per_token / link_bandwidth  # out to host memory and back
     return recompute, swap

@@ -28,21 +28,39 @@ def tiled_flops(T, S, d_h, block_q, block_k, causal):
 
 
 # %% solution:q3
-def hbm_bytes(P, d_h, s, sram_bytes):
-    """Dao et al. 2022: Algorithm 0 writes and reads the P×P scores; Algorithm 1 makes T_c passes over Q and O."""
-    standard = (4 * P * d_h + 4 * P * P) * s
-    M = sram_bytes // s
-    B_c = math.ceil(M / (4 * d_h))
-    T_c = math.ceil(P / B_c)
-    flash = ((P * d_h + 2 * P) + 2 * P * d_h + T_c * (3 * P * d_h + 4 * P)) * s
-    return standard, flash
+def online_softmax_attention(q, k, v, block_k):
+    """softmax(q·kᵀ/√d_h)·v one key tile at a time: running max, running sum, rescaled accumulator."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = torch.full(q.shape[:-1], float("-inf"))  # [H, T] largest score so far
+    l = torch.zeros(q.shape[:-1])  # Σ exp(score − m)  # noqa: E741
+    acc = torch.zeros(q.shape)  # Σ exp(score − m)·v
+    for j0 in range(0, k.shape[-2], block_k):
+        s = (q @ k[..., j0:j0 + block_k, :].transpose(-2, -1)) * scale  # [H, T, b_k]
+        m_new = torch.maximum(m, s.amax(dim=-1))
+        p = torch.exp(s - m_new.unsqueeze(-1))
+        rescale = torch.exp(m - m_new)  # 0 on the first tile: m = -inf
+        l = rescale * l + p.sum(dim=-1)  # noqa: E741
+        acc = rescale.unsqueeze(-1) * acc + p @ v[..., j0:j0 + block_k, :]
+        m = m_new
+    return acc / l.unsqueeze(-1), m + torch.log(l)
 
 
 # %% solution:q4
-def best_splits(B, H_kv, S, n_sm, max_splits):
-    """Fewest key-steps ⌈B·H_kv·K/n_sm⌉·⌈S/K⌉ over K; the speedup is one wave over all S keys against them."""
-    items = B * H_kv
-    one = math.ceil(items / n_sm) * S
-    steps = {K: math.ceil(items * K / n_sm) * math.ceil(S / K) for K in range(1, min(max_splits, S) + 1)}
-    best = min(steps, key=lambda K: (steps[K], K))
-    return best, one / steps[best]
+def split_kv_partials(q, k, v, splits):
+    """Flash-Decoding's first pass: each chunk of ⌈S/splits⌉ keys is its own softmax (m, l, o)."""
+    B, H, d_h = q.shape
+    H_kv, S = k.shape[1], k.shape[2]
+    g = H // H_kv
+    c = math.ceil(S / splits)
+    m = torch.empty(B, H, splits)
+    l = torch.empty(B, H, splits)  # noqa: E741
+    o = torch.empty(B, H, splits, d_h)
+    for h in range(H):
+        kh, vh = k[:, h // g], v[:, h // g]  # [B, S, d_h]: query head h reads K/V head h // g
+        for j in range(splits):
+            s = (kh[:, j * c:(j + 1) * c] @ q[:, h].unsqueeze(-1)).squeeze(-1) / math.sqrt(d_h)  # [B, keys]
+            m[:, h, j] = s.amax(dim=-1)
+            p = torch.exp(s - m[:, h, j].unsqueeze(-1))
+            l[:, h, j] = p.sum(dim=-1)
+            o[:, h, j] = (p.unsqueeze(1) @ vh[:, j * c:(j + 1) * c]).squeeze(1) / l[:, h, j].unsqueeze(-1)
+    return m, l, o

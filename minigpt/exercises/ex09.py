@@ -40,11 +40,10 @@ def _mean_pool(w: torch.Tensor, H_kv: int, d_h: int) -> torch.Tensor:
     return w.unflatten(0, (H_kv, -1, d_h)).mean(dim=1).flatten(0, 1)
 
 
-
-
 def _gain_cases(rng: random.Random) -> list[dict]:
-    return [dict(model={"$preset": rng.choice(list(MODELS))}, S=rng.randint(1, 32768), B=rng.randint(1, 256),
-                 s=rng.choice([1, 2])) for _ in range(8)]
+    gqa = [name for name, m in MODELS.items() if m.H_kv < m.H]  # the first four: models with grouped K/V heads
+    return [dict(model={"$preset": rng.choice(gqa if i < 4 else list(MODELS))}, S=rng.randint(1, 32768),
+                 B=rng.randint(1, 256), s=rng.choice([1, 2])) for i in range(8)]
 
 
 def _gain(model: ModelPreset, S: int, B: int, s: int) -> float:
@@ -82,27 +81,29 @@ EXERCISE = Exercise(
         Question(
             "q1", "grouped_attention", "grouped_attention(q, k, v) -> tensor", _attention_cases, _grouped_attention,
             tensor(atol=1e-5, rtol=1e-5),
-            "query head h uses key/value head h // g with g = H / H_kv (k.repeat_interleave(g, dim=1)); causal: "
-            "query i sees keys 0..i; softmax(q·kᵀ/√d_h)·v.",
+            "each K/V head serves g = H / H_kv consecutive query heads (query heads 0 … g − 1 read K/V head 0, "
+            "and so on); the scores are scaled by 1/√d_h; causal: query i sees keys 0 … i and no later one.",
         ),
         Question(
             "q2", "mean_pool_kv", "mean_pool_kv(w, H_kv, d_h) -> tensor", _pool_cases, _mean_pool,
             tensor(atol=1e-6, rtol=1e-6),
-            "rows of w are old K/V heads of d_h rows each, head after head; new head j is the element-wise mean "
-            "of the g consecutive old heads j·g … j·g+g−1, and the result keeps that layout: [H_kv·d_h, d_in].",
+            "w holds the old heads one after the other, d_h rows each; new head j averages g consecutive old "
+            "heads (j·g up to j·g + g − 1), row by row, so row r of new head j is the mean of row r of each of "
+            "them. The result keeps d_in columns and has H_kv·d_h rows.",
         ),
         Question(
             "q3", "gqa_decode_gain", "gqa_decode_gain(model, S, B, s) -> float", _gain_cases, _gain, close(1e-9),
-            "Eq. (9.2): a decode step reads N·s + B·S·2·L·H_kv·d_h·s bytes, and the weights differ too: the "
-            "multi-head twin's key and value projections map d inputs to H heads, not H_kv, so it has more "
-            "parameters than model.N_params (Eq. 9.3; count the projections' biases when model.biases).",
+            "Eq. (9.2): a decode step reads the weights once and every sequence's cache. The MHA twin differs in "
+            "both: its cache holds H K/V heads instead of H_kv, and its K and V projections have H·d_h output "
+            "rows instead of H_kv·d_h in every layer, so its weights are larger too.",
         ),
         Question(
             "q4", "max_batch_with_heads", "max_batch_with_heads(hardware, model, H_kv, S) -> int", _batch_cases,
             _max_batch, exact_int,
-            "bf16 (s = 2): the weights of the variant with H_kv K/V heads (its N differs from model.N_params, "
-            "Eq. 9.3) and B caches of S tokens must fit 90 % of hardware.memory_bytes (rounded down); 0 if "
-            "the weights alone do not fit.",
+            "the bf16 weights of the model rebuilt with H_kv K/V heads (its K and V projections change size, "
+            "as in Question 3) and B caches of S tokens, each token holding a key and a value per K/V head per "
+            "layer, must fit in 90 % of hardware.memory_bytes (rounded down); B is a whole number, 0 when the "
+            "weights alone do not fit.",
         ),
     ),
 )

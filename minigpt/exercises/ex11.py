@@ -1,12 +1,20 @@
-"""Exercise 11 (Chapter 11, PagedAttention): slack per sequence, the block table, utilisation, sharing."""
+"""Exercise 11 (Chapter 11, PagedAttention): slack per sequence, the block table, utilisation, sharing, and
+the mechanism itself: a block table grown on demand over a free list, and copy-on-write of a shared block.
+
+The oracles are the package: the formulas of `minigpt.costs` and `minigpt.measure.kv_memory`, and for the
+mechanism `minigpt.runtime.paged_cache.PagedKVCache` (its `BlockAllocator`) run on the same operations.
+"""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from minigpt import costs
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, int_list
+from minigpt.config import ModelConfig
+from minigpt.exercises.spec import Compare, Exercise, Question, close, exact_int, int_list
 from minigpt.measure import kv_memory
+from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
 
 
 def _slack_cases(rng: random.Random) -> list[dict]:
@@ -47,6 +55,164 @@ def _saved_cases(rng: random.Random) -> list[dict]:
     return [dict(P=rng.randint(1, 3000), n=rng.randint(1, 16), block_size=rng.choice([8, 16, 32])) for _ in range(8)]
 
 
+# -- the mechanism: a block table grown over a free list, and copy-on-write of a shared block --------------------
+
+
+def _pool(num_blocks: int, block_size: int) -> PagedKVCache:
+    """A paged cache whose K pool holds one number per slot (L = H_kv = d_h = 1): the token written there."""
+    config = ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1, S_max=1)
+    return PagedKVCache(config, num_blocks=num_blocks, block_size=block_size)
+
+
+def _apply(cache: PagedKVCache, ids: list[int], op: list) -> int:
+    """Run one operation on `cache` (sequence k of the ops is `ids[k]` in the cache); the sequence it touched."""
+    kind = op[0]
+    if kind == "add":
+        ids.append(cache.add_sequence())
+        return len(ids) - 1
+    if kind == "fork":
+        ids.append(cache.fork(ids[op[1]]))
+        return len(ids) - 1
+    seq = ids[op[1]]
+    if kind == "free":
+        cache.free_sequence(seq)
+        return op[1]
+    tokens = op[2] if isinstance(op[2], list) else [0] * op[2]
+    try:
+        cache.reserve([seq], len(tokens))
+    except OutOfBlocks:
+        return op[1]  # all or nothing: the sequence does not grow
+    S, table, b = cache.length(seq), cache.block_table(seq), cache.block_size
+    for i, token in enumerate(tokens):
+        cache.k[0, table[(S + i) // b]].view(-1)[(S + i) % b] = float(token)  # H_kv = d_h = 1: b slots
+    cache.advance([seq], len(tokens))
+    return op[1]
+
+
+def _read(cache: PagedKVCache, seq: int) -> list[int]:
+    """The tokens of `seq`, read through its block table."""
+    table, b = cache.block_table(seq), cache.block_size
+    return [int(cache.k[0, table[p // b]].view(-1)[p % b]) for p in range(cache.length(seq))]
+
+
+def _trace(ops: list[list], num_blocks: int, block_size: int, with_tokens: bool) -> list[list]:
+    cache, ids, trace = _pool(num_blocks, block_size), [], []
+    for op in ops:
+        k = _apply(cache, ids, op)
+        if op[0] == "free":
+            state = [[], []] if with_tokens else [[]]
+        else:
+            state = [cache.block_table(ids[k])] + ([_read(cache, ids[k])] if with_tokens else [])
+        trace.append(state + [cache.allocator.num_free])
+    return trace
+
+
+def _ops(rng: random.Random, n: int, block_size: int, forks: bool) -> list[list]:
+    """Random operations on a few sequences: add, append (crossing block boundaries or not), fork, free."""
+    ops: list[list] = [["add"]]
+    live, count = [0], 1
+    while len(ops) < n:
+        r = rng.random()
+        if not live or (r < 0.15 and len(live) < 4):
+            ops.append(["add"])
+        elif forks and r < 0.35 and len(live) < 5:
+            ops.append(["fork", rng.choice(live)])
+        elif r < 0.45 and len(live) > 1:
+            ops.append(["free", rng.choice(live)])
+            live.remove(ops[-1][1])
+            continue
+        else:
+            T = rng.choice([1, 1, rng.randint(1, block_size), rng.randint(1, 3 * block_size)])
+            seq = live[-1] if forks and rng.random() < 0.5 else rng.choice(live)  # often the newest fork
+            ops.append(["append", seq, [rng.randrange(100) for _ in range(T)] if forks else T])
+            continue
+        live.append(count)
+        count += 1
+    return ops
+
+
+def _grow_exhausted(rng: random.Random) -> dict:
+    """A pool that runs short: an append that needs three blocks when two are free must allocate none."""
+    b = rng.choice([2, 4, 8])
+    n = rng.randint(2, 6)  # blocks of sequence 0
+    S0 = (n - 1) * b + rng.randint(1, b)
+    ops = [["add"], ["append", 0, S0], ["add"], ["append", 1, b],  # one block left free
+           ["append", 1, 2 * b + rng.randint(1, b)],  # needs 3 more blocks, 2 are free: refused
+           ["append", 1, rng.randint(1, b)],  # needs 1: fits
+           ["free", 0], ["append", 1, rng.randint(2 * b + 1, 3 * b)]]  # sequence 0's blocks, last first
+    return dict(ops=ops, num_blocks=n + 3, block_size=b)
+
+
+def _grow_cases(rng: random.Random) -> list[dict]:
+    cases = [_grow_exhausted(rng)]
+    for i in range(5):
+        b = rng.choice([1, 2, 4, 8, 16])
+        ops = _ops(rng, rng.randint(8, 16), b, forks=False)
+        need = sum(-(-op[2] // b) for op in ops if op[0] == "append")  # blocks if nothing were ever freed
+        num_blocks = max(1, need // 3) if i % 2 else need + rng.randint(0, 3)  # odd cases: the pool runs out
+        cases.append(dict(ops=ops, num_blocks=num_blocks, block_size=b))
+    return cases
+
+
+def _grow(ops: list[list], num_blocks: int, block_size: int) -> list[list]:
+    return _trace(ops, num_blocks, block_size, with_tokens=False)
+
+
+def _cow_exact(rng: random.Random, spare: int) -> dict:
+    """A fork whose shared last block is partly filled, in a pool with `spare` free blocks: with one, the child's
+    write copies the block; with none, that write is refused. Once the parent is gone the child owns its
+    blocks alone and writes in place."""
+    b = rng.choice([2, 4, 8])
+    P = rng.randint(1, 3) * b + rng.randint(1, b - 1)  # the last block is partly filled
+    room = b - P % b
+
+    def tokens(n: int) -> list[int]:
+        return [rng.randrange(100) for _ in range(n)]
+
+    ops = [["add"], ["append", 0, tokens(P)], ["fork", 0], ["append", 1, tokens(rng.randint(1, room))],
+           ["free", 0], ["append", 1, tokens(room)], ["free", 1],
+           ["add"], ["append", 2, tokens(b)], ["fork", 2], ["append", 3, tokens(rng.randint(1, b))],  # no copy
+           ["append", 2, tokens(rng.randint(1, 2 * b))]]
+    return dict(ops=ops, num_blocks=-(-P // b) + spare, block_size=b)
+
+
+def _cow_cases(rng: random.Random) -> list[dict]:
+    cases = [_cow_exact(rng, spare=0), _cow_exact(rng, spare=1)]
+    for i in range(4):
+        b = rng.choice([2, 4, 8])
+        ops = _ops(rng, rng.randint(10, 18), b, forks=True)
+        need = sum(-(-len(op[2]) // b) + 1 for op in ops if op[0] == "append")
+        num_blocks = max(2, need // 3) if i % 2 else need  # odd cases: the pool runs out
+        cases.append(dict(ops=ops, num_blocks=num_blocks, block_size=b))
+    return cases
+
+
+def _cow(ops: list[list], num_blocks: int, block_size: int) -> list[list]:
+    return _trace(ops, num_blocks, block_size, with_tokens=True)
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _trace_compare(names: tuple[str, ...]) -> Compare:
+    """Operation by operation: the first one after which the state differs, and how."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return f"expected a list of {len(expected)} states (one after each operation), got {_brief(actual)}"
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            if not isinstance(a, list) or len(a) != len(e):
+                return f"after operation {i}: expected [{', '.join(names)}], got {_brief(a)}"
+            for name, e_x, a_x in zip(names, e, a, strict=True):
+                if e_x != a_x:
+                    return f"after operation {i}: {name} expected {_brief(e_x)}, got {_brief(a_x)}"
+        return None
+
+    return compare
+
+
 EXERCISE = Exercise(
     id="ex11",
     notebook="ex11_paged_attention.ipynb",
@@ -55,24 +221,41 @@ EXERCISE = Exercise(
         Question(
             "q1", "paged_slack", "paged_slack(S, block_size) -> int", _slack_cases,
             lambda S, block_size: costs.paged_slack_tokens(S=S, block_size=block_size), exact_int,
-            "Eq. (11.1): ⌈S / b⌉ blocks of b slots hold S tokens; the slack is ⌈S / b⌉·b − S (0 for S = 0).",
+            "Eq. (11.1): count the blocks the S tokens need (a partly filled block counts), the slots "
+            "they have, and the slots left empty; an empty sequence holds no block.",
         ),
         Question(
             "q2", "physical_slot", "physical_slot(table, p, block_size) -> [block, row]", _slot_cases, _slot,
             int_list,
-            "token p lives in block table[p // b], at row p % b of that block; return the two ints as a list.",
+            "token p is in the sequence's logical block number p / b rounded down; the table maps that "
+            "to a physical block, and the row is p's offset inside its block. Return the two ints as a list.",
         ),
         Question(
             "q3", "utilisation", "utilisation(requests, policy, S_max, block_size) -> float", _utilisation_cases,
             _utilisation, close(1e-9),
-            "Eq. (11.2): over every decode step of every request [P, D] (it holds S_t = P, P+1, …, P+D−1 tokens), "
-            "Σ S_t / Σ reserved; reserved is S_max ('max'), P + D ('exact') or ⌈S_t/b⌉·b ('paged').",
+            "Eq. (11.2): sum the tokens held and the slots reserved over every decode step of every request, "
+            "then divide; each policy reserves differently (the whole S_max, the request's final length, or "
+            "whole blocks of what it holds at that step).",
         ),
         Question(
             "q4", "fork_saved_blocks", "fork_saved_blocks(P, n, block_size) -> int", _saved_cases,
             lambda P, n, block_size: costs.paged_fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
-            "Eq. (11.3): n forks share the ⌊P / b⌋ full blocks of the prompt; each of the n − 1 extra samples "
-            "saves them (the partly filled last block is copied on its first write).",
+            "Eq. (11.3): only blocks the prompt fills completely stay shared (a partly filled last block is "
+            "copied at its owner's first write); count what each extra sample does not have to hold.",
+        ),
+        Question(
+            "q5", "grow_block_tables", "grow_block_tables(ops, num_blocks, block_size) -> list", _grow_cases, _grow,
+            _trace_compare(("table", "free blocks")),
+            "a sequence takes a new block only when its next token does not fit in its last one; the free list "
+            "is a stack (block 0 on top at the start, a freed block pushed on top, a sequence's blocks freed "
+            "first to last); an append that lacks blocks allocates none and leaves the sequence as it was.",
+        ),
+        Question(
+            "q6", "fork_and_write", "fork_and_write(ops, num_blocks, block_size) -> list", _cow_cases, _cow,
+            _trace_compare(("table", "tokens", "free blocks")),
+            "a fork copies the table and adds one reference to each block; before writing into a partly filled "
+            "last block that has another owner, take a free block, copy the rows and drop one reference to the "
+            "old one (only then grow); a block returns to the free list when its last reference goes.",
         ),
     ),
 )

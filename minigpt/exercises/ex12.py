@@ -81,15 +81,16 @@ def _chunk_steps(P: int, chunk_size: int, decodes: int) -> int:
 
 def _preempt_cases(rng: random.Random) -> list[dict]:
     names = sorted(MODELS)
-    return [dict(model=rng.choice(names), S=rng.randint(16, 4096), link_bandwidth=rng.choice([25e9, 32e9, 64e9]))
-            for _ in range(6)]
+    return [dict(model=rng.choice(names), S=rng.randint(16, 4096), mfu=rng.choice([0.3, 0.4, 0.5, 0.6, 1.0]),
+                 link_bandwidth=rng.choice([25e9, 32e9, 64e9])) for _ in range(6)]
 
 
-def _preempt(model: str, S: int, link_bandwidth: float) -> tuple[float, float]:
+def _preempt(model: str, S: int, mfu: float, link_bandwidth: float) -> tuple[float, float]:
     m = MODELS[model]
     flops = costs.evaluate(costs.prefill_flops, m, P=S)
     weights = costs.weight_bytes(N_params=m.N_params, s=2)
-    recompute = costs.roofline_time(flops=flops, bytes=weights, peak_flops=H100.peak_flops, bandwidth=H100.bandwidth)
+    recompute = costs.roofline_time(flops=flops, bytes=weights, peak_flops=mfu * H100.peak_flops,
+                                    bandwidth=H100.bandwidth)
     swap = 2 * S * costs.evaluate(costs.kv_bytes_per_token, m, s=2) / link_bandwidth
     return recompute, swap
 
@@ -118,14 +119,14 @@ EXERCISE = Exercise(
             "q3", "chunk_steps", "chunk_steps(P, chunk_size, decodes) -> int", _chunk_cases, _chunk_steps, exact_int,
             "a step processes at most chunk_size tokens: the `decodes` running requests first (1 token each), then "
             "as much of the long prompt as is left of the budget. Count the steps until the prompt's first token "
-            "(the step that prefills its last chunk samples it): ⌈P / (chunk_size − decodes)⌉.",
+            "(the step that prefills its last chunk samples it): how many prompt tokens fit in each step?",
         ),
         Question(
-            "q4", "preemption_costs", "preemption_costs(model, S, link_bandwidth) -> (recompute_s, swap_s)",
+            "q4", "preemption_costs", "preemption_costs(model, S, mfu, link_bandwidth) -> (recompute_s, swap_s)",
             _preempt_cases, _preempt, pair(close(1e-9), close(1e-9), ("recompute_s", "swap_s")),
-            "MODELS[model] in bf16 (s = 2) on HARDWARE['H100 SXM']. recompute_s: a prefill of S tokens, "
-            "max(N·s / BW, F / π) with F = costs.prefill_flops for the model (costs.evaluate(costs.prefill_flops, m, "
-            "P=S)). swap_s: its K/V (S · costs.kv_bytes_per_token, s = 2) out to host memory and back, 2·S·b / link.",
+            "recompute is a prefill of S tokens on the roofline of Chapter 3: it reads the bf16 weights once and "
+            "does the FLOPs of Eq. (1.2), with compute at mfu of the peak, and takes as long as the slower of "
+            "the two. swap: the request's K/V (Eq. (2.1) per token, bf16) crosses the host link twice.",
             formulas=("evaluate", "prefill_flops", "kv_bytes_per_token"),
         ),
     ),

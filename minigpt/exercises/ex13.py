@@ -1,18 +1,22 @@
 """Exercise 13 (Chapters 15-16, FlashAttention and Flash-Decoding): the log-sum-exp merge of partial softmaxes,
-the FLOPs of a tiled causal attention, HBM bytes of standard vs Flash attention, the best chunk count.
+the FLOPs of a tiled causal attention, the online-softmax tile loop, and Flash-Decoding's split-KV partials.
 
-The oracles are the package: `minigpt.runtime.attention.combine_chunks` (the merge `flash_decode` uses) and the
-formulas of `minigpt.costs.attention_kernels`.
+The oracles: `minigpt.runtime.attention.combine_chunks` (the merge `flash_decode` uses), the formula
+`minigpt.costs.tiled_attention_flops`, and plain `torch.softmax(q·kᵀ/√d_h)·v` (with `torch.logsumexp`) for the
+tile loop and for each chunk of the split. Half the inputs of the last two have scores of a few hundred,
+where a naive exp overflows fp32.
 """
 
 from __future__ import annotations
 
+import math
 import random
+from typing import Any
 
 import torch
 
 from minigpt import costs
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, pair, randn, tensor, uniform
+from minigpt.exercises.spec import Compare, Exercise, Question, exact_int, pair, randn, tensor, uniform
 from minigpt.runtime.attention import combine_chunks
 
 
@@ -43,32 +47,65 @@ def _flops(T: int, S: int, d_h: int, block_q: int, block_k: int, causal: bool) -
     return costs.tiled_attention_flops(T=T, S=S, d_h=d_h, block_q=block_q, block_k=block_k, causal=causal)
 
 
-def _hbm_cases(rng: random.Random) -> list[dict]:
+def _online_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
-        d_h, s = rng.choice([32, 64, 128, 256]), rng.choice([2, 4])
-        sram = rng.choice([4 * d_h * s, 16 * 1024, 100_000, 192 * 1024, 228 * 1024 + rng.randint(0, 999)])
-        cases.append(dict(P=rng.randint(1, 65536), d_h=d_h, s=s, sram_bytes=sram))
+    for i in range(7):
+        H, T, S, d_h = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 40), rng.choice([4, 8])
+        block_k = rng.choice([1, 3, 4, 8, 16, 64])
+        scale = 1.0 if i < 3 else 12.0  # from the fourth case: scores of a few hundred, where exp(score) is inf
+        cases.append(dict(q=randn([H, T, d_h], rng, scale), k=randn([H, S, d_h], rng, scale), v=randn([H, S, d_h], rng),
+                          block_k=block_k))
     return cases
 
 
-def _hbm(P: int, d_h: int, s: int, sram_bytes: int) -> tuple[int, int]:
-    return (costs.standard_attention_hbm_bytes(P=P, d_h=d_h, s=s),
-            costs.flash_attention_hbm_bytes(P=P, d_h=d_h, s=s, sram_bytes=sram_bytes))
+def _online(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference the tile loop must reproduce: the whole score row at once, softmax, then V."""
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # [H, T, S]
+    return torch.softmax(scores, dim=-1) @ v, torch.logsumexp(scores, dim=-1)
 
 
-def _splits_cases(rng: random.Random) -> list[dict]:
+def _partial_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for i in range(8):
-        S = rng.randint(1, 40) if i == 0 else rng.randint(256, 131072)
-        cases.append(dict(B=rng.choice([1, 1, 2, 4, 16, 64]), H_kv=rng.choice([1, 2, 4, 8]), S=S,
-                          n_sm=rng.choice([46, 108, 132, 144]), max_splits=rng.randint(1, 128)))
+    for i in range(7):
+        B, H_kv, g, d_h = rng.randint(1, 2), rng.choice([1, 2]), rng.choice([1, 2, 4]), rng.choice([4, 8])
+        while True:  # no empty chunk: (splits − 1) chunks of ⌈S / splits⌉ keys hold fewer than S
+            S, splits = rng.randint(1, 40), rng.randint(1, 8)
+            if (splits - 1) * -(-S // splits) < S:
+                break
+        scale = 1.0 if i < 3 else 12.0
+        cases.append(dict(q=randn([B, H_kv * g, d_h], rng, scale), k=randn([B, H_kv, S, d_h], rng, scale),
+                          v=randn([B, H_kv, S, d_h], rng), splits=splits))
     return cases
 
 
-def _splits(B: int, H_kv: int, S: int, n_sm: int, max_splits: int) -> tuple[int, float]:
-    best = costs.flash_decoding_best_splits(B=B, H_kv=H_kv, S=S, n_sm=n_sm, max_splits=max_splits)
-    return best, costs.flash_decoding_speedup(B=B, H_kv=H_kv, S=S, splits=best, n_sm=n_sm)
+def _partials(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              splits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each chunk's (max score, Σ exp(score − max), normalised output): the inputs of `combine_chunks`."""
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)  # [B, H, S, d_h]
+    c = -(-k.shape[2] // splits)  # keys per chunk, as `flash_decode` splits them
+    ms, ls, os_ = [], [], []
+    for j0 in range(0, k.shape[2], c):
+        s = (q.unsqueeze(2) @ k[:, :, j0:j0 + c].transpose(-2, -1)).squeeze(2) / math.sqrt(q.shape[-1])  # [B, H, c]
+        ms.append(s.amax(dim=-1))
+        ls.append(torch.exp(s - ms[-1].unsqueeze(-1)).sum(dim=-1))
+        os_.append((torch.softmax(s, dim=-1).unsqueeze(2) @ v[:, :, j0:j0 + c]).squeeze(2))
+    return torch.stack(ms, -1), torch.stack(ls, -1), torch.stack(os_, -2)
+
+
+def _triple(names: tuple[str, str, str], compares: tuple[Compare, Compare, Compare]) -> Compare:
+    """A 3-tuple whose items compare with `compares`."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        if not isinstance(actual, list) or len(actual) != 3:
+            return f"expected a tuple ({', '.join(names)}), got {type(actual).__name__}"
+        for name, cmp, e, a in zip(names, compares, expected, actual, strict=True):
+            message = cmp(e, a)
+            if message:
+                return f"{name}: {message}"
+        return None
+
+    return compare
 
 
 EXERCISE = Exercise(
@@ -79,28 +116,33 @@ EXERCISE = Exercise(
         Question(
             "q1", "combine_chunks", "combine_chunks(m, l, o) -> tensor [B, H, d_h]", _combine_cases, _combine,
             tensor(atol=1e-5, rtol=1e-5),
-            "chunk c has lse_c = m_c + log l_c (the log of its Σ exp(score)); the merged output is "
-            "Σ_c exp(lse_c − lse)·o_c with lse = log Σ_c exp(lse_c) over the last axis (torch.logsumexp). Never "
-            "exponentiate m itself: with scores in the hundreds exp(m) is inf in fp32.",
+            "each chunk's l and o are relative to that chunk's own largest score: bring every chunk to one common "
+            "reference (the largest m over the chunks, or log space) before weighting its o by its share of the "
+            "total sum of exponentials. Never exponentiate a raw m: with scores in the hundreds it is inf in fp32.",
         ),
         Question(
             "q2", "tiled_flops", "tiled_flops(T, S, d_h, block_q, block_k, causal) -> int", _flops_cases, _flops,
             exact_int,
-            "query tiles of block_q rows (the last one shorter); a tile whose last row is i1 − 1 (position S + i1 − 1) "
-            "visits whole key tiles up to the one holding key S + i1 − 1, i.e. min(⌈(S + i1)/block_k⌉·block_k, S + T) "
-            "keys, masked or not; without causal, all S + T keys. FLOPs = 4·d_h·Σ rows·keys (QKᵀ and PV, 2 each).",
+            "walk the query tiles (the last one may be shorter). With causal, a tile stops after the key tile "
+            "holding the last key its last row may see, and computes that whole key tile, masked scores included "
+            "(but no key beyond the S + T that exist); without causal it sees every key. Count rows × keys per "
+            "tile; each score costs 4·d_h FLOPs.",
         ),
         Question(
-            "q3", "hbm_bytes", "hbm_bytes(P, d_h, s, sram_bytes) -> (standard, flash)", _hbm_cases, _hbm,
-            pair(exact_int, exact_int, ("standard", "flash")),
-            "per head. standard: (4·P·d_h + 4·P²)·s. flash: M = sram_bytes // s values, B_c = ⌈M/(4·d_h)⌉, "
-            "T_c = ⌈P/B_c⌉; values = (P·d_h + 2P) + 2·P·d_h + T_c·(3·P·d_h + 4·P), times s.",
+            "q3", "online_softmax_attention", "online_softmax_attention(q, k, v, block_k) -> (o, lse)", _online_cases,
+            _online, pair(tensor(atol=1e-4, rtol=1e-4), tensor(atol=1e-4, rtol=1e-5), ("o", "lse")),
+            "per query row keep three running values: the largest score so far, the sum of exp(score − that "
+            "largest) and the same weights times the values. When a tile raises the largest score, both sums were "
+            "weighted for the old one: scale them by exp(old − new) before adding the tile. Divide at the end; "
+            "lse is the largest score plus the log of the sum.",
         ),
         Question(
-            "q4", "best_splits", "best_splits(B, H_kv, S, n_sm, max_splits) -> (splits, speedup)", _splits_cases,
-            _splits, pair(exact_int, close(1e-9), ("splits", "speedup")),
-            "W = B·H_kv·K items run in ⌈W/n_sm⌉ waves of ⌈S/K⌉ keys; speedup = ⌈B·H_kv/n_sm⌉·S / (⌈W/n_sm⌉·⌈S/K⌉). "
-            "Try K = 1 .. min(max_splits, S); return the smallest K with the largest speedup, and that speedup.",
+            "q4", "split_kv_partials", "split_kv_partials(q, k, v, splits) -> (m, l, o)", _partial_cases, _partials,
+            _triple(("m", "l", "o"), (tensor(atol=1e-4, rtol=1e-5), tensor(atol=1e-5, rtol=1e-4),
+                                      tensor(atol=1e-4, rtol=1e-4))),
+            "each chunk is a softmax of its own: its m is the largest score in that chunk only, its l sums "
+            "exp(score − m) over that chunk, and its o is normalised by that l. Chunks hold ⌈S / splits⌉ keys "
+            "each (the last may hold fewer); query head h reads K/V head h // g.",
         ),
     ),
 )

@@ -1,0 +1,122 @@
+"""The mechanism questions of Exercises 9, 11, 12 and 13 fail the plausible wrong answers: each mutant below is the
+reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random cases
+(two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
+of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from minigpt.exercises import EXERCISES, ex13, run_check
+from minigpt.exercises.spec import build_case
+from minigpt.runtime.attention import combine_chunks, flash_decode
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
+             for eid in ("ex09", "ex11", "ex12", "ex13")}
+
+# (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
+MUTANTS = [
+    ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "free[:0] = tables[k][::-1]  # first",
+     "a FIFO free list where the check's is a stack"),
+    ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "free.extend(tables[k][::-1])  # first",
+     "blocks freed last to first"),
+    ("ex11.q5", "grow_block_tables",
+     "            if new <= len(free):  # all or nothing\n"
+     "                tables[k] += [free.pop() for _ in range(new)]",
+     "            if True:\n                tables[k] += [free.pop() for _ in range(min(new, len(free)))]",
+     "a refused append that still takes the blocks it can"),
+    ("ex11.q5", "grow_block_tables", "new = -(-(lengths[k] + T) // block_size) - len(tables[k])",
+     "new = -(-T // block_size)", "new blocks for every append, ignoring the room left in the last block"),
+    ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "pass  # first",
+     "a finished sequence's blocks never return"),
+    ("ex11.q6", "fork_and_write", "shared_tail = S % b != 0 and refs[table[-1]] > 1", "shared_tail = False",
+     "no copy-on-write: a fork writes into the shared block"),
+    ("ex11.q6", "fork_and_write", "pool[copy] = list(pool[old])", "pool[copy] = [None] * b",
+     "the copy takes a block but not the rows"),
+    ("ex11.q6", "fork_and_write", "shared_tail = S % b != 0 and refs[table[-1]] > 1", "shared_tail = S % b != 0",
+     "a copy even when the block is not shared"),
+    ("ex11.q6", "fork_and_write", "shared_tail = S % b != 0 and refs[table[-1]] > 1",
+     "shared_tail = bool(table) and refs[table[-1]] > 1", "a copy of a full shared block too"),
+    ("ex11.q6", "fork_and_write", "            for block in tables[op[1]]:\n                release(block)",
+     "            for block in tables[op[1]]:\n                refs[block] = 1\n                release(block)",
+     "free returns shared blocks to the pool"),
+    ("ex11.q6", "fork_and_write", "                refs[block] += 1\n", "                pass\n",
+     "a fork that does not count its references"),
+    ("ex11.q6", "fork_and_write", "                    release(old)\n", "",
+     "the old block keeps the copier's reference"),
+    ("ex11.q6", "fork_and_write", "new = -(-(S + len(tokens)) // b) - len(table) + shared_tail",
+     "new = -(-(S + len(tokens)) // b) - len(table)", "the copy not counted among the blocks an append needs"),
+    ("ex13.q3", "online_softmax_attention", "acc = rescale.unsqueeze(-1) * acc + p", "acc = acc + p",
+     "the accumulator not rescaled when the max rises"),
+    ("ex13.q3", "online_softmax_attention", "l = rescale * l + p.sum(dim=-1)", "l = l + p.sum(dim=-1)",
+     "the running sum not rescaled"),
+    ("ex13.q3", "online_softmax_attention", "m_new = torch.maximum(m, s.amax(dim=-1))",
+     "m_new = torch.zeros_like(m)", "a naive exp of the raw scores (overflows)"),
+    ("ex13.q3", "online_softmax_attention", "return acc / l.unsqueeze(-1), m + torch.log(l)",
+     "return acc / l.unsqueeze(-1), torch.log(l)", "the log-sum-exp without the max"),
+    ("ex13.q3", "online_softmax_attention", "scale = 1 / math.sqrt(q.shape[-1])", "scale = 1.0",
+     "scores not scaled by 1/sqrt(d_h)"),
+    ("ex13.q3", "online_softmax_attention",
+     "acc = rescale.unsqueeze(-1) * acc + p @ v[..., j0:j0 + block_k, :]",
+     "acc = rescale.unsqueeze(-1) * acc + (p @ v[..., j0:j0 + block_k, :]) / p.sum(-1, keepdim=True)",
+     "each tile normalised on its own"),
+    ("ex13.q4", "split_kv_partials", "m[:, h, j] = s.amax(dim=-1)",
+     "m[:, h, j] = (k[:, h // g] @ q[:, h].unsqueeze(-1)).squeeze(-1).amax(-1) / math.sqrt(d_h)",
+     "the global max where each chunk needs its own"),
+    ("ex13.q4", "split_kv_partials", " / l[:, h, j].unsqueeze(-1)\n", "\n", "chunk outputs not normalised"),
+    ("ex13.q4", "split_kv_partials", "c = math.ceil(S / splits)", "c = max(1, S // splits)",
+     "chunks of ⌊S/splits⌋ keys"),
+    ("ex13.q4", "split_kv_partials", "kh, vh = k[:, h // g], v[:, h // g]", "kh, vh = k[:, h % H_kv], v[:, h % H_kv]",
+     "query heads mapped to K/V heads round-robin"),
+    ("ex13.q4", "split_kv_partials", "p = torch.exp(s - m[:, h, j].unsqueeze(-1))", "p = torch.exp(s)",
+     "a naive exp of the raw scores"),
+    ("ex09.q3", "gqa_decode_gain", "step(model.H, model.N_params + extra)", "step(model.H, model.N_params)",
+     "the MHA twin given the GQA model's weights"),
+    ("ex09.q4", "max_batch_with_heads", "free = hardware.memory_bytes - N * 2",
+     "free = hardware.memory_bytes - model.N_params * 2", "the weights' size not following H_kv"),
+    ("ex12.q4", "preemption_costs", "flops / (mfu * hw.peak_flops)", "flops / hw.peak_flops",
+     "recompute priced at the chip's peak"),
+    ("ex12.q4", "preemption_costs", "swap = 2 * S * kv_per_token", "swap = S * kv_per_token",
+     "the swap priced one way only"),
+]
+
+
+def mutant(qid: str, function: str, old: str, new: str):
+    text = SOLUTIONS[qid.split(".")[0]].read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"the reference solution no longer has {old!r}"
+    namespace: dict = {}
+    exec(compile(text.replace(old, new), str(SOLUTIONS[qid.split(".")[0]]), "exec"), namespace)  # noqa: S102
+    return namespace[function]
+
+
+@pytest.mark.parametrize("qid,function,old,new,bug", MUTANTS, ids=[f"{m[0]}: {m[4]}" for m in MUTANTS])
+def test_plausible_wrong_answer_fails(qid: str, function: str, old: str, new: str, bug: str) -> None:
+    fn = mutant(qid, function, old, new)
+    for seed in (0, 1):
+        result = run_check(qid, fn, seed=seed)
+        assert result.status == "fail", f"{bug}: {result.message}"
+        assert "hint:" in result.message
+
+
+CODE = re.compile(r"torch\.|costs\.|np\.|\w\.\w+\(|repeat_interleave|unflatten|\[:, :")
+
+
+@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13"])
+def test_hints_are_words_not_code(eid: str) -> None:
+    for q in EXERCISES[eid].questions:
+        assert not CODE.search(q.hint), f"{eid}.{q.id}'s hint shows code: {q.hint}"
+
+
+def test_split_partials_merge_into_flash_decoding() -> None:
+    """The oracle of ex13.q4, merged by the package's `combine_chunks` (the oracle of q1), is `flash_decode`."""
+    for case in ex13.EXERCISE.question("q4").cases(random.Random(5)):
+        args = build_case(case)
+        merged = combine_chunks(*ex13._partials(**args))
+        expected = flash_decode(args["q"].unsqueeze(2), args["k"], args["v"], splits=args["splits"]).squeeze(2)
+        torch.testing.assert_close(merged, expected, atol=1e-4, rtol=1e-4)
