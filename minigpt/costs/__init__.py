@@ -85,6 +85,7 @@ from minigpt.costs.overhead import (
     overhead_bound,
     overhead_crossover_params,
     overhead_floor_s,
+    overhead_step_model,
     overhead_step_time,
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
@@ -152,7 +153,8 @@ FORMULAS = (
     "mixed_step_time",  # Part III: serving (Chapters 12-14)
     "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
-    "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
+    "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",
+    "overhead_step_model",  # Chapter 18
 )
 
 __all__ = [*FORMULAS, "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock", "evaluate", "fmt_sig",

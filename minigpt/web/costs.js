@@ -643,6 +643,11 @@
     const cache = N(int(a, "B", 1, 1) * int(a, "S", 0, 0) * int(a, "kv_bytes_per_token", 0, 0));
     return Math.max(0, (floorBytes - cache) / num(a, "s", 0, true));
   };
+  C.overhead_step_model = function (a) {
+    const tCall = a.t_call === undefined ? 0 : num(a, "t_call", 0, false);
+    const kernel = num(a, "kernel_s", 0, false);
+    return tCall + N(int(a, "n_ops", 0)) * num(a, "t_op", 0, true) + kernel;
+  };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
   C.MODELS = {
