@@ -7,7 +7,8 @@ static cache uncompiled, and compiled (`torch.compile`; CUDA graphs on cuda), wi
 the bandwidth probe gives Eq. (3.4)'s step. Writes chapters/data/overhead_<device>.json.
 
 With --breakdown (CPU, one thread, thread clock): for each model, `overhead.step_breakdown`, the
-eager step cut into parts timed in situ and interleaved (min/median/max over rounds); writes
+eager step cut into parts timed in situ and interleaved with the compiled step (min/median/max over
+rounds); writes
 chapters/data/overhead_breakdown_<device>.json, which Chapter 18's step model (Eq. 18.4) reads.
 
     python scripts/sweep_overhead.py --threads 1     # what the book's CPU data used
@@ -65,11 +66,12 @@ def breakdown(args: argparse.Namespace) -> None:
     for name, config in FAMILY.items():
         model = sweeps.random_model(config, device=device, dtype=dtype)
         small = config.d <= 256
-        b = overhead.step_breakdown(model, S=args.S, rounds=15 if small else 7, inner=5 if small else 1)
+        b = overhead.step_breakdown(model, S=args.S, rounds=15 if small else 7, inner=5 if small else 1,
+                                    compiled=True)
         r = {**b.to_record(), "name": name, "config": config.to_dict(), "N_params": sweeps.n_params(model)}
         print(f"{name:<10} step {b.median('step') * 1e3:8.3f} ms (min {b.times['step'][0] * 1e3:.3f}, "
               f"max {b.times['step'][2] * 1e3:.3f})  matmuls {b.median('replay_matmuls') * 1e3:8.3f} ms  "
-              f"modules {b.n_modules}", flush=True)
+              f"compiled {b.median('compiled') * 1e3:8.3f} ms  modules {b.n_modules}", flush=True)
         models.append(r)
     sweeps.write_json(out, {"script": "scripts/sweep_overhead.py --breakdown", "clock": "thread",
                             "environment": measure.environment(device, dtype), "S": args.S,

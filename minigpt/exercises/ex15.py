@@ -17,7 +17,7 @@ from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, model_spec, tensor
+from minigpt.exercises.spec import Exercise, Question, exact_int, model_spec, tensor
 from minigpt.measure.overhead import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.static_cache import StaticKVCache
@@ -65,7 +65,7 @@ def _kinds(expected: Any, actual: Any) -> str | None:
     """The same list of "kernel" / "view" / "sync", operator by operator; the first mismatch in words."""
     if not isinstance(actual, list) or len(actual) != len(expected):
         return f"expected a list of {len(expected)} strings, one per name, got {_short(actual)}"
-    for i, (e, a) in enumerate(zip(expected, actual)):
+    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
         if a != e:
             return (f"operator {i} is a {e!r}, you said {a!r} (a view only writes a new shape and "
                     f"strides over the same storage: does the schema say the output aliases an input?)")

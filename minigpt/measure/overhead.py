@@ -260,7 +260,8 @@ class StepBreakdown:
     arguments (dispatcher + kernel, no module code), and of it only the matmuls ("replay_matmuls",
     the kernels that read the weights and the cache) and only the views ("replay_views");
     "module_call" / "module_forward" one `nn.Module.__call__` / one direct `.forward` of a module
-    that returns its input; "sample" the greedy argmax over the logits; "truncate" the rewind.
+    that returns its input; "sample" the greedy argmax over the logits; "truncate" the rewind;
+    with `compiled=True`, "compiled" the compiled static-cache step.
     """
 
     n_kernel: int
@@ -296,12 +297,15 @@ class StepBreakdown:
 
 def step_breakdown(
     model: MiniGPT, *, S: int = 16, rounds: int = 15, inner: int = 5, clock: Clock = "thread",
+    compiled: bool = False,
 ) -> StepBreakdown:
     """Time the parts of one eager B = 1 decode step at S cached tokens, interleaved round by round.
 
     Each of `rounds` rounds times every part once (`inner` calls each, averaged) in turn, so a load
     that comes and goes on a shared machine falls on all parts alike; min/median/max over rounds.
     clock="thread" (`time.thread_time`, one torch thread) counts only this thread's CPU time.
+    `compiled=True` adds the part "compiled": the `torch.compile`d static-cache step
+    (`StaticDecoder`, as `time_static_step` times it), compiled before the rounds start.
     """
     import statistics
     import time
@@ -361,6 +365,16 @@ def step_breakdown(
            "replay_matmuls": replay(("kernel",), MATMUL_OPS), "replay_views": replay(("view",)),
            "module_call": lambda: same(x), "module_forward": lambda: same.forward(x),
            "sample": lambda: logits.argmax(dim=-1), "truncate": lambda: cache.truncate(S)}
+    if compiled:
+        decoder = StaticDecoder(model, 1, S_max=S + 1)
+        decoder.prefill(torch.zeros(1, S, dtype=torch.long, device=model.device))
+
+        def static_step() -> None:
+            decoder.decode_step(token, check_inputs=False)
+            decoder.cache.truncate(S)
+
+        static_step()  # compiles
+        fns["compiled"] = static_step
     samples: dict[str, list[float]] = {part: [] for part in fns}
     for fn in fns.values():
         fn()
@@ -375,3 +389,64 @@ def step_breakdown(
         n_kernel=kinds["kernel"], n_view=kinds["view"], n_sync=kinds["sync"], n_modules=n_modules[0],
         kernel_bytes=sum(c[4] for c in calls),
         times={p: (min(v), statistics.median(v), max(v)) for p, v in samples.items()})
+
+
+@dataclass(frozen=True)
+class OpSpan:
+    """One top-level aten operator of a profiled call: name, kind (as `op_kind`), start and end (s)."""
+
+    name: str
+    kind: str
+    start_s: float
+    end_s: float
+
+
+def op_timeline(fn: Callable[[], Any], *, tries: int = 5) -> list[OpSpan]:
+    """The top-level aten operators of one call of `fn` on a time line (torch.profiler, CPU, wall clock).
+
+    "Top-level": an operator no other aten operator called (`aten::linear`, not the `aten::t` and
+    `aten::addmm` inside it); its kind is "sync" if it or an operator inside it reads a value back to
+    the host, else "kernel" if any operator inside it is a kernel, else "view". Times start at 0 at
+    the first operator. The profiler's wall clock counts a descheduled thread, so the call is profiled
+    `tries` times and the shortest trace kept (the one least disturbed by other jobs).
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    best: list[OpSpan] | None = None
+    for _ in range(_int_at_least("tries", tries, 1)):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+        events = [e for e in prof.events() if e.name.startswith("aten::")]
+        top = [e for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
+        if not top:
+            return []
+        t0 = min(e.time_range.start for e in top)
+        spans = [OpSpan(e.name.replace("::", "."), _span_kind(e), (e.time_range.start - t0) * 1e-6,
+                        (e.time_range.end - t0) * 1e-6) for e in sorted(top, key=lambda e: e.time_range.start)]
+        if best is None or spans[-1].end_s < best[-1].end_s:
+            best = spans
+    return best or []
+
+
+def _int_at_least(name: str, value: int, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _span_kind(event: Any) -> str:
+    kinds = set()
+    stack = [event]
+    while stack:
+        e = stack.pop()
+        children = [c for c in e.cpu_children if c.name.startswith("aten::")]
+        name = e.name.replace("::", ".")
+        if name == HOST_SYNC_OP or name == "aten.item":
+            return "sync"
+        if not children:
+            try:
+                kinds.add(op_kind(name))
+            except ValueError:
+                kinds.add("kernel")
+        stack.extend(children)
+    return "sync" if "sync" in kinds else "kernel" if "kernel" in kinds else "view"
