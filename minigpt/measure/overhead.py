@@ -16,8 +16,11 @@ the product beside the measured step: floor = n_ops · t_op.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -414,7 +417,7 @@ def op_timeline(fn: Callable[[], Any], *, tries: int = 5) -> list[OpSpan]:
 
     best: list[OpSpan] | None = None
     for _ in range(_int_at_least("tries", tries, 1)):
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
             fn()
         events = [e for e in prof.events() if e.name.startswith("aten::")]
         top = [e for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
@@ -426,6 +429,20 @@ def op_timeline(fn: Callable[[], Any], *, tries: int = 5) -> list[OpSpan]:
         if best is None or spans[-1].end_s < best[-1].end_s:
             best = spans
     return best or []
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 (some profiler builds log every start and stop there from C++)."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _int_at_least(name: str, value: int, minimum: int) -> int:
