@@ -94,3 +94,18 @@ def test_step_breakdown_parts_add_up() -> None:
     assert sum(b.parts().values()) == pytest.approx(b.median("step"))
     with pytest.raises(ValueError, match="clock must be"):
         step_breakdown(model, S=4, clock="cpu")  # type: ignore[arg-type]
+
+
+def test_op_timeline_orders_top_level_operators_by_kind() -> None:
+    from minigpt.measure.overhead import op_timeline
+
+    a = torch.ones(4, 4)
+    spans = op_timeline(lambda: (a.t() + 1).sum().item(), tries=2)
+    # t (view), add and sum (kernels), item (sync, with _local_scalar_dense inside): top level only
+    assert [s.name for s in spans] == ["aten.t", "aten.add", "aten.sum", "aten.item"]
+    assert [s.kind for s in spans] == ["view", "kernel", "kernel", "sync"]
+    assert spans[0].start_s == 0.0
+    assert all(s.start_s <= s.end_s for s in spans)
+    assert all(x.start_s <= y.start_s for x, y in zip(spans, spans[1:], strict=False))
+    with pytest.raises(ValueError, match="tries must be an integer >= 1"):
+        op_timeline(lambda: None, tries=0)
