@@ -303,7 +303,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                                                          S=S, B=B), None),
                       ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None),
                       ("overhead_step_model", dict(floor, kernel_s=B * 1e-4, t_call=S * 1e-7), None),
-                      ("overhead_step_model", dict(n_ops=0, t_op=1e-6, kernel_s=2e-3), None)]
+                      ("overhead_step_model", dict(n_ops=0, t_op=1e-6, kernel_s=2e-3), None),
+                      ("overhead_step_model", dict(floor, kernel_s=3e-3, kernel_slowdown=0.2), None)]
     return calls
 
 
@@ -411,6 +412,7 @@ def test_js_rejects_bad_inputs_like_python():
         ("overhead_floor_s", dict(n_ops=0, t_op=1e-6), None),
         ("overhead_step_model", dict(n_ops=10, t_op=1e-6, kernel_s=-1.0), None),
         ("overhead_step_model", dict(n_ops=10, t_op=1e-6, kernel_s=0.0, t_call=-1e-6), None),
+        ("overhead_step_model", dict(n_ops=10, t_op=1e-6, kernel_s=1.0, kernel_slowdown=-0.1), None),
         ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
         ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,
                                     t_op=1e-6, overlap="max"), None),

@@ -84,6 +84,10 @@ def test_overhead_step_model_adds_its_parts() -> None:
 
     assert overhead_step_model(n_ops=236, t_op=4e-6, kernel_s=1e-4) == pytest.approx(236 * 4e-6 + 1e-4)
     assert overhead_step_model(n_ops=0, t_op=1e-6, kernel_s=2e-3, t_call=3e-4) == pytest.approx(2.3e-3)
-    for bad in (dict(kernel_s=-1.0), dict(kernel_s=0.0, t_call=-1.0), dict(kernel_s=float("nan"))):
+    # ρ scales the matmuls only: a mutant that scales the whole step, or ignores ρ, fails here
+    assert overhead_step_model(n_ops=100, t_op=1e-6, kernel_s=1e-3, t_call=5e-4,
+                               kernel_slowdown=0.25) == pytest.approx(5e-4 + 1e-4 + 1.25e-3)
+    for bad in (dict(kernel_s=-1.0), dict(kernel_s=0.0, t_call=-1.0), dict(kernel_s=float("nan")),
+                dict(kernel_s=1.0, kernel_slowdown=-0.1), dict(kernel_s=1.0, kernel_slowdown=float("inf"))):
         with pytest.raises(ValueError):
             overhead_step_model(n_ops=1, t_op=1e-6, **bad)

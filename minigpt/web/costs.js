@@ -646,7 +646,8 @@
   C.overhead_step_model = function (a) {
     const tCall = a.t_call === undefined ? 0 : num(a, "t_call", 0, false);
     const kernel = num(a, "kernel_s", 0, false);
-    return tCall + N(int(a, "n_ops", 0)) * num(a, "t_op", 0, true) + kernel;
+    const rho = a.kernel_slowdown === undefined ? 0 : num(a, "kernel_slowdown", 0, false);
+    return tCall + N(int(a, "n_ops", 0)) * num(a, "t_op", 0, true) + (1 + rho) * kernel;
   };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
