@@ -156,17 +156,22 @@ def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torc
                "compiled_over_eager": r["compiled"]["tok_s"] / r["eager"]["tok_s"],
                "compile_s": decoder.compile_s, "tokens_agree": same,
                "overhead_floor": overhead.overhead_floor(model, S=P, repeats=10).to_record()}
+        row["overhead_floor"]["kinds"] = overhead.kind_counts(row["overhead_floor"]["ops"])
         cells = " ".join(f"{r[k]['tok_s']:.0f} [{r[k]['tok_s_min']:.0f}-{r[k]['tok_s_max']:.0f}]".rjust(16)
                          for k in runs)
         print(f"{name:<18} {cells} {row['eager_over_transformers']:>8.2f}x {row['compiled_over_eager']:>10.2f}x"
               f" {decoder.compile_s:>10.1f} {'yes' if same else 'NO':>5}", flush=True)
         rows.append(row)
-    print(f"\n{'model':<18} {'ops/step':>9} {'t_op (us)':>10} {'floor (ms)':>11} {'eager step (ms)':>16} "
-          f"{'explained':>10}")
+    print(f"\n{'model':<18} {'ops/step':>9} {'kernels':>8} {'views':>6} {'syncs':>6} {'t_op (us)':>10} "
+          f"{'floor (ms)':>11} {'eager step (ms)':>16} {'explained':>10}")
     for row in rows:
         f = row["overhead_floor"]
-        print(f"{row['model']:<18} {f['n_ops']:>9} {f['per_op_s'] * 1e6:>10.2f} {f['floor_s'] * 1e3:>11.3f} "
-              f"{f['measured_s'] * 1e3:>16.3f} {f['explained']:>9.0%}")
+        k = f["kinds"]
+        print(f"{row['model']:<18} {f['n_ops']:>9} {k['kernel']:>8} {k['view']:>6} {k['sync']:>6} "
+              f"{f['per_op_s'] * 1e6:>10.2f} {f['floor_s'] * 1e3:>11.3f} {f['measured_s'] * 1e3:>16.3f} "
+              f"{f['explained']:>9.0%}")
+    print("The floor is n_ops x the cheapest operator; where the rest of the step goes (module calls, the\n"
+          "other operators' Python, the matmuls): scripts/sweep_overhead.py --breakdown, Chapter 18 Step 2b.")
     return rows
 
 

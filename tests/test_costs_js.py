@@ -329,7 +329,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
                       ("overhead_bound", dict(chip, **floor, B=B, S=S), None),
                       ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=2, kv_bytes_per_token=kv,
                                                          S=S, B=B), None),
-                      ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None)]
+                      ("overhead_crossover_params", dict(floor, bandwidth=hw.bandwidth, s=0.5), None),
+                      ("overhead_step_model", dict(floor, kernel_s=B * 1e-4, t_call=S * 1e-7), None),
+                      ("overhead_step_model", dict(n_ops=0, t_op=1e-6, kernel_s=2e-3), None),
+                      ("overhead_step_model", dict(floor, kernel_s=3e-3, kernel_slowdown=0.2), None)]
     for model in MODELS.values():  # Chapter 9: GQA shrinks the K/V projections (Eqs. 9.2-9.3)
         shape = dict(L=model.L, d=model.d, d_h=model.d_h, biases=model.biases)
         for h in sorted({1, model.H_kv, model.H} | ({8} if model.H % 8 == 0 else set())):
@@ -459,6 +462,9 @@ def test_js_rejects_bad_inputs_like_python():
         ("kv_heads_params", dict(L=32, d=4096, d_h=128, N_params=10, H_kv=8, H_kv_new=32), None),
         ("kv_projection_params", dict(L=32, d=4096, d_h=128, H_kv=5), None),
         ("chips_needed", dict(memory_bytes=1, weight_bytes=10, kv_bytes_per_token=1, S=1, reserve=0.5), None),
+        ("overhead_step_model", dict(n_ops=10, t_op=1e-6, kernel_s=-1.0), None),
+        ("overhead_step_model", dict(n_ops=10, t_op=1e-6, kernel_s=0.0, t_call=-1e-6), None),
+        ("overhead_step_model", dict(n_ops=10, t_op=1e-6, kernel_s=1.0, kernel_slowdown=-0.1), None),
         ("overhead_floor_s", dict(n_ops=236, t_op=0), None),
         ("overhead_step_time", dict(L=4, S=8, d=64, N_params=10**5, s=4, bandwidth=1e9, peak_flops=1e12, n_ops=236,
                                     t_op=1e-6, overlap="max"), None),

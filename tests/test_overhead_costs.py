@@ -77,3 +77,17 @@ def test_bad_inputs_name_the_parameter() -> None:
                        S=1, n_ops=10, t_op=1e-6, overlap="max")
     with pytest.raises(ValueError, match="s must be a finite number > 0"):
         costs.overhead_crossover_params(n_ops=10, t_op=1e-6, bandwidth=1e9, s=0)
+
+
+def test_overhead_step_model_adds_its_parts() -> None:
+    from minigpt.costs.overhead import overhead_step_model
+
+    assert overhead_step_model(n_ops=236, t_op=4e-6, kernel_s=1e-4) == pytest.approx(236 * 4e-6 + 1e-4)
+    assert overhead_step_model(n_ops=0, t_op=1e-6, kernel_s=2e-3, t_call=3e-4) == pytest.approx(2.3e-3)
+    # ρ scales the matmuls only: a mutant that scales the whole step, or ignores ρ, fails here
+    assert overhead_step_model(n_ops=100, t_op=1e-6, kernel_s=1e-3, t_call=5e-4,
+                               kernel_slowdown=0.25) == pytest.approx(5e-4 + 1e-4 + 1.25e-3)
+    for bad in (dict(kernel_s=-1.0), dict(kernel_s=0.0, t_call=-1.0), dict(kernel_s=float("nan")),
+                dict(kernel_s=1.0, kernel_slowdown=-0.1), dict(kernel_s=1.0, kernel_slowdown=float("inf"))):
+        with pytest.raises(ValueError):
+            overhead_step_model(n_ops=1, t_op=1e-6, **bad)

@@ -31,24 +31,32 @@ def count_decode_ops(model, S):
 
 
 # %% solution:q2
-def predicted_step(model, hardware, S, B, n_ops, t_op, overlap):
-    """Eq. (18.1) (overlap) or Eq. (18.2) (no overlap), the traffic term Eq. (7.2), bf16."""
+def classify_ops(names):
+    """"view" when the schema says the output aliases an input (or _unsafe_view), "sync" for the host read."""
+    kinds = []
+    for name in names:
+        if name == "aten._local_scalar_dense":
+            kinds.append("sync")
+            continue
+        packet = getattr(torch.ops.aten, name.split(".")[1])
+        overloads = packet.overloads()
+        op = getattr(packet, "default" if "default" in overloads else overloads[0])
+        returns = op._schema.returns
+        aliases = bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+        kinds.append("view" if op.is_view or aliases or name == "aten._unsafe_view" else "kernel")
+    return kinds
+
+
+# %% solution:q3
+def binding_term(model, hardware, S, B, n_ops, t_op):
+    """Eq. (18.1)'s larger term: the floor n_ops·t_op against Eq. (7.2)'s traffic time, bf16."""
     s, d = 2, model.d
     kv_width = model.H_kv * model.d_h
     per_token = 2 * d * (d + 2 * kv_width) + 2 * d * d + 2 * model.ffn_matrices * d * model.d_ffn
     flops = B * (model.L * (per_token + 4 * (S + 1) * d) + 2 * d * model.V)
     moved = model.N_params * s + B * S * 2 * model.L * kv_width * s
     traffic = max(moved / hardware.bandwidth, flops / hardware.peak_flops)
-    floor = n_ops * t_op
-    return max(traffic, floor) if overlap else traffic + floor
-
-
-# %% solution:q3
-def crossover_params(model, hardware, S, B, n_ops, t_op):
-    """Eq. (18.3): the parameters whose bf16 bytes, with the cache's, take n_ops·t_op to read."""
-    s = 2
-    cache_bytes = B * S * 2 * model.L * model.H_kv * model.d_h * s
-    return max(0.0, (n_ops * t_op * hardware.bandwidth - cache_bytes) / s)
+    return "overhead" if n_ops * t_op >= traffic else "traffic"
 
 
 # %% solution:q4

@@ -98,6 +98,7 @@ from minigpt.costs.overhead import (
     overhead_bound,
     overhead_crossover_params,
     overhead_floor_s,
+    overhead_step_model,
     overhead_step_time,
 )
 from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
@@ -176,7 +177,8 @@ FORMULAS = (
     "static_batch_steps", "static_batch_utilisation", "static_batch_tok_s",  # Chapter 12, Eqs. (12.1)-(12.2)
     "prefix_hit_ttft",  # Chapter 13, Eq. (13.1)
     "swap_time", "recompute_time", "step_time_with_swap",  # Chapter 12: preemption, Eqs. (12.3)-(12.5)
-    "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",  # Chapter 18
+    "overhead_floor_s", "overhead_step_time", "overhead_bound", "overhead_crossover_params",
+    "overhead_step_model",  # Chapter 18
     "kv_projection_params", "kv_heads_params", "gqa_decode_gain", "chips_needed",  # Chapter 9, Eqs. (9.2)-(9.4)
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)

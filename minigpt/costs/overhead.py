@@ -56,3 +56,26 @@ def overhead_crossover_params(
     cache = _int("B", B, 1) * _int("S", S) * _int("kv_bytes_per_token", kv_bytes_per_token)
     return max(0.0, (floor_bytes - cache) / _positive("s", s))
 
+
+
+def overhead_step_model(
+    *, n_ops: int, t_op: float, kernel_s: float, t_call: float = 0.0, kernel_slowdown: float = 0.0,
+) -> float:
+    """Eq. (18.4), the step as a sum of measured parts: t_call + n_ops·t_op + (1 + ρ)·t_matmul seconds.
+
+    t_matmul (`kernel_s`) is the time of the kernels that read the weights and the cache (the
+    matmuls, timed alone at the step's shapes); n_ops·t_op everything each operator costs besides
+    (dispatch, module calls, Python, the small kernels), t_op the mean of one such operator; t_call a
+    fixed cost per step (a compiled step's guards and wrapper, with n_ops = 0); ρ (`kernel_slowdown`)
+    how much longer the matmuls take inside the step than alone, as a fraction (0: the same).
+    """
+    t_call = float(t_call)
+    if not t_call >= 0:
+        raise ValueError(f"t_call must be >= 0 seconds, got {t_call!r}")
+    kernel_s = float(kernel_s)
+    if not kernel_s >= 0:
+        raise ValueError(f"kernel_s must be >= 0 seconds, got {kernel_s!r}")
+    rho = float(kernel_slowdown)
+    if not rho >= 0 or rho == float("inf"):
+        raise ValueError(f"kernel_slowdown must be a finite fraction >= 0, got {kernel_slowdown!r}")
+    return t_call + _int("n_ops", n_ops) * _positive("t_op", t_op) + (1 + rho) * kernel_s

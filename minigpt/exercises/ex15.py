@@ -1,8 +1,8 @@
-"""Exercise 15 (Chapter 18, the overhead floor): the operators of one decode step, the predicted step of
-Eqs. (18.1)-(18.2), the crossover size of Eq. (18.3), and the mask a static cache attends through.
+"""Exercise 15 (Chapter 18, the overhead floor): the operators of one decode step, which of them launch
+device work, which term of Eq. (18.1) binds for a configuration, and the mask a static cache attends through.
 
-The oracles are the package: the dispatch-mode counter of `minigpt.measure.overhead`, the formulas of
-`minigpt.costs.overhead`, and `StaticKVCache.visible`. Nothing is timed: every answer is deterministic.
+The oracles are the package: the dispatch-mode counter and `op_kind` of `minigpt.measure.overhead`,
+`costs.overhead_bound`, and `StaticKVCache.visible`. Nothing is timed: every answer is deterministic.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, model_spec, tensor
-from minigpt.measure.overhead import decode_step_ops
+from minigpt.exercises.spec import Exercise, Question, exact_int, model_spec, tensor
+from minigpt.measure.overhead import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.static_cache import StaticKVCache
 
@@ -37,47 +37,73 @@ def _count(model: MiniGPT, S: int) -> int:
     return sum(decode_step_ops(model, S=S).values())
 
 
-def _floor_args(rng: random.Random) -> dict[str, Any]:
-    """n_ops and t_op spanning both sides of the crossover (t_op log-uniform in 0.1..30 µs)."""
-    return dict(n_ops=rng.randint(20, 2000), t_op=float(f"{10 ** rng.uniform(-7, math.log10(3e-5)):.4g}"))
+#: Operators a decode step dispatches, and others of the same kinds, for q2's random lists.
+_VIEWS = ("aten.view", "aten.t", "aten.transpose", "aten.expand", "aten.select", "aten.slice", "aten.permute",
+          "aten._unsafe_view", "aten.split_with_sizes", "aten.unsqueeze", "aten.squeeze", "aten.as_strided",
+          "aten.detach", "aten.unbind", "aten.alias")
+_KERNELS = ("aten.addmm", "aten.mm", "aten.bmm", "aten.add", "aten.mul", "aten.div", "aten.copy_",
+            "aten.native_layer_norm", "aten._softmax", "aten.gelu", "aten.embedding", "aten.arange", "aten.clone",
+            "aten.cat", "aten.index_select", "aten.where", "aten.exp", "aten.sum", "aten.argmax", "aten.min")
 
 
-def _presets(rng: random.Random) -> dict[str, Any]:
-    return dict(model={"$preset": rng.choice(list(MODELS))}, hardware={"$hardware": rng.choice(list(HARDWARE))})
-
-
-def _step_cases(rng: random.Random) -> list[dict]:
-    """Ten cases, both forms: six of small-batch decode at short contexts (two of them MiniGPT's, where the floor
-    binds), four large."""
+def _classify_cases(rng: random.Random) -> list[dict]:
+    """Six lists of 8 to 16 operator names, views, kernels and the host sync mixed, in random order."""
     cases = []
-    for i in range(10):
-        S, B = (rng.randint(0, 512), rng.choice([1, 1, rng.randint(2, 8)])) if i < 6 else \
-            (rng.randint(513, 32768), rng.randint(9, 1024))
-        presets = _presets(rng)
-        if i in (0, 3):
-            presets["model"] = {"$preset": "MiniGPT"}
-        cases.append(dict(**presets, S=S, B=B, **_floor_args(rng), overlap=i % 2 == 0))
+    for _ in range(6):
+        names = rng.sample(_VIEWS, rng.randint(3, 7)) + rng.sample(_KERNELS, rng.randint(3, 8))
+        names += [HOST_SYNC_OP] * rng.randint(0, 1)
+        rng.shuffle(names)
+        cases.append(dict(names=names))
     return cases
 
 
-def _step(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, n_ops: int, t_op: float,
-          overlap: bool) -> float:
-    return costs.evaluate(costs.overhead_step_time, model, N_params=model.N_params, s=2, bandwidth=hardware.bandwidth,
-                          peak_flops=hardware.peak_flops, S=S, B=B, n_ops=n_ops, t_op=t_op, overlap=overlap)
+def _classify(names: list[str]) -> list[str]:
+    return [op_kind(name) for name in names]
 
 
-def _crossover_cases(rng: random.Random) -> list[dict]:
+def _kinds(expected: Any, actual: Any) -> str | None:
+    """The same list of "kernel" / "view" / "sync", operator by operator; the first mismatch in words."""
+    if not isinstance(actual, list) or len(actual) != len(expected):
+        return f"expected a list of {len(expected)} strings, one per name, got {_short(actual)}"
+    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+        if a != e:
+            return (f"operator {i} is a {e!r}, you said {a!r} (a view only writes a new shape and "
+                    f"strides over the same storage: does the schema say the output aliases an input?)")
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _bound_cases(rng: random.Random) -> list[dict]:
+    """Ten configurations from measured-looking inputs: a preset model and chip, B, S, and the n_ops and t_op
+    an operator trace and a timer would give (t_op 0.3..30 µs); both answers occur."""
     cases = []
     for i in range(10):
-        S, B = (rng.randint(0, 256), 1) if i % 3 else (rng.randint(1024, 32768), rng.randint(1, 256))
-        cases.append(dict(**_presets(rng), S=S, B=B, **_floor_args(rng)))
+        model = "MiniGPT" if i < 3 else rng.choice(list(MODELS))
+        S, B = (rng.randint(1, 512), 1) if i % 2 else (rng.randint(513, 16384), rng.randint(1, 64))
+        n_ops = rng.randint(60, 3000)
+        t_op = float(f"{10 ** rng.uniform(math.log10(3e-7), math.log10(3e-5)):.3g}")
+        cases.append(dict(model={"$preset": model}, hardware={"$hardware": rng.choice(list(HARDWARE))},
+                          S=S, B=B, n_ops=n_ops, t_op=t_op))
     return cases
 
 
-def _crossover(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, n_ops: int, t_op: float) -> float:
-    kv = costs.evaluate(costs.kv_bytes_per_token, model, s=2)
-    return costs.overhead_crossover_params(n_ops=n_ops, t_op=t_op, bandwidth=hardware.bandwidth, s=2,
-                                           kv_bytes_per_token=kv, S=S, B=B)
+def _bound(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, n_ops: int, t_op: float) -> str:
+    return costs.evaluate(costs.overhead_bound, model, N_params=model.N_params, s=2, bandwidth=hardware.bandwidth,
+                          peak_flops=hardware.peak_flops, S=S, B=B, n_ops=n_ops, t_op=t_op)
+
+
+def _which(expected: Any, actual: Any) -> str | None:
+    if actual not in ("overhead", "traffic"):
+        return f'expected the string "overhead" or "traffic", got {_short(actual)}'
+    if actual != expected:
+        return (f"expected {expected!r}, got {actual!r}: compare the floor n_ops·t_op with the step's traffic "
+                f"time, the larger of its bytes over the bandwidth and its FLOPs over the peak (weights and "
+                f"cache in bf16, the cache of all B sequences, the LM head included)")
+    return None
 
 
 def _mask_cases(rng: random.Random) -> list[dict]:
@@ -122,23 +148,23 @@ EXERCISE = Exercise(
             runtime=("runtime/generate.py",),
         ),
         Question(
-            "q2", "predicted_step", "predicted_step(model, hardware, S, B, n_ops, t_op, overlap) -> float",
-            _step_cases, _step, close(1e-9),
-            "bf16 (s = 2). t_traffic = Eq. (7.2): max((N·s + B·S·2·L·H_kv·d_h·s) / BW, F / π) with F = "
-            "B·(L·(2d(d + 2·H_kv·d_h) + 2d² + 2·ffn_matrices·d·d_ffn + 4·(S + 1)·d) + 2·d·V); floor = n_ops·t_op. "
-            "overlap=True: Eq. (18.1), max(t_traffic, floor); overlap=False: Eq. (18.2), t_traffic + floor.",
+            "q2", "classify_ops", "classify_ops(names) -> list[str]", _classify_cases, _classify, _kinds,
+            "for each name look up the operator (torch.ops.aten.<name>, its default overload or its only one) and "
+            "ask whether it launches device work: an operator whose output is an alias of an input writes only a "
+            "tensor header; _unsafe_view does too, although its schema does not say so; reading a value back to "
+            "the host is neither",
         ),
         Question(
-            "q3", "crossover_params", "crossover_params(model, hardware, S, B, n_ops, t_op) -> float",
-            _crossover_cases, _crossover, close(1e-9),
-            "Eq. (18.3) in bf16 (s = 2): N* = (n_ops·t_op·BW − B·S·b_token) / s with b_token = 2·L·H_kv·d_h·s "
-            "(the model's own cache per token); 0.0 when the cache alone takes longer to read than the floor.",
+            "q3", "binding_term", "binding_term(model, hardware, S, B, n_ops, t_op) -> str", _bound_cases, _bound,
+            _which,
+            "the floor is what the operators cost; the traffic time is what the chip needs for the step's bytes "
+            "or its FLOPs, whichever takes longer; the larger of the two binds (a tie counts as overhead)",
         ),
         Question(
             "q4", "static_mask", "static_mask(S_max, input_pos) -> torch.Tensor", _mask_cases, _mask, _bool_tensor,
-            "a torch.bool tensor of shape [1, T, S_max] (T = len(input_pos)): entry [0, t, j] is True when row j "
-            "is visible to the query at position input_pos[t], i.e. j <= input_pos[t]. torch.arange(S_max) "
-            "compared with input_pos, broadcast: no Python-sized slice, no loop.",
+            "a boolean tensor of shape [1, T, S_max]: a query sees its own row and every earlier one, never a "
+            "later one; build it with one comparison of two tensors shaped to broadcast, so that its shape "
+            "never depends on a Python number that changes from step to step",
         ),
     ),
 )

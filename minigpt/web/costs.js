@@ -760,6 +760,12 @@
     const cache = N(int(a, "B", 1, 1) * int(a, "S", 0, 0) * int(a, "kv_bytes_per_token", 0, 0));
     return Math.max(0, (floorBytes - cache) / num(a, "s", 0, true));
   };
+  C.overhead_step_model = function (a) {
+    const tCall = a.t_call === undefined ? 0 : num(a, "t_call", 0, false);
+    const kernel = num(a, "kernel_s", 0, false);
+    const rho = a.kernel_slowdown === undefined ? 0 : num(a, "kernel_slowdown", 0, false);
+    return tCall + N(int(a, "n_ops", 0)) * num(a, "t_op", 0, true) + (1 + rho) * kernel;
+  };
 
   // ---- Chapter 9: GQA shrinks the K/V projections and the cache (Eqs. 9.2-9.3); what fits (Eq. 9.4) ----
   function kvProjBig(a, H_kv) {
