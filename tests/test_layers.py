@@ -74,7 +74,7 @@ LAYERS: dict[str, set[str]] = {
     "corpus": {"runtime"},
     "measure": {"runtime", "costs"},
     "interop": {"config", "runtime"},
-    "book": {"costs", "runtime"},
+    "book": {"costs", "runtime", "serving"},
     "exercises": {"config", "costs", "runtime", "serving", "corpus", "measure", "interop", "book"},
     "grading": {"exercises"},
 }
