@@ -121,3 +121,20 @@ def test_split_partials_merge_into_flash_decoding() -> None:
         merged = combine_chunks(*ex13._partials(**args))
         expected = flash_decode(args["q"].unsqueeze(2), args["k"], args["v"], splits=args["splits"]).squeeze(2)
         torch.testing.assert_close(merged, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_sampled_round_oracle_is_thread_safe() -> None:
+    """The grader prepares submissions' expected values in threads (`--jobs`): ex14 q3's oracle patches the
+    speculative module's draws for the length of one call, so two threads must never see each other's u
+    (that race once scored a correct reference 3/4)."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    from minigpt.exercises.wire import build_case
+
+    q = EXERCISES["ex14"].question("q3")
+    cases = [build_case(c) for seed in range(12) for c in q.cases(random.Random(seed))]
+    serial = [q.oracle(**c) for c in cases]
+    for _ in range(3):
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            assert list(pool.map(lambda c: q.oracle(**c), cases)) == serial

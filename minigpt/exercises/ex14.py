@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import threading
 from collections.abc import Callable
 from typing import Any
 from unittest import mock
@@ -84,6 +85,9 @@ def inverse_cdf(probs: torch.Tensor, u: float) -> int:
     return min(int((cdf <= u).sum()), probs.shape[-1] - 1)
 
 
+_PATCH_LOCK = threading.Lock()
+
+
 def _sampled_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: torch.Tensor,
                    u: list[float]) -> list[int]:
     """One round through the package's `accept_drafts` (B = 1), its draws answered by the uniforms: the coin of
@@ -98,7 +102,9 @@ def _sampled_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, draf
     def draw(probs: torch.Tensor, generator: Any = None) -> torch.Tensor:
         return torch.tensor([inverse_cdf(probs[0], u[gamma])])
 
-    with mock.patch.object(speculative, "_coin", coin), mock.patch.object(speculative, "_draw", draw):
+    # The patches replace module attributes for the whole process: the lock keeps two threads (a class
+    # graded with --jobs 2 prepares its submissions' expected values in parallel) from using each other's u.
+    with _PATCH_LOCK, mock.patch.object(speculative, "_coin", coin), mock.patch.object(speculative, "_draw", draw):
         n, nxt = accept_drafts(p, q, [drafts[j].view(1, 1) for j in range(gamma)], greedy=False)
     return [int(x) for x in drafts[:n]] + [int(nxt)]
 
