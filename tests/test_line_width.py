@@ -1,0 +1,75 @@
+"""Code the reader cannot see is code the reader cannot read: the site shows about 78 columns of a code cell and
+cuts the rest. Every code line and every printed line of a notebook must fit 79 columns.
+
+The shared setup cell (``scripts/new_notebook.py``, checked verbatim by ``tests/test_book.py``) is left out until it
+is rewritten book-wide. Notebooks not converted yet are listed in ``NOT_YET``; the list may only shrink: a listed
+notebook that already fits fails the test until it is taken off the list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDTH = 79
+NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for d in ("chapters", "exercises", "decoder_ring")
+                   for p in (ROOT / d).glob("*.ipynb"))
+#: Notebooks whose lines are not all within WIDTH yet (issue: every notebook, Parts I-III and the exercises).
+NOT_YET = {
+    "chapters/01_prefill_vs_decode.ipynb", "chapters/02_kv_cache_memory.ipynb",
+    "chapters/03_decode_memory_bound.ipynb", "chapters/04_wall_clock.ipynb",
+    "chapters/05_minigpt_and_corpus.ipynb", "chapters/06_implement_kv_cache.ipynb",
+    "chapters/07_batching_economics.ipynb", "chapters/08_your_hardware.ipynb",
+    "chapters/11_paged_attention.ipynb", "chapters/12_serving_engine.ipynb",
+    "chapters/13_prefix_caching.ipynb", "chapters/14_chunked_prefill.ipynb",
+    "decoder_ring/index.ipynb",
+    "exercises/ex01_prefill_vs_decode.ipynb", "exercises/ex02_kv_cache_memory.ipynb",
+    "exercises/ex03_decode_memory_bound.ipynb", "exercises/ex04_wall_clock.ipynb",
+    "exercises/ex05_minigpt_and_corpus.ipynb", "exercises/ex06_implement_kv_cache.ipynb",
+    "exercises/ex07_batching_economics.ipynb", "exercises/ex08_your_hardware.ipynb",
+}
+
+
+def too_wide(path: str) -> list[str]:
+    """Each code line (setup cell left out) and each printed line longer than WIDTH, with where it is."""
+    nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    found = []
+    for n, cell in enumerate(code[1:], start=2):
+        found += [f"code cell {n}: {line[:60]}…" for line in "".join(cell["source"]).splitlines()
+                  if len(line) > WIDTH]
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "text" in out:
+                text = "".join(out["text"])
+            elif "text/plain" in data and not ({"text/html", "image/png"} & set(data)):
+                text = "".join(data["text/plain"])
+            else:
+                continue
+            found += [f"output of code cell {n}: {line[:60]}…" for line in text.splitlines() if len(line) > WIDTH]
+    return found
+
+
+def test_the_not_yet_list_names_notebooks() -> None:
+    assert NOT_YET <= set(NOTEBOOKS), NOT_YET - set(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_code_and_printed_lines_fit_the_page(path: str) -> None:
+    wide = too_wide(path)
+    if path in NOT_YET:
+        assert wide, f"{path} fits {WIDTH} columns now: take it off NOT_YET in {Path(__file__).name}"
+    else:
+        assert not wide, f"{path}: {len(wide)} lines wider than {WIDTH} columns:\n" + "\n".join(wide[:20])
+
+
+def test_a_wide_line_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nb = {"cells": [{"cell_type": "code", "source": ["# setup\n"], "outputs": []},
+                    {"cell_type": "code", "source": ["x = 1\n", "y = '" + "a" * 80 + "'\n"],
+                     "outputs": [{"output_type": "stream", "text": ["b" * 80 + "\n"]}]}]}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert [w.split(":")[0] for w in too_wide("nb.ipynb")] == ["code cell 2", "output of code cell 2"]
