@@ -74,8 +74,9 @@ LAYERS: dict[str, set[str]] = {
     "corpus": {"runtime"},
     "measure": {"runtime", "costs"},
     "interop": {"config", "runtime"},
+    "distributed": {"runtime", "serving", "measure", "costs"},
     "book": {"costs", "runtime", "serving"},
-    "exercises": {"config", "costs", "runtime", "serving", "corpus", "measure", "interop", "book"},
+    "exercises": {"config", "costs", "runtime", "serving", "corpus", "measure", "interop", "book", "distributed"},
     "grading": {"exercises"},
 }
 

@@ -1,0 +1,111 @@
+"""Start W worker processes on one `torch.distributed` process group, collect what each returns, and
+always clean up: the process group destroyed in every worker, every worker joined, none left behind.
+
+This is how PyTorch users start workers on one machine (`torch.multiprocessing.start_processes`, the
+engine under `mp.spawn`; `torchrun` does the same from a shell). The rendezvous is the env:// one
+`torchrun` uses: `MASTER_ADDR=127.0.0.1` and a free port per run. A worker that raises makes `run`
+raise with that worker's traceback after the others are killed; a run that outlives `timeout_s` is
+killed whole and raises `TimeoutError`.
+
+The worker function must be importable by name (defined at the top level of a module, not in a
+notebook), because workers are started with `spawn`: a fresh interpreter that imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException
+
+BACKENDS = ("gloo", "nccl")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (the kernel's choice), for one run's rendezvous."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, port: int, threads: int,
+            timeout_s: float, results: Any, args: tuple[Any, ...]) -> None:
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    torch.set_num_threads(threads)
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    try:
+        out = fn(rank, world_size, *args)
+        results.put((rank, out, None))
+    except BaseException:
+        results.put((rank, None, traceback.format_exc()))
+        raise
+    finally:
+        dist.destroy_process_group()
+
+
+def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo", threads: int = 1,
+        timeout_s: float = 120.0) -> list[Any]:
+    """Run `fn(rank, world_size, *args)` in `world_size` processes on one process group; return what
+    each rank returned, in rank order (picklable values: tensors come back on the CPU).
+
+    Raises `ValueError` for a bad argument, `RuntimeError` carrying the failing rank's traceback if a
+    worker raises or dies, `TimeoutError` if the whole run takes longer than `timeout_s` seconds.
+    In every case no worker survives the call.
+    """
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s!r}")
+    ctx = mp.get_context("spawn")
+    results = ctx.SimpleQueue()
+    context = mp.start_processes(
+        _worker, args=(fn, world_size, backend, free_port(), threads, timeout_s, results, args),
+        nprocs=world_size, join=False, start_method="spawn")
+    got: dict[int, Any] = {}
+    errors: dict[int, str] = {}
+    deadline = time.monotonic() + timeout_s
+
+    def drain() -> None:
+        while not results.empty():
+            rank, out, err = results.get()
+            if err is None:
+                got[rank] = out
+            else:
+                errors[rank] = err
+
+    try:
+        while True:
+            drain()
+            try:
+                if context.join(timeout=0.05, grace_period=1.0):
+                    break
+            except ProcessException as e:  # a worker raised or died: the others are killed by join
+                drain()
+                rank = e.error_index
+                detail = errors.get(rank) or str(e)
+                raise RuntimeError(f"worker rank {rank} of {world_size} failed:\n{detail}") from None
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"workers did not finish within timeout_s={timeout_s} s; all killed")
+        drain()
+    finally:
+        for p in context.processes:
+            if p.is_alive():
+                p.kill()
+            p.join()
+        results.close()
+    missing = sorted(set(range(world_size)) - set(got))
+    if missing:
+        raise RuntimeError(f"ranks {missing} returned nothing")
+    return [got[r] for r in range(world_size)]

@@ -1,0 +1,68 @@
+"""`minigpt.distributed.launch`: results in rank order, a failing worker's traceback, a timeout, bad
+arguments named; and in every case no worker process left alive (the bug this catches: a launcher that
+raises on the first failure and forgets the ranks still sleeping)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from minigpt.distributed import launch
+from tests.workers import basic
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead; only the parent's reaping is missing
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _pids(stem: Path, world_size: int) -> list[int]:
+    return [int(Path(f"{stem}.{r}").read_text()) for r in range(world_size)
+            if Path(f"{stem}.{r}").exists()]
+
+
+def test_results_come_back_in_rank_order_and_the_collective_ran() -> None:
+    out = launch.run(basic.all_reduce_rank, 3, 0.5, timeout_s=60)
+    assert [v for v, _ in out] == [4.5, 4.5, 4.5]  # 0.5 + 1.5 + 2.5
+    pids = [p for _, p in out]
+    assert len(set(pids)) == 3 and os.getpid() not in pids
+    assert not any(_alive(p) for p in pids)
+
+
+def test_a_failing_worker_raises_its_traceback_and_kills_the_rest(tmp_path: Path) -> None:
+    stem = tmp_path / "pid"
+    with pytest.raises(RuntimeError, match="rank 1 .*failed(.|\n)*rank 1 fails on purpose"):
+        launch.run(basic.fail_on_rank_1, 2, str(stem), timeout_s=60)
+    pids = _pids(stem, 2)
+    assert len(pids) == 2 and not any(_alive(p) for p in pids)
+
+
+def test_a_worker_that_dies_without_python_is_reported() -> None:
+    with pytest.raises(RuntimeError, match="rank 0"):
+        launch.run(basic.exit_hard, 2, timeout_s=60)
+
+
+def test_a_run_past_its_timeout_is_killed_whole(tmp_path: Path) -> None:
+    stem = tmp_path / "pid"
+    with pytest.raises(TimeoutError, match="timeout_s=4"):
+        launch.run(basic.sleep_forever, 2, str(stem), timeout_s=4)
+    pids = _pids(stem, 2)
+    assert len(pids) == 2 and not any(_alive(p) for p in pids)
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"world_size": 0}, "world_size"), ({"world_size": 2, "backend": "mpi"}, "backend"),
+    ({"world_size": 2, "threads": 0}, "threads"), ({"world_size": 2, "timeout_s": 0}, "timeout_s"),
+])
+def test_bad_arguments_name_the_parameter(kwargs: dict, name: str) -> None:
+    world_size = kwargs.pop("world_size")
+    with pytest.raises(ValueError, match=name):
+        launch.run(basic.all_reduce_rank, world_size, 0.0, **kwargs)
