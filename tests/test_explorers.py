@@ -307,7 +307,8 @@ def test_tick_labels_tell_the_ticks_apart() -> None:
 
 @pytest.mark.skipif(NODE is None, reason="needs node")
 def test_every_committed_explorer_reads_at_its_sliders_extremes() -> None:
-    """Each slider of each committed explorer at its min and max (a select at each option), and all at once:
+    """Each slider of each committed explorer at five positions from min to max (a select at each option), and
+    all range sliders at their min and at their max at once:
     every output computes and prints a plain number (no NaN, Infinity, exponent), every slider's shown value
     too, and the plot's y axis has two or more ticks, all labelled differently."""
     script = f"""
@@ -318,16 +319,17 @@ def test_every_committed_explorer_reads_at_its_sliders_extremes() -> None:
       const bad = [], seen = [];
       const odd = (t) => /NaN|Infinity|undefined|\\de[+-]\\d/.test(t);
       for (const {{page, spec, values}} of cases) {{
-        const ends = (s) => s.options ? s.options.map((o) => o[1]) : [s.min, s.max];
+        const at = (s, f) => E.valueAt(s, s.log ? f * {LOG_STEPS} : s.min + f * (s.max - s.min));
+        const ends = (s) => s.options ? s.options.map((o) => o[1]) : [0, 0.25, 0.5, 0.75, 1].map((f) => at(s, f));
         const settings = [["initial", values]];
         for (const s of spec.sliders) {{
           for (const v of ends(s)) settings.push([s.name + "=" + JSON.stringify(v).slice(0, 30),
                                                  Object.assign({{}}, values, {{[s.name]: v}})]);
         }}
         for (const [k, end] of [["min", 0], ["max", 1]]) {{
-          const at = Object.assign({{}}, values);
-          for (const s of spec.sliders) if (!s.options) at[s.name] = ends(s)[end];
-          settings.push(["all at " + k, at]);
+          const all = Object.assign({{}}, values);
+          for (const s of spec.sliders) if (!s.options) all[s.name] = ends(s)[4 * end];
+          settings.push(["all at " + k, all]);
         }}
         for (const [what, v] of settings) {{
           const where = page + " " + spec.id + " " + what;
