@@ -37,7 +37,7 @@ def kivi_kv_bytes(
     *, L: int, H_kv: int, d_h: int, S: int, B: int = 1, bits: int = 8, group_size: int | None = None,
     token_group: int = 16, s_scale: int = 2, s: int = 4,
 ) -> int:
-    """KV bytes with KIVI's layout (Eq. 10.2): values per token as in `quantized_kv_bytes`; keys per channel,
+    """KV bytes with KIVI's layout, Eq. (10.2): values per token as in `quantized_kv_bytes`; keys per channel,
     one scale per channel and block of G = token_group tokens, the first ⌊S/G⌋·G tokens in whole blocks:
 
         B·L·H_kv·[S·(d_h·bits/8 + (d_h/g)·s_scale) + ⌊S/G⌋·G·d_h·bits/8 + ⌊S/G⌋·d_h·s_scale + (S mod G)·d_h·s]
@@ -67,8 +67,8 @@ def kv_storage_bytes(
     group_size: int | None = None, token_group: int = 16, s: int = 4,
 ) -> int:
     """KV bytes of B sequences of S tokens in one of Chapter 10's layouts: "per_token", int8/int4 codes with one
-    fp16 scale per group of g values (Eq. 10.1, `quantized_kv_bytes`); "kivi", keys per channel over blocks of
-    G = token_group tokens, the unfilled block in s bytes a value (Eq. 10.2, `kivi_kv_bytes`); "fp8", E4M3
+    fp16 scale per group of g values (Eq. (10.1), `quantized_kv_bytes`); "kivi", keys per channel over blocks of
+    G = token_group tokens, the unfilled block in s bytes a value (Eq. (10.2), `kivi_kv_bytes`); "fp8", E4M3
     with per-layer scales (`fp8_kv_bytes`; 8 bits, no groups)."""
     shape = dict(L=L, H_kv=H_kv, d_h=d_h, S=S, B=B)
     if layout == "per_token":
