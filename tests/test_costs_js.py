@@ -216,6 +216,12 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("kivi_kv_bytes", dict(kv, S=S + 7, bits=4, group_size=min(32, d_h), token_group=32, s=2), None),
             ("fp8_kv_bytes", kv, None),
             ("fp8_kv_bytes", dict(kv, s_scale=2), None),
+            ("kv_storage_bytes", kv, None),
+            ("kv_storage_bytes", dict(kv, layout="per_token", bits=4, group_size=min(32, d_h)), None),
+            ("kv_storage_bytes", dict(kv, S=S + 7, layout="kivi", bits=4, group_size=min(32, d_h), token_group=32,
+                                      s=2), None),
+            ("kv_storage_bytes", dict(kv, layout="kivi"), None),
+            ("kv_storage_bytes", dict(kv, layout="fp8"), None),
         ]
     for L, T, S, d, H_kv, d_h, s, B in [(4, 1, 5, 64, 4, 16, 4, 1), (32, 1, 4095, 4096, 8, 128, 2, 8),
                                          (80, 512, 8192, 8192, 8, 128, 2, 3), (96, 7, 0, 12288, None, None, 1, 64)]:
@@ -290,7 +296,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
                   ("speculative_batch_tokens_per_pass", dict(alpha=alpha, gamma=gamma, B=1 + gamma % 5), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
-                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None),
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, B=1 + gamma % 5), None)]
     for alpha, c, v, top in [(0.0, 0.1, 1.0, 16), (0.7, 0.114, 1.0, 16), (0.9, 0.114, 1.44, 10), (1.0, 0.1, 1.0, 16),
                              (1.0, 0.1, 0.1, 16), (0.987, 0.28, 1.44, 32), (0.5, 1.0, 2.0, 1), (0.95, 0.01, 1.0, 1024)]:
         calls.append(("speculative_best_gamma", dict(alpha=alpha, cost_ratio=c, verify_ratio=v, gamma_max=top), None))
@@ -452,6 +459,11 @@ def test_js_rejects_bad_inputs_like_python():
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=0), None),
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=1025), None),
         ("speculative_best_gamma", dict(alpha=1.2, cost_ratio=0.1), None),
+        ("speculative_speedup", dict(alpha=0.8, gamma=4, cost_ratio=0.1, B=0), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="fp4"), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="fp8", bits=4), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="fp8", group_size=8), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="kivi", bits=3), None),
         ("swap_time", dict(L=4, d=64, S=-1, s=2, link_bandwidth=1e9), None),
         ("swap_time", dict(L=4, d=64, S=10, s=2, link_bandwidth=0), None),
         ("recompute_time", dict(L=4, d=64, S=10, peak_flops=1e12, mfu=0), None),

@@ -69,6 +69,7 @@ from minigpt.costs.format import (
 from minigpt.costs.kv_storage import (
     fp8_kv_bytes,
     kivi_kv_bytes,
+    kv_storage_bytes,
     paged_blocks,
     paged_fork_saved_blocks,
     paged_slack_tokens,
@@ -160,7 +161,7 @@ FORMULAS = (
     "cost_per_million_tokens", "decode_time_with_kv",
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
-    "quantized_kv_bytes", "kivi_kv_bytes", "fp8_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "quantized_kv_bytes", "kivi_kv_bytes", "fp8_kv_bytes", "kv_storage_bytes", "paged_blocks", "paged_slack_tokens",
     # Chapter 2: sliding windows, latent KV, mixtures of experts; Chapter 1: prefill by term
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
     "prefill_flops_by_term", "moe_decode_params",

@@ -404,6 +404,21 @@
   C.fp8_kv_bytes = (a) =>
     N(int(a, "B", 1, 1) * int(a, "S", 0) * 2n * int(a, "L", 1) * int(a, "H_kv", 1) * int(a, "d_h", 1) +
       2n * int(a, "L", 1) * int(a, "s_scale", 0, 4));
+  C.kv_storage_bytes = function (a) {
+    const layout = a.layout === undefined || a.layout === null ? "per_token" : a.layout;
+    if (layout === "per_token") return C.quantized_kv_bytes(a);
+    if (layout === "kivi") return C.kivi_kv_bytes(a);
+    if (layout === "fp8") {
+      const bits = a.bits === undefined || a.bits === null ? 8 : a.bits;
+      const group = a.group_size === undefined ? null : a.group_size;
+      if (bits !== 8 || group !== null) {
+        throw new RangeError("fp8 stores 8 bits a value with per-layer scales: bits must be 8 and group_size None, got " +
+          bits + ", " + group);
+      }
+      return C.fp8_kv_bytes(Object.assign({}, a, { s_scale: undefined }));
+    }
+    throw new RangeError("layout must be one of per_token, kivi, fp8, got " + layout);
+  };
   function pagedBlocks(a) {
     const b = int(a, "block_size", 1);
     return (int(a, "S", 0) + b - 1n) / b;
@@ -645,7 +660,9 @@
   };
   C.speculative_speedup = function (a) {
     const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
-    return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
+    const cost = N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v;
+    const B = a.B === undefined || a.B === null ? 1 : N(int(a, "B", 1));
+    return (B === 1 ? C.speculative_tokens_per_pass(a) : C.speculative_batch_tokens_per_pass(a)) / cost;
   };
   C.speculative_best_gamma = function (a) {
     const top = N(int(a, "gamma_max", 1, 16));
