@@ -26,7 +26,6 @@ NOT_YET = {
     "chapters/11_paged_attention.ipynb", "chapters/12_serving_engine.ipynb",
     "chapters/13_prefix_caching.ipynb", "chapters/14_chunked_prefill.ipynb",
     "decoder_ring/index.ipynb",
-    "exercises/ex04_wall_clock.ipynb",
     "exercises/ex05_minigpt_and_corpus.ipynb", "exercises/ex06_implement_kv_cache.ipynb",
     "exercises/ex07_batching_economics.ipynb", "exercises/ex08_your_hardware.ipynb",
 }
