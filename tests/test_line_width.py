@@ -19,7 +19,6 @@ NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for d in ("chapters", "exercis
                    for p in (ROOT / d).glob("*.ipynb"))
 #: Notebooks whose lines are not all within WIDTH yet (issue: every notebook, Parts I-III and the exercises).
 NOT_YET = {
-    "chapters/04_wall_clock.ipynb",
     "chapters/05_minigpt_and_corpus.ipynb", "chapters/06_implement_kv_cache.ipynb",
     "chapters/07_batching_economics.ipynb", "chapters/08_your_hardware.ipynb",
     "chapters/11_paged_attention.ipynb", "chapters/12_serving_engine.ipynb",
