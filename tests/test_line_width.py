@@ -19,12 +19,8 @@ NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for d in ("chapters", "exercis
                    for p in (ROOT / d).glob("*.ipynb"))
 #: Notebooks whose lines are not all within WIDTH yet (issue: every notebook, Parts I-III and the exercises).
 NOT_YET = {
-    "chapters/01_prefill_vs_decode.ipynb", "chapters/02_kv_cache_memory.ipynb",
-    "chapters/03_decode_memory_bound.ipynb", "chapters/04_wall_clock.ipynb",
     "chapters/05_minigpt_and_corpus.ipynb", "chapters/06_implement_kv_cache.ipynb",
     "chapters/07_batching_economics.ipynb", "chapters/08_your_hardware.ipynb",
-    "exercises/ex01_prefill_vs_decode.ipynb", "exercises/ex02_kv_cache_memory.ipynb",
-    "exercises/ex03_decode_memory_bound.ipynb", "exercises/ex04_wall_clock.ipynb",
     "exercises/ex05_minigpt_and_corpus.ipynb", "exercises/ex06_implement_kv_cache.ipynb",
     "exercises/ex07_batching_economics.ipynb", "exercises/ex08_your_hardware.ipynb",
 }
