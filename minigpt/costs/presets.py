@@ -195,6 +195,18 @@ LINKS: dict[str, LinkPreset] = {
 }
 
 
+#: A small all-reduce's fixed cost α in seconds (Chapter 20's α–β model, `costs.allreduce_time`), by link.
+ALLREDUCE_ALPHA: dict[str, tuple[float, str]] = {
+    "NVLink 4 (H100 SXM)": (
+        10e-6,
+        "sgl-project/sglang pull request #2904 (2025), unit test on H100 without CUDA graphs: vLLM's custom "
+        "all-reduce of 512 bytes took 0.0095/0.0091/0.0101 ms at TP 2/4/8, and NCCL is no faster on small "
+        "messages (the reason vLLM wrote that kernel, vllm-project/vllm pull request #2192); "
+        "https://github.com/sgl-project/sglang/pull/2904",
+    ),
+}
+
+
 #: Host links: how fast a GPU's KV blocks reach host memory and come back (swap, Chapter 12).
 HOST_LINKS: dict[str, LinkPreset] = {
     link.name: link
