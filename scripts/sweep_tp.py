@@ -7,7 +7,7 @@ reduces of every size in turn. Medians and the spread (min, max) are over every 
 Each rank runs one thread; with more ranks than cores (W = 4 on a 2-core machine) ranks share cores,
 which the data shows and the chapter discusses. Writes chapters/data/tp_cpu.json.
 
-    python scripts/sweep_tp.py            # about two minutes on 2 cores
+    python scripts/sweep_tp.py            # about four minutes on 2 shared cores
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def spread(xs: list[float]) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--repeats", type=int, default=5, help="timed blocks per launch")
-    p.add_argument("--steps", type=int, default=20, help="decode steps per block")
-    p.add_argument("--inner", type=int, default=20, help="all-reduces per block")
+    p.add_argument("--repeats", type=int, default=3, help="timed blocks per launch")
+    p.add_argument("--steps", type=int, default=10, help="decode steps per block")
+    p.add_argument("--inner", type=int, default=5, help="all-reduces per block")
     p.add_argument("--B", type=int, default=1)
     p.add_argument("--P", type=int, default=16)
     p.add_argument("--out", type=Path, default=OUT)

@@ -31,6 +31,16 @@ def kv_heads_per_rank(H_kv: int, W: int) -> int:
     return max(1, H_kv // W)
 
 
+def qkv_rows(config: ModelConfig, W: int, rank: int) -> torch.Tensor:
+    """Rows of the fused QKV weight `[(H + 2·H_kv)·d_h, d]` that `rank` keeps: its H/W query heads,
+    then the keys and the values of the K/V heads they read (a replica when H_kv < W)."""
+    c, H, kv = config, config.H // W, kv_heads_per_rank(config.H_kv, W)
+    q = torch.arange(rank * H * c.d_h, (rank + 1) * H * c.d_h)
+    first = rank * kv if c.H_kv >= W else rank * c.H_kv // W  # a replica: its query heads' group
+    k = c.d + torch.arange(first * c.d_h, (first + kv) * c.d_h)
+    return torch.cat([q, k, k + c.H_kv * c.d_h])
+
+
 def check_shardable(config: ModelConfig, W: int) -> None:
     """Raise ValueError naming what W must divide (or be divided by)."""
     c = config
@@ -53,10 +63,8 @@ class TensorParallelMiniGPT:
         H, kv = c.H // W, kv_heads_per_rank(c.H_kv, W)
         # the shard's shape: what this rank's cache holds
         self.local = replace(c, H=H, H_kv=kv, d_ffn=c.d_ffn // W, V=c.V // W)
-        q_rows = torch.arange(r * H * c.d_h, (r + 1) * H * c.d_h)
-        first_kv = r * kv if c.H_kv >= W else r * c.H_kv // W  # a replica: rank r's query heads' group
-        kv_rows = torch.arange(first_kv * c.d_h, (first_kv + kv) * c.d_h)
-        rows = torch.cat([q_rows, c.d + kv_rows, c.d + c.H_kv * c.d_h + kv_rows])
+        rows = qkv_rows(c, W, r)
+        q_rows = rows[:H * c.d_h]
         f = c.d_ffn // W
         p = {k: v.detach() for k, v in model.state_dict().items()}
         self.layers = []
