@@ -68,7 +68,8 @@ def main() -> None:
         alpha, beta = fit_alpha_beta([4 * n for n in sizes], [statistics.median(allreduce[W][n]) for n in sizes])
         fits[W] = dict(alpha_s=alpha, beta_bytes_per_s=beta)
         step = costs.tp_alpha_beta_step_time(weight_bytes=0, W=W, bandwidth=1.0, n_coll=n_coll,
-                                             coll_bytes=nbytes / n_coll, alpha=alpha, beta=beta, t_fixed=t1)
+                                             coll_bytes=nbytes / n_coll, coll_latency=alpha,
+                                             coll_bandwidth=beta, t_fixed=t1)
         predicted[W] = dict(n_coll=n_coll, coll_bytes=nbytes / n_coll, step_s=step)
     data = {
         "script": "scripts/sweep_tp.py",

@@ -127,9 +127,9 @@ def test_formulas_by_hand() -> None:
     assert costs.tp_collective_bytes(L=1, B=2, d=3, V=5, s=1, W=2) == 3 * 6 + 10
     assert costs.tp_kv_heads_per_rank(H_kv=8, W=2) == 4 and costs.tp_kv_heads_per_rank(H_kv=2, W=8) == 1
     assert costs.ring_allreduce_beta(link_bandwidth=450e9, W=8) == pytest.approx(450e9 * 8 / 14)
-    assert costs.allreduce_time(nbytes=1000, alpha=1e-5, beta=1e8) == pytest.approx(2e-5)
+    assert costs.allreduce_time(nbytes=1000, coll_latency=1e-5, coll_bandwidth=1e8) == pytest.approx(2e-5)
     t = costs.tp_alpha_beta_step_time(weight_bytes=8000, W=2, bandwidth=1000.0, n_coll=3, coll_bytes=10,
-                                      alpha=0.5, beta=10.0, t_fixed=1.0)
+                                      coll_latency=0.5, coll_bandwidth=10.0, t_fixed=1.0)
     assert t == pytest.approx(1.0 + 4.0 + 3 * 1.5)
     assert costs.tp_per_gpu_bandwidth(weight_bytes=800, W=4, step_time=2.0) == 100.0
     assert costs.pipeline_time(t_one=1.0, W=4, m=1) == 1.0  # one decode step: no gain

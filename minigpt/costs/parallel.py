@@ -82,19 +82,19 @@ def tp_kv_cache_bytes(*, L: int, B: int, S: int, H_kv: int, d_h: int, s: int, W:
     return 2 * _int("L", L, 1) * _int("B", B, 1) * _int("S", S) * kv * _int("d_h", d_h, 1) * _int("s", s, 1)
 
 
-def allreduce_time(*, nbytes: int, alpha: float, beta: float) -> float:
+def allreduce_time(*, nbytes: int, coll_latency: float, coll_bandwidth: float) -> float:
     """One collective's time in the α–β model, Eq. (20.4): α + nbytes/β.
 
     α (s) is the fixed cost of a call (launch, synchronisation, the first byte's trip); β (bytes/s)
     the payload rate it reaches on large messages. Both are fitted to measured times.
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 0:
-        raise ValueError(f"alpha must be a number >= 0 seconds, got {alpha!r}")
-    return alpha + _int("nbytes", nbytes) / _positive("beta", beta)
+    if isinstance(coll_latency, bool) or not isinstance(coll_latency, (int, float)) or not coll_latency >= 0:
+        raise ValueError(f"coll_latency must be a number >= 0 seconds, got {coll_latency!r}")
+    return coll_latency + _int("nbytes", nbytes) / _positive("coll_bandwidth", coll_bandwidth)
 
 
 def ring_allreduce_beta(*, link_bandwidth: float, W: int) -> float:
-    """Payload bytes/s of a ring all-reduce over W ranks, Eq. (20.4'): link_bandwidth·W/(2(W−1)).
+    """Payload bytes/s of a ring all-reduce over W ranks, Eq. (20.4): link_bandwidth·W/(2(W−1)).
 
     Each rank sends and receives 2(W−1)/W of the payload (a reduce-scatter then an all-gather),
     so the payload rate is the link's rate divided by that share. W must be at least 2.
@@ -104,8 +104,8 @@ def ring_allreduce_beta(*, link_bandwidth: float, W: int) -> float:
 
 
 def tp_alpha_beta_step_time(
-    *, weight_bytes: int, W: int, bandwidth: float, n_coll: int, coll_bytes: float, alpha: float,
-    beta: float, t_fixed: float = 0.0,
+    *, weight_bytes: int, W: int, bandwidth: float, n_coll: int, coll_bytes: float, coll_latency: float,
+    coll_bandwidth: float, t_fixed: float = 0.0,
 ) -> float:
     """A tensor-parallel decode step, Eq. (20.5): t_fixed + weight_bytes/(W·BW) + n_coll·(α + coll_bytes/β).
 
@@ -118,13 +118,13 @@ def tp_alpha_beta_step_time(
     if isinstance(coll_bytes, bool) or not isinstance(coll_bytes, (int, float)) or not coll_bytes >= 0:
         raise ValueError(f"coll_bytes must be a number >= 0, got {coll_bytes!r}")
     memory = _int("weight_bytes", weight_bytes) / (_world(W) * _positive("bandwidth", bandwidth))
-    one = allreduce_time(nbytes=0, alpha=alpha, beta=beta) + coll_bytes / _positive("beta", beta)
-    return t_fixed + memory + _int("n_coll", n_coll) * one
+    one = allreduce_time(nbytes=0, coll_latency=coll_latency, coll_bandwidth=coll_bandwidth)  # α, checked
+    return t_fixed + memory + _int("n_coll", n_coll) * (one + coll_bytes / coll_bandwidth)
 
 
 def tp_per_gpu_bandwidth(*, weight_bytes: int, W: int, step_time: float) -> float:
     """Bandwidth each GPU achieves, Eq. (20.6): (weight_bytes/W)/step_time, as gpt-fast reports it
-    (its shard's bytes times tokens/s). Falls as W grows when the collectives do not shrink."""
+    (the rank's model bytes times tokens/s). Falls as W grows when the collectives do not shrink."""
     return _int("weight_bytes", weight_bytes) / _world(W) / _positive("step_time", step_time)
 
 
@@ -140,10 +140,10 @@ def pipeline_time(*, t_one: float, W: int, m: int) -> float:
 
 
 def tp_replay_step_time(
-    *, L: int, B: int, d: int, V: int, s: int, weight_bytes: int, W: int, bandwidth: float, alpha: float,
+    *, L: int, B: int, d: int, V: int, s: int, weight_bytes: int, W: int, bandwidth: float, coll_latency: float,
     link_bandwidth: float,
 ) -> float:
-    """A published model's decode step on W GPUs, Eq. (20.5) with Eqs. (20.1), (20.2) and (20.4'):
+    """A published model's decode step on W GPUs, Eq. (20.5) with Eqs. (20.1), (20.2) and (20.4):
     the weights split W ways, 2L + 2 collectives of the step's payload at a ring's β over the link.
 
     Every collective is priced as a ring all-reduce (the LM head's all-gather moves half as much per
@@ -156,4 +156,4 @@ def tp_replay_step_time(
     payload = tp_collective_bytes(L=L, B=B, d=d, V=V, s=s, W=W)
     beta = ring_allreduce_beta(link_bandwidth=link_bandwidth, W=W)
     return tp_alpha_beta_step_time(weight_bytes=weight_bytes, W=W, bandwidth=bandwidth, n_coll=n,
-                                   coll_bytes=payload / n, alpha=alpha, beta=beta)
+                                   coll_bytes=payload / n, coll_latency=coll_latency, coll_bandwidth=beta)

@@ -191,6 +191,11 @@ LINKS: dict[str, LinkPreset] = {
             source="NVIDIA H100 Tensor Core GPU datasheet: NVLink 900 GB/s per GPU, the total of both "
             "directions (18 links), so 450 GB/s each way; https://www.nvidia.com/en-us/data-center/h100/",
         ),
+        LinkPreset(
+            "NVLink 3 (A100 SXM)", bandwidth_per_direction=300e9,
+            source="NVIDIA A100 Tensor Core GPU datasheet: NVLink 600 GB/s per GPU, the total of both "
+            "directions (12 links), so 300 GB/s each way; https://www.nvidia.com/en-us/data-center/a100/",
+        ),
     )
 }
 

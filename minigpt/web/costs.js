@@ -818,14 +818,15 @@
     const kv = kvPerRank(a);
     return N(2n * int(a, "L", 1) * int(a, "B", 1) * int(a, "S", 0) * kv * int(a, "d_h", 1) * int(a, "s", 1));
   };
-  C.allreduce_time = (a) => num(a, "alpha", 0) + N(int(a, "nbytes", 0)) / num(a, "beta", 0, true);
+  C.allreduce_time = (a) => num(a, "coll_latency", 0) + N(int(a, "nbytes", 0)) / num(a, "coll_bandwidth", 0, true);
   C.ring_allreduce_beta = function (a) {
     const W = N(int(a, "W", 2));
     return (num(a, "link_bandwidth", 0, true) * W) / (2 * (W - 1));
   };
   C.tp_alpha_beta_step_time = function (a) {
     const tFixed = a.t_fixed === undefined ? 0 : num(a, "t_fixed", 0);
-    const alpha = num(a, "alpha", 0), coll = num(a, "coll_bytes", 0), beta = num(a, "beta", 0, true);
+    const alpha = num(a, "coll_latency", 0), coll = num(a, "coll_bytes", 0);
+    const beta = num(a, "coll_bandwidth", 0, true);
     const memory = N(int(a, "weight_bytes", 0)) / (N(int(a, "W", 1)) * num(a, "bandwidth", 0, true));
     return tFixed + memory + N(int(a, "n_coll", 0)) * (alpha + coll / beta);
   };
@@ -836,7 +837,7 @@
     if (n === 0) return N(int(a, "weight_bytes", 0)) / num(a, "bandwidth", 0, true);
     const payload = C.tp_collective_bytes(a);
     const beta = C.ring_allreduce_beta(a);
-    return C.tp_alpha_beta_step_time(Object.assign({}, a, { n_coll: n, coll_bytes: payload / n, beta: beta }));
+    return C.tp_alpha_beta_step_time(Object.assign({}, a, { n_coll: n, coll_bytes: payload / n, coll_bandwidth: beta }));
   };
   C.pipeline_time = function (a) {
     const W = N(int(a, "W", 1)), m = N(int(a, "m", 1));
