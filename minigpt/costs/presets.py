@@ -105,6 +105,20 @@ LATENT_MODELS: dict[str, LatentPreset] = {
     )
 }
 
+#: Models replayed only in Part IV (Chapter 20 sets gpt-fast's published Llama-2-70B figures against
+#: Eq. 20.5); kept out of MODELS so the explorers' model lists stay as they are.
+REPLAY_MODELS: dict[str, ModelPreset] = {
+    preset.name: preset
+    for preset in (
+        ModelPreset(
+            "Llama-2-70B", L=80, H=64, H_kv=8, d_h=128, d_ffn=28672, V=32000, N_params=68_976_648_192,
+            source="Touvron et al. 2023, Llama 2 (arXiv:2307.09288), Table 1 (70B, GQA); "
+            "https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json (N counted from its shapes)",
+            S_max=4096, **_LLAMA,
+        ),
+    )
+}
+
 HARDWARE: dict[str, HardwarePreset] = {
     preset.name: preset
     for preset in (
