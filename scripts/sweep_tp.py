@@ -2,10 +2,12 @@
 time of one all-reduce against its size, fitted to Eq. (20.4)'s α and β.
 
 Rounds are interleaved: each round launches W = 1, then 2, then 4 (one launch per W, since starting
-processes costs seconds), and each launch times `repeats` blocks of decode steps and, for W > 1, all-
-reduces of every size in turn. Medians and the spread (min, max) are over every block of every round.
-Each rank runs one thread; with more ranks than cores (W = 4 on a 2-core machine) ranks share cores,
-which the data shows and the chapter discusses. Writes chapters/data/tp_cpu.json.
+processes costs seconds), and each launch times `repeats` blocks of decode steps and, for W > 1,
+all-reduces of every size in turn, then 256-byte all-reduces each after a spin of 0 or 200 µs (a
+decode step computes between its collectives, and a rank that waits may lose its core). Medians and
+the spread (min, max) are over every block of every round. Each rank runs one thread; with more
+ranks than cores (W = 4 on a 2-core machine) ranks share cores, which the data shows and the chapter
+discusses. Writes chapters/data/tp_cpu.json.
 
     python scripts/sweep_tp.py            # about four minutes on 2 shared cores
 """
@@ -44,6 +46,7 @@ def main() -> None:
     worlds = (1, 2, 4)
     sizes = [2**k for k in range(4, 19, 2)]  # fp32 values: 64 B .. 1 MiB
     steps, allreduce = {W: [] for W in worlds}, {W: {n: [] for n in sizes} for W in worlds if W > 1}
+    gaps = {W: {g: [] for g in tp_workers.GAPS_S} for W in worlds if W > 1}
     records, load_start = {}, os.getloadavg()
     for r in range(a.rounds):
         for W in worlds:
@@ -54,6 +57,8 @@ def main() -> None:
             if W > 1:
                 for n in sizes:
                     allreduce[W][n] += [max(t) for t in zip(*(o["all_reduce"][n] for o in out), strict=True)]
+                for g in tp_workers.GAPS_S:
+                    gaps[W][g] += [max(t) for t in zip(*(o["gaps"][g] for o in out), strict=True)]
             print(f"round {r}  W={W}  step {statistics.median(steps[W]) * 1e3:.3f} ms", flush=True)
     config = tp_workers.load_config("minigpt")
     fits, predicted = {}, {}
@@ -85,6 +90,7 @@ def main() -> None:
         "records": {str(W): records[W] for W in worlds},
         "all_reduce_s": {str(W): {str(4 * n): spread(allreduce[W][n]) for n in sizes} for W in allreduce},
         "fit": {str(W): fits[W] for W in fits},
+        "all_reduce_256B_after_gap_s": {str(W): {str(g): spread(gaps[W][g]) for g in gaps[W]} for W in gaps},
         "predicted": {str(W): predicted[W] for W in worlds},
     }
     a.out.write_text(json.dumps(data, indent=1) + "\n")

@@ -94,11 +94,17 @@ def time_decode(rank: int, W: int, name: str, B: int, P: int, steps: int, repeat
 def measure_round(rank: int, W: int, name: str, B: int, P: int, steps: int, repeats: int,
                   sizes: list[int], inner: int) -> dict:
     """One round of `scripts/sweep_tp.py` in one launch: decode steps timed (`time_decode`), then,
-    for W > 1, all-reduces of each size (`time_all_reduce`)."""
+    for W > 1, all-reduces of each size (`time_all_reduce`) and small ones after a compute gap."""
     out = time_decode(rank, W, name, B, P, steps, repeats)
     if W > 1:
         out["all_reduce"] = time_all_reduce(rank, W, sizes, repeats, inner)
+        out["gaps"] = time_all_reduce_with_gaps(rank, W, 64, list(GAPS_S), 4 * inner)
     return out
+
+
+#: Compute (spin) before each all-reduce in `time_all_reduce_with_gaps`: none, and about what a
+#: MiniGPT decode step computes between two of its collectives on this book's CPU.
+GAPS_S = (0.0, 2e-4)
 
 
 def load_config(name: str):
@@ -106,3 +112,22 @@ def load_config(name: str):
     from minigpt.runtime.checkpoint import load_pretrained
 
     return load_pretrained(name=name).config
+
+
+def time_all_reduce_with_gaps(rank: int, W: int, n: int, gaps_s: list[float], calls: int) -> dict:
+    """Seconds per all-reduce of `n` fp32 values when each rank first computes (spins) for `gap` seconds
+    before every call, as a decode step computes between its collectives; the gap itself subtracted."""
+    buf = torch.ones(n)
+    dist.all_reduce(buf)
+    out: dict[float, list[float]] = {g: [] for g in gaps_s}
+    for _ in range(3):  # rounds, the gaps interleaved
+        for gap in gaps_s:
+            dist.barrier()
+            start = time.perf_counter()
+            for _ in range(calls):
+                until = time.perf_counter() + gap
+                while time.perf_counter() < until:
+                    pass
+                dist.all_reduce(buf)
+            out[gap].append((time.perf_counter() - start) / calls - gap)
+    return out
