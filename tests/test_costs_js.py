@@ -355,6 +355,31 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         for S, B, reserve in [(0, 1, None), (4096, 32, None), (32768, 64, 0.0), (131072, 256, 0.25), (1, 1, 0.5)]:
             args = dict(memory_bytes=hw.memory_bytes, weight_bytes=w, kv_bytes_per_token=kv, S=S, B=B)
             calls.append(("chips_needed", args if reserve is None else dict(args, reserve=reserve), None))
+    for model in MODELS.values():  # Chapter 20: tensor parallelism counted, Eqs. (20.1)-(20.7)
+        for W in (1, 2, 4, 8):
+            calls += [("tp_collectives_per_step", dict(L=model.L, W=W), None),
+                      ("tp_collective_bytes", dict(L=model.L, B=3, d=model.d, V=model.V, s=2, W=W), None),
+                      ("tp_collective_bytes", dict(L=model.L, B=1, T=17, d=model.d, V=model.V, s=4, W=W), None),
+                      ("tp_kv_heads_per_rank", dict(H_kv=model.H_kv, W=W), None),
+                      ("tp_kv_cache_bytes", dict(L=model.L, B=2, S=4096, H_kv=model.H_kv, d_h=model.d_h, s=2,
+                                                 W=W), None),
+                      ("tp_per_gpu_bandwidth", dict(weight_bytes=2 * model.N_params, W=W, step_time=0.0123),
+                       None)]
+    for W, link in [(2, 450e9), (8, 450e9), (4, 1.3e9)]:
+        calls.append(("ring_allreduce_beta", dict(link_bandwidth=link, W=W), None))
+    for n, a, b in [(0, 1e-5, 1e9), (16384, 1.2e-5, 3.1e11), (10**9, 0.0, 2e9)]:
+        calls.append(("allreduce_time", dict(nbytes=n, coll_latency=a, coll_bandwidth=b), None))
+    for w, W, bw, n, cb, a, b, t0 in [(141 * 10**9, 8, 3.35e12, 162, 16384, 1e-5, 3e11, None),
+                                       (986_624, 2, 1e10, 10, 512.0, 4e-5, 1e9, 2.5e-4), (10, 1, 1.0, 0, 0, 0, 1, 0.0)]:
+        args = dict(weight_bytes=w, W=W, bandwidth=bw, n_coll=n, coll_bytes=cb, coll_latency=a, coll_bandwidth=b)
+        calls.append(("tp_alpha_beta_step_time", args if t0 is None else dict(args, t_fixed=t0), None))
+    for model in MODELS.values():
+        for W, B, a, link in [(1, 1, 1e-5, 450e9), (2, 1, 1e-5, 450e9), (8, 16, 2e-5, 300e9), (4, 3, 0.0, 1e9)]:
+            calls.append(("tp_replay_step_time", dict(L=model.L, B=B, d=model.d, V=model.V, s=2,
+                                                      weight_bytes=2 * model.N_params, W=W, bandwidth=3.35e12,
+                                                      coll_latency=a, link_bandwidth=link), None))
+    for t, W, m in [(1.0, 1, 1), (0.02, 4, 1), (0.5, 8, 64), (3.0, 2, 7)]:
+        calls.append(("pipeline_time", dict(t_one=t, W=W, m=m), None))
     return calls
 
 

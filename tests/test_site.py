@@ -68,11 +68,14 @@ EXPLORER_CHECKS = [
     ("chapters/17_speculative_decoding", "ch17-speculative", "c", 0.2, "speedup", "speculative_speedup"),
     ("chapters/17_speculative_decoding", "ch17-speculative", "B", 0.7, "tokens_B", "speculative_batch_tokens_per_pass"),
     ("chapters/18_overhead_floor", "ch18-overhead", "t_op", 0.8, "step", "overhead_step_time"),
+    ("chapters/20_tensor_parallel", "ch20-tp", "alpha", 0.7, "step", "tp_replay_step_time"),
+    ("chapters/20_tensor_parallel", "ch20-tp", "W", 0.5, "per_gpu", "tp_per_gpu_bandwidth"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching", "ch9-gqa"}
 EXPLORER_IDS |= {"ch10-quant", "ch12-static", "ch13-prefix", "ch14-chunk"}
 EXPLORER_IDS |= {"ch15-flash", "ch16-split", "ch17-speculative", "ch18-overhead"}
+EXPLORER_IDS |= {"ch20-tp"}
 
 
 def book_pages() -> list[str]:

@@ -102,7 +102,20 @@ from minigpt.costs.overhead import (
     overhead_step_model,
     overhead_step_time,
 )
-from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
+from minigpt.costs.parallel import (
+    allreduce_time,
+    pipeline_time,
+    ring_allreduce_beta,
+    tp_allreduce_bytes,
+    tp_alpha_beta_step_time,
+    tp_collective_bytes,
+    tp_collectives_per_step,
+    tp_decode_step_time,
+    tp_kv_cache_bytes,
+    tp_kv_heads_per_rank,
+    tp_per_gpu_bandwidth,
+    tp_replay_step_time,
+)
 from minigpt.costs.params import (
     config_param_count,
     kv_heads_params,
@@ -183,6 +196,9 @@ FORMULAS = (
     "kv_projection_params", "kv_heads_params", "gqa_decode_gain", "chips_needed",  # Chapter 9, Eqs. (9.2)-(9.4)
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
+    "tp_collectives_per_step", "tp_collective_bytes", "tp_kv_heads_per_rank", "tp_kv_cache_bytes",
+    "allreduce_time", "ring_allreduce_beta", "tp_alpha_beta_step_time", "tp_per_gpu_bandwidth",
+    "pipeline_time", "tp_replay_step_time",  # Chapter 20, Eqs. (20.1)-(20.7)
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

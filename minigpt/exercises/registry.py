@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
-from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15
+from minigpt.exercises import (
+    ex01,
+    ex02,
+    ex03,
+    ex04,
+    ex05,
+    ex06,
+    ex07,
+    ex08,
+    ex09,
+    ex10,
+    ex11,
+    ex12,
+    ex13,
+    ex14,
+    ex15,
+    ex17,
+)
 from minigpt.exercises.spec import Exercise, Question
 
-_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15)
+_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex17)
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in _MODULES}
 
 
