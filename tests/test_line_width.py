@@ -21,15 +21,11 @@ NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for d in ("chapters", "exercis
 NOT_YET = {
     "chapters/01_prefill_vs_decode.ipynb", "chapters/02_kv_cache_memory.ipynb",
     "chapters/03_decode_memory_bound.ipynb", "chapters/04_wall_clock.ipynb",
-    "chapters/05_minigpt_and_corpus.ipynb", "chapters/06_implement_kv_cache.ipynb",
-    "chapters/07_batching_economics.ipynb", "chapters/08_your_hardware.ipynb",
     "chapters/11_paged_attention.ipynb", "chapters/12_serving_engine.ipynb",
     "chapters/13_prefix_caching.ipynb", "chapters/14_chunked_prefill.ipynb",
     "decoder_ring/index.ipynb",
     "exercises/ex01_prefill_vs_decode.ipynb", "exercises/ex02_kv_cache_memory.ipynb",
     "exercises/ex03_decode_memory_bound.ipynb", "exercises/ex04_wall_clock.ipynb",
-    "exercises/ex05_minigpt_and_corpus.ipynb", "exercises/ex06_implement_kv_cache.ipynb",
-    "exercises/ex07_batching_economics.ipynb", "exercises/ex08_your_hardware.ipynb",
 }
 
 
