@@ -2,8 +2,7 @@
 cuts the rest. Every code line and every printed line of a notebook must fit 79 columns.
 
 The shared setup cell (``scripts/new_notebook.py``, checked verbatim by ``tests/test_book.py``) is checked here
-too, once, from its source. Notebooks not converted yet are listed in ``NOT_YET``; the list may only shrink: a listed
-notebook that already fits fails the test until it is taken off the list.
+too, once, from its source.
 """
 
 from __future__ import annotations
@@ -17,13 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDTH = 79
 NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for d in ("chapters", "exercises", "decoder_ring")
                    for p in (ROOT / d).glob("*.ipynb"))
-#: Notebooks whose lines are not all within WIDTH yet (issue: every notebook, Parts I-III and the exercises).
-NOT_YET = {
-    "chapters/05_minigpt_and_corpus.ipynb", "chapters/06_implement_kv_cache.ipynb",
-    "chapters/07_batching_economics.ipynb", "chapters/08_your_hardware.ipynb",
-    "exercises/ex05_minigpt_and_corpus.ipynb", "exercises/ex06_implement_kv_cache.ipynb",
-    "exercises/ex07_batching_economics.ipynb", "exercises/ex08_your_hardware.ipynb",
-}
 
 
 def too_wide(path: str) -> list[str]:
@@ -55,17 +47,10 @@ def test_the_setup_cell_fits_the_page() -> None:
     assert not wide, wide
 
 
-def test_the_not_yet_list_names_notebooks() -> None:
-    assert NOT_YET <= set(NOTEBOOKS), NOT_YET - set(NOTEBOOKS)
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS)
 def test_code_and_printed_lines_fit_the_page(path: str) -> None:
     wide = too_wide(path)
-    if path in NOT_YET:
-        assert wide, f"{path} fits {WIDTH} columns now: take it off NOT_YET in {Path(__file__).name}"
-    else:
-        assert not wide, f"{path}: {len(wide)} lines wider than {WIDTH} columns:\n" + "\n".join(wide[:20])
+    assert not wide, f"{path}: {len(wide)} lines wider than {WIDTH} columns:\n" + "\n".join(wide[:20])
 
 
 def test_a_wide_line_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,14 +42,14 @@ RULES: tuple[str, ...] = (
     "clause    := subject verb-phrase",
     "subject   := PRONOUN | NAME | DETERMINER PERSON_NOUN(S)",
     "verb-phrase (past)    := PAST_FORM complement",
-    "verb-phrase (present) := THIRD_SINGULAR complement   if the subject is 3rd person singular",
-    "                       | BASE complement             otherwise",
+    "verb-phrase (present) := THIRD_SINGULAR complement  if the subject is 3sg",
+    "                       | BASE complement            otherwise",
     'verb-phrase (future)  := "will" BASE complement',
-    'complement := (nothing)                    after an intransitive verb   "worked"',
-    '            | FOOD_NOUN                    after a food verb            "cooked dinner"',
-    '            | DETERMINER MEDIA_NOUN        after a media verb           "watched the film"',
-    '            | DETERMINER THING_NOUN(S)     after a thing verb           "found my keys"',
-    '            | "to" DETERMINER PLACE_NOUN   after a motion verb          "went to the park"',
+    'complement := (nothing)                   intransitive verb  "worked"',
+    '            | FOOD_NOUN                   food verb          "cooked dinner"',
+    '            | DETERMINER MEDIA_NOUN       media verb         "watched the film"',
+    '            | DETERMINER THING_NOUN(S)    thing verb         "found my keys"',
+    '            | "to" DETERMINER PLACE_NOUN  motion verb        "went to the park"',
 )
 
 # Time adverbs, each a tuple of tokens; the sentence's first adverb sets its tense.
