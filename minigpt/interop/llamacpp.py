@@ -126,8 +126,9 @@ def greedy(llm, ids, D: int) -> list[int]:
 @dataclass(frozen=True)
 class RequestMeters:
     """One request's meters as llama.cpp keeps them (`llama_perf_context`): prompt eval (calls of more
-    than one token) and eval (one-token calls), in milliseconds; and the wall time of each call seen from
-    Python (`wall_prefill_s`, `wall_steps_s`), which adds the binding's own cost per call."""
+    than one token) and eval (one-token calls), in milliseconds, and each step's share of the eval meter
+    (`step_eval_ms`, step k at S = P + k cached tokens); and the wall time of each call seen from Python
+    (`wall_prefill_s`, `wall_steps_s`), which adds the binding's own cost per call."""
 
     P: int
     D: int
@@ -137,6 +138,7 @@ class RequestMeters:
     n_eval: int
     wall_prefill_s: float
     wall_steps_s: tuple[float, ...]
+    step_eval_ms: tuple[float, ...] = ()
 
     @property
     def ms_per_prompt_token(self) -> float:
@@ -157,7 +159,7 @@ class RequestMeters:
     def to_record(self) -> dict[str, Any]:
         return {"P": self.P, "D": self.D, "prompt_eval_ms": self.prompt_eval_ms, "n_prompt": self.n_prompt,
                 "eval_ms": self.eval_ms, "n_eval": self.n_eval, "wall_prefill_s": self.wall_prefill_s,
-                "wall_steps_s": list(self.wall_steps_s)}
+                "wall_steps_s": list(self.wall_steps_s), "step_eval_ms": list(self.step_eval_ms)}
 
 
 def request_meters(llm, ids, D: int) -> RequestMeters:
@@ -174,17 +176,23 @@ def request_meters(llm, ids, D: int) -> RequestMeters:
     llama_cpp.llama_perf_context_reset(llm.ctx)
     t0 = time.perf_counter()
     llm.eval(ids)
+    llama_cpp.llama_synchronize(llm.ctx)  # llama.cpp adds a call's time to its meter here
     wall_prefill = time.perf_counter() - t0
-    steps = []
+    steps, meter, before = [], [], 0.0
     for _ in range(D):
         row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(V,))
+        token = int(np.argmax(row))
         t0 = time.perf_counter()
-        llm.eval([int(np.argmax(row))])
+        llm.eval([token])
+        llama_cpp.llama_synchronize(llm.ctx)
         steps.append(time.perf_counter() - t0)
+        total = llama_cpp.llama_perf_context(llm.ctx).t_eval_ms
+        meter.append(total - before)
+        before = total
     perf = llama_cpp.llama_perf_context(llm.ctx)
     return RequestMeters(P=len(ids), D=D, prompt_eval_ms=perf.t_p_eval_ms, n_prompt=perf.n_p_eval,
                          eval_ms=perf.t_eval_ms, n_eval=perf.n_eval, wall_prefill_s=wall_prefill,
-                         wall_steps_s=tuple(steps))
+                         wall_steps_s=tuple(steps), step_eval_ms=tuple(meter))
 
 
 def llama_cpp_version() -> dict[str, str]:
