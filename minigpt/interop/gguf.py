@@ -165,6 +165,8 @@ def _add_tokenizer(w, tokenizer: Tokenizer) -> None:
     w.add_token_list(vocab)
     w.add_token_types([gguf.TokenType.CONTROL if t == PAD else gguf.TokenType.NORMAL for t in vocab])
     w.add_token_merges([f"{PAD} {PAD}"])
+    w.add_bool("tokenizer.ggml.normalizer.lowercase", False)  # llama.cpp lowercases by default; MiniGPT's
+    w.add_bool("tokenizer.ggml.normalizer.strip_accents", False)  # words are case-sensitive
     w.add_bos_token_id(tokenizer.pad_id)
     w.add_eos_token_id(tokenizer.pad_id)
     w.add_pad_token_id(tokenizer.pad_id)
@@ -278,15 +280,33 @@ def _gelu_ggml(x: np.ndarray) -> np.ndarray:
     return np.where(x <= -10, np.float32(0), np.where(x >= 10, x, y.astype(np.float32))).astype(np.float32)
 
 
-def reference_logits(model: GGUFModel | Path | str, tokens, *, gelu: str = "erf") -> np.ndarray:
+def _round_rows(x: np.ndarray, kind: str) -> np.ndarray:
+    """x as a ggml matmul reads it when the other operand is stored in `kind`: ggml converts the activation
+    rows to the weight type's `vec_dot_type` (f16 for f16, q8_0 blocks of 32 for q8_0) before the dot."""
+    if kind == "f32":
+        return x
+    if kind == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    gguf = _gguf()
+    q = gguf.GGMLQuantizationType.Q8_0
+    return gguf.quants.dequantize(gguf.quants.quantize(np.ascontiguousarray(x, np.float32), q), q).reshape(x.shape)
+
+
+def reference_logits(model: GGUFModel | Path | str, tokens, *, gelu: str = "erf", inputs: str = "f32",
+                     kv: str = "f32") -> np.ndarray:
     """Logits `[T, V]` (f32) of one sequence computed from a GGUF file's tensors by llama.cpp's `gpt2` graph
     (`src/models/gpt2.cpp`): names and shapes as llama.cpp reads them, the qkv rows split q | k | v, heads
     of d_h = n_embd_head consecutive rows, scale 1/√d_h, the LM head = `token_embd.weight`.
 
     It never uses this module's name table, so a tensor written transposed or under a swapped name gives
-    different logits than MiniGPT's. `gelu`: "erf" (MiniGPT's) or "ggml" (llama.cpp's CPU GELU)."""
+    different logits than MiniGPT's. `gelu`: "erf" (MiniGPT's) or "ggml" (llama.cpp's CPU GELU).
+    `inputs`: how llama.cpp's CPU matmuls read the activations for the file's weight type ("f32", "f16",
+    "q8_0": each row rounded to that type first); `kv`: its KV cache type ("f16", its default: K and V
+    rounded when written, and q and the softmax weights rounded to f16 for the two products with them)."""
     if gelu not in ("erf", "ggml"):
         raise ValueError(f"gelu must be 'erf' (MiniGPT's) or 'ggml' (llama.cpp's tanh table), got {gelu!r}")
+    if inputs not in FILE_TYPES or kv not in ("f32", "f16"):
+        raise ValueError(f"inputs must be one of {FILE_TYPES} and kv 'f32' or 'f16', got {inputs!r}, {kv!r}")
     g = model if isinstance(model, GGUFModel) else read_gguf(model)
     c, t = g.config, g.tensors
     ids = np.asarray(tokens, dtype=np.int64).reshape(-1)
@@ -306,19 +326,20 @@ def reference_logits(model: GGUFModel | Path | str, tokens, *, gelu: str = "erf"
     for i in range(c.L):
         b = f"blk.{i}."
         h = norm(x, b + "attn_norm")
-        qkv = h @ t[b + "attn_qkv.weight"].T + t[b + "attn_qkv.bias"]
+        qkv = _round_rows(h, inputs) @ t[b + "attn_qkv.weight"].T + t[b + "attn_qkv.bias"]
         q = qkv[:, : c.H * c.d_h].reshape(T, c.H, c.d_h)
         k = qkv[:, c.H * c.d_h: (c.H + c.H_kv) * c.d_h].reshape(T, c.H_kv, c.d_h)
         v = qkv[:, (c.H + c.H_kv) * c.d_h:].reshape(T, c.H_kv, c.d_h)
+        q, k, v = _round_rows(q, kv), _round_rows(k, kv), _round_rows(v, kv)
         heads = []
         for j in range(c.H):
             s = (q[:, j] @ k[:, j // g_size].T) / np.float32(np.sqrt(c.d_h))
             s = np.where(causal, s, -np.inf)
             p = np.exp(s - s.max(-1, keepdims=True))
-            heads.append((p / p.sum(-1, keepdims=True)) @ v[:, j // g_size])
+            heads.append(_round_rows(p / p.sum(-1, keepdims=True), kv) @ v[:, j // g_size])
         a = np.concatenate(heads, axis=-1)  # [T, H·d_h]
-        x = x + a @ t[b + "attn_output.weight"].T + t[b + "attn_output.bias"]
+        x = x + _round_rows(a, inputs) @ t[b + "attn_output.weight"].T + t[b + "attn_output.bias"]
         h = norm(x, b + "ffn_norm")
-        u = act(h @ t[b + "ffn_up.weight"].T + t[b + "ffn_up.bias"])
-        x = x + u @ t[b + "ffn_down.weight"].T + t[b + "ffn_down.bias"]
-    return (norm(x, "output_norm") @ t["token_embd.weight"].T).astype(np.float32)
+        u = act(_round_rows(h, inputs) @ t[b + "ffn_up.weight"].T + t[b + "ffn_up.bias"])
+        x = x + _round_rows(u, inputs) @ t[b + "ffn_down.weight"].T + t[b + "ffn_down.bias"]
+    return (_round_rows(norm(x, "output_norm"), inputs) @ t["token_embd.weight"].T).astype(np.float32)

@@ -83,13 +83,19 @@ def open_gguf(path: Path | str, *, n_ctx: int | None = None, n_threads: int = 1,
     )
 
 
+def context(llm) -> int:
+    """Positions a sequence may use: the file's context length (MiniGPT's S_max, its position table), which
+    llama.cpp's own context (padded up, to 256 for S_max = 128) may exceed."""
+    return min(llm.n_ctx(), llm._model.n_ctx_train())  # noqa: SLF001
+
+
 def _check_ids(llm, ids) -> list[int]:
     ids = [int(i) for i in ids]
     V = llm.n_vocab()
     if not ids or min(ids) < 0 or max(ids) >= V:
         raise ValueError(f"ids must be a non-empty list of token ids in 0..{V - 1}, got {ids[:8]}")
-    if len(ids) > llm.n_ctx():
-        raise ValueError(f"{len(ids)} ids exceed the context of {llm.n_ctx()} tokens")
+    if len(ids) > context(llm):
+        raise ValueError(f"{len(ids)} ids exceed the model's context of {context(llm)} positions")
     return ids
 
 
@@ -108,8 +114,8 @@ def greedy(llm, ids, D: int) -> list[int]:
     """D greedy tokens after the prompt `ids`: one prefill call, then D-1 one-token calls (llama.cpp's KV
     cache), each next token the argmax of the last logits (the first maximum, as torch.argmax)."""
     ids = _check_ids(llm, ids)
-    if not isinstance(D, int) or D < 1 or len(ids) + D > llm.n_ctx() + 1:
-        raise ValueError(f"D must be an integer in 1..{llm.n_ctx() + 1 - len(ids)}, got {D!r}")
+    if not isinstance(D, int) or D < 1 or len(ids) + D > context(llm) + 1:
+        raise ValueError(f"D must be an integer in 1..{context(llm) + 1 - len(ids)}, got {D!r}")
     llama_cpp = _llama_cpp()
     V = llm.n_vocab()
     llm.reset()
@@ -168,8 +174,8 @@ def request_meters(llm, ids, D: int) -> RequestMeters:
     ids = _check_ids(llm, ids)
     if len(ids) < 2:
         raise ValueError("a prompt of at least 2 tokens: llama.cpp counts a one-token call as eval, not prompt")
-    if not isinstance(D, int) or D < 1 or len(ids) + D > llm.n_ctx():
-        raise ValueError(f"D must be an integer in 1..{llm.n_ctx() - len(ids)}, got {D!r}")
+    if not isinstance(D, int) or D < 1 or len(ids) + D > context(llm):
+        raise ValueError(f"D must be an integer in 1..{context(llm) - len(ids)}, got {D!r}")
     llama_cpp = _llama_cpp()
     V = llm.n_vocab()
     llm.reset()
