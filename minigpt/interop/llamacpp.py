@@ -8,8 +8,9 @@ second)` and `eval time = … ms / N runs`; `request_meters` reads the same numb
 
 Settings that change the arithmetic, all explicit here: `kv_type` (llama.cpp's default KV cache is f16:
 K and V rounded to fp16 when written; "f32" keeps them exact), `flash_attn` (llama.cpp's CPU flash
-attention reads f16 K/V and accumulates in f16), `n_threads` (llama.cpp's thread pool; 1 to compare
-with the book's one-thread CPU data). `llama_cpp` is imported on first use: `import minigpt` never needs it.
+attention accumulates softmax·V in f16 when V is f16: `ggml-cpu/ops.cpp`), `n_threads` (llama.cpp's
+thread pool; 1 to compare with the book's one-thread CPU data). `llama_cpp` is imported on first use:
+`import minigpt` never needs it.
 """
 
 from __future__ import annotations
