@@ -31,10 +31,16 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
+# llama.cpp for tests/test_llamacpp.py: a prebuilt wheel of llama-cpp-python (Linux x86-64 with AVX2, glibc
+# >= 2.36: CI's python:3.11-bookworm), since building it from its sdist takes longer than CI's whole budget
+# (README, "llama.cpp"). Without one here, the llama.cpp tests fail unless MINIGPT_SKIP_LLAMACPP=1.
+LLAMACPP_WHEEL := $(wildcard wheels/llama_cpp_python-*.whl)
+
+$(STAMP): requirements.txt pyproject.toml $(LLAMACPP_WHEEL) | $(BIN)/python
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -r requirements.txt
 	$(BIN)/python -m pip install --no-deps -e .
+	$(if $(LLAMACPP_WHEEL),$(BIN)/python -m pip install --no-deps $(LLAMACPP_WHEEL))
 	touch $@
 
 install: $(STAMP)

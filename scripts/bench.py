@@ -7,8 +7,9 @@ One run prints one set of tables and writes them, with the environment, to a JSO
 * batch-1 decode tok/s of the scaled config against the bandwidth ceiling (Eq. 3.4);
 * the grammar checker's speed and the shipped checkpoint's load time;
 * peers (issue 14): per model, greedy tok/s of MiniGPT eager, MiniGPT compiled (static cache +
-  `torch.compile`) and `transformers` GPT-2 `generate` on the same exported weights, interleaved
-  repeats; the eager step's overhead floor; batch-1 achieved bandwidth / the probe's, eager and compiled;
+  `torch.compile`), `transformers` GPT-2 `generate` and llama.cpp (issue 27: the f32 GGUF file,
+  llama-cpp-python, when installed) on the same exported weights, interleaved repeats; the eager
+  step's overhead floor; batch-1 achieved bandwidth / the probe's, eager and compiled;
 * fused (issue 22): a mixed step (one prompt chunk and B decodes) as one fused forward against the
   unfused executor's one forward per chunk length, B = 1…64, on the scaled config;
 * paged (issue 22): a decode step and its attention alone on a ragged batch (400 + 7×60 tokens) and a
@@ -123,8 +124,15 @@ def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torc
 
     print(f"\npeers: greedy, P={P}, D={D}, tok/s = D / (prefill + D-1 steps); median [min-max] of {repeats} "
           "interleaved repeats")
-    print(f"{'model':<18} {'eager':>16} {'compiled':>16} {'transformers':>16} {'eager/hf':>9} {'comp/eager':>11}"
-          f" {'compile s':>10} {'same':>5}")
+    from minigpt.interop import llamacpp
+
+    why_not = llamacpp.unavailable() if device.type == "cpu" else "llama.cpp's wheel here is CPU-only"
+    engine = "" if why_not else f" {'llama.cpp':>16}"
+    print(f"{'model':<18} {'eager':>16} {'compiled':>16} {'transformers':>16}{engine} {'eager/hf':>9} "
+          f"{'comp/eager':>11} {'compile s':>10} {'same':>5}")
+    if why_not:
+        print(f"(no llama.cpp column: {why_not})")
+    gguf_dir = tempfile.TemporaryDirectory()  # llama.cpp maps its file: kept until the table is done
     rows = []
     for name, model in models.items():
         prompt = torch.randint(0, model.config.V, (1, P), generator=torch.Generator().manual_seed(0)).to(device)
@@ -139,6 +147,15 @@ def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torc
             "transformers": lambda h=hf, p=prompt, a=mask: h.generate(
                 p, attention_mask=a, max_new_tokens=D, min_new_tokens=D, do_sample=False)[0, P:].tolist(),
         }
+        if not why_not:  # llama.cpp on the same weights (f32 GGUF, its default f16 KV cache), torch's threads
+            from minigpt.interop.gguf import export_gguf
+            from minigpt.runtime.tokenizer import Tokenizer
+
+            words = ["<pad>", *(f"w{i}" for i in range(1, model.config.V))]
+            path = export_gguf(model, Path(gguf_dir.name) / f"{len(rows)}.gguf", Tokenizer(words))
+            llm = llamacpp.open_gguf(path, n_threads=torch.get_num_threads(), logits_all=False)
+            ids = prompt[0].tolist()
+            runs["llama.cpp"] = lambda e=llm, p=ids: llamacpp.greedy(e, p, D)
         with torch.no_grad():
             tokens = {k: run() for k, run in runs.items()}  # warm-up; the compiled step compiles here
             times: dict[str, list[float]] = {k: [] for k in runs}
@@ -150,6 +167,8 @@ def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torc
                     times[k].append(time.perf_counter() - start)
         r = {k: _spread(v, D) for k, v in times.items()}
         same = tokens["eager"] == tokens["compiled"] == tokens["transformers"]
+        if "llama.cpp" in runs:  # its GELU is the tanh form (minigpt.interop.gguf): a near tie may differ
+            r["llama.cpp"]["tokens_agree"] = tokens["llama.cpp"] == tokens["eager"]
         row = {"model": name, "config": model.config.to_dict(), "P": P, "D": D, "repeats": repeats,
                **{k: {**v, "times_s": times[k]} for k, v in r.items()},
                "eager_over_transformers": r["eager"]["tok_s"] / r["transformers"]["tok_s"],
@@ -162,6 +181,7 @@ def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torc
         print(f"{name:<18} {cells} {row['eager_over_transformers']:>8.2f}x {row['compiled_over_eager']:>10.2f}x"
               f" {decoder.compile_s:>10.1f} {'yes' if same else 'NO':>5}", flush=True)
         rows.append(row)
+    gguf_dir.cleanup()
     print(f"\n{'model':<18} {'ops/step':>9} {'kernels':>8} {'views':>6} {'syncs':>6} {'t_op (us)':>10} "
           f"{'floor (ms)':>11} {'eager step (ms)':>16} {'explained':>10}")
     for row in rows:

@@ -229,6 +229,10 @@ def stage_tests(run: Run, stages: list[str], workers: int) -> None:
     """unit and nbval side by side, each with `workers` pytest-xdist workers."""
     problem = run.record["sandbox"]
     sandbox_env = {"MINIGPT_SKIP_SANDBOX": "1"} if problem != SANDBOX_WORKS and "unit" in stages else {}
+    import importlib.util  # llama.cpp's tests need its CPU wheel (README, "llama.cpp"); no torch in this process
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        sandbox_env["MINIGPT_SKIP_LLAMACPP"] = "1"  # the run's summary says so
     notebooks = sorted(p for g in NOTEBOOK_GLOBS for p in glob.glob(str(ROOT / g)))
     jobs = {}
     if "unit" in stages:

@@ -18,6 +18,9 @@ SKIP_BROWSER_ENV = "MINIGPT_SKIP_BROWSER"
 #: Set to 1 where bubblewrap cannot build a sandbox (the GPU machine: scripts/gpu_run.py): the grader's tests
 #: (marker `sandbox`) are then skipped, said so in the last line. Without it, a missing sandbox fails the run.
 SKIP_SANDBOX_ENV = "MINIGPT_SKIP_SANDBOX"
+#: Set to 1 to run without llama.cpp (llama-cpp-python, installed by `make install` from wheels/): the tests
+#: marked `llamacpp` are then skipped, said so in the last line. Without it, a missing llama_cpp fails the run.
+SKIP_LLAMACPP_ENV = "MINIGPT_SKIP_LLAMACPP"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,6 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "site: needs the built book in _build/html (run after `make book`; `make site`)"
     )
     config.addinivalue_line("markers", "sandbox: grades in a bubblewrap sandbox (needs a working bwrap)")
+    config.addinivalue_line("markers", "llamacpp: runs a GGUF file in llama.cpp (needs llama_cpp)")
 
 
 def _browser_skipped_by_choice() -> bool:
@@ -33,6 +37,7 @@ def _browser_skipped_by_choice() -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _skip_sandbox_if_told(config, items)
+    _skip_llamacpp_if_told(config, items)
     site_items = [item for item in items if item.get_closest_marker("site")]
     if not site_items or CHROMIUM.exists():
         return
@@ -70,6 +75,29 @@ def _skip_sandbox_if_told(config: pytest.Config, items: list[pytest.Item]) -> No
     config.stash[_SANDBOX_SKIPPED] = (len(sandbox_items), why)
 
 
+_LLAMACPP_SKIPPED = pytest.StashKey[tuple[int, str]]()
+
+
+def _skip_llamacpp_if_told(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without llama_cpp the `llamacpp` tests fail the run, unless MINIGPT_SKIP_LLAMACPP=1 skips them."""
+    marked = [item for item in items if item.get_closest_marker("llamacpp")]
+    if not marked:
+        return
+    from minigpt.interop.llamacpp import unavailable
+
+    why = unavailable()
+    if why is None:
+        return
+    if os.environ.get(SKIP_LLAMACPP_ENV, "") != "1":
+        raise pytest.UsageError(f"the llama.cpp tests need llama_cpp ({why[:200]}); `make install` installs it "
+                                f"from wheels/. To run without it, set {SKIP_LLAMACPP_ENV}=1: its {len(marked)} "
+                                "tests are then skipped.")
+    skip = pytest.mark.skip(reason=f"llama_cpp unavailable and {SKIP_LLAMACPP_ENV}=1")
+    for item in marked:
+        item.add_marker(skip)
+    config.stash[_LLAMACPP_SKIPPED] = (len(marked), why)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     skipped = config.stash.get(_SKIPPED, 0)
     if skipped:
@@ -82,6 +110,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         terminalreporter.write_line(
             f"SANDBOX CHECK NOT RUN: {sandbox_skipped[0]} grader tests skipped ({SKIP_SANDBOX_ENV}=1: "
             f"{sandbox_skipped[1][:120]})", yellow=True, bold=True,
+        )
+    llamacpp_skipped = config.stash.get(_LLAMACPP_SKIPPED, None)
+    if llamacpp_skipped:
+        terminalreporter.write_line(
+            f"LLAMA.CPP CHECK NOT RUN: {llamacpp_skipped[0]} tests skipped ({SKIP_LLAMACPP_ENV}=1: "
+            f"{llamacpp_skipped[1][:120]})", yellow=True, bold=True,
         )
 
 

@@ -1,1 +1,2 @@
-"""MiniGPT in other ecosystems: `hf` writes and reads Hugging Face GPT-2 model directories."""
+"""MiniGPT in other ecosystems: `hf` writes and reads Hugging Face GPT-2 model directories; `gguf` writes
+and reads the GGUF file llama.cpp runs; `llamacpp` runs it (llama-cpp-python) and reads llama.cpp's meters."""
