@@ -74,6 +74,16 @@ from minigpt.costs.kv_storage import (
     paged_slack_tokens,
     quantized_kv_bytes,
 )
+from minigpt.costs.latent import (
+    bounded_decode_step_bytes,
+    latent_kv_cache_bytes,
+    mla_absorb_crossover_T,
+    mla_attention_bytes,
+    mla_attention_flops,
+    mla_attention_time,
+    mla_layer_flops,
+    streaming_kv_cache_bytes,
+)
 from minigpt.costs.memory import (
     FIT_RESERVE,
     MemoryFit,
@@ -182,6 +192,9 @@ FORMULAS = (
     "kv_projection_params", "kv_heads_params", "gqa_decode_gain", "chips_needed",  # Chapter 9, Eqs. (9.2)-(9.4)
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
+    # Chapters 21-22: latent attention's two decode paths (Eqs. 21.1-21.4), caches that stop growing (22.1)
+    "latent_kv_cache_bytes", "mla_layer_flops", "mla_attention_flops", "mla_attention_bytes", "mla_attention_time",
+    "mla_absorb_crossover_T", "streaming_kv_cache_bytes", "bounded_decode_step_bytes",
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

@@ -106,7 +106,7 @@ class ScoredKVCache:
     def weights(self, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor | None) -> torch.Tensor:
         """Attention weights `[B, H_kv, g, T, K]` of queries q `[B, H, T, d_h]` on keys k `[B, H_kv, K, d_h]`."""
         B, H, T, d_h = q.shape
-        H_kv, K = k.shape[1], k.shape[2]
+        H_kv = k.shape[1]
         scores = q.float().view(B, H_kv, H // H_kv, T, d_h) @ k.float().unsqueeze(2).transpose(-2, -1)
         scores = scores / math.sqrt(d_h)
         if visible is not None:
