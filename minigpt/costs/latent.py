@@ -123,7 +123,9 @@ def streaming_kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, win
 
 def bounded_decode_step_bytes(*, weight_bytes: int, kv_bytes_per_token: int, S: int, budget: int,
                               B: int = 1) -> int:
-    """Bytes of a decode step whose cache keeps at most `budget` tokens (a window with sinks, k + W; an
-    eviction budget b), Eq. (3.5) with S → min(S, budget): weights + B·min(S, budget)·(KV bytes per token)."""
+    """Bytes of a decode step that reads at most `budget` tokens' K/V, Eq. (3.5) with S → min(S, budget):
+    weights + B·min(S, budget)·(KV bytes per token). S counts the step's own token; `budget` is k + W for a
+    window with sinks (the new token overwrites the oldest), b + 1 for an eviction cache of b (it evicts after
+    the step)."""
     kept = min(_int("S", S), _int("budget", budget, 1))
     return decode_step_bytes(weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token, S=kept, B=B)
