@@ -203,31 +203,33 @@ def eviction() -> dict:
 
 
 def paths() -> dict:
-    """MLA's forward time, naive vs absorbed, for T new tokens after S cached ones (the shipped d_c=8 model,
-    median of repeats): where absorption stops paying on this CPU."""
+    """MLA's forward time, naive vs absorbed, for T new tokens after S = 32 cached ones, B = 8, one thread
+    (median and minimum of 30 repeats): the shipped d_c = 8 model (d_c < d_h: absorbing never adds FLOPs) and
+    the exact SVD copy of MHA with d_c = 64 (d_c > d_h: Eq. 21.4 predicts a crossover near T = 21)."""
     from minigpt.measure import time_fn
 
-    pre = load_pretrained(name="minigpt-mla8-uptrained")
-    model = pre.model
+    models = {8: load_pretrained(name="minigpt-mla8-uptrained").model,
+              64: latent_from_mha(load_pretrained().model, 64).eval()}
     rows = []
-    S = 64
-    for T in (1, 2, 4, 8, 16, 32, 64):
-        row = {"T": T, "S": S}
-        for path in ("naive", "absorbed"):
-            model.set_path(path)
-            cache = model.new_cache(8)
-            tokens = torch.randint(0, model.config.V, (8, S + T), generator=torch.Generator().manual_seed(0))
-            with torch.no_grad():
-                model(tokens[:, :S], cache)
+    S, B = 32, 8
+    for d_c, model in models.items():
+        for T in (1, 2, 4, 8, 16, 32, 64, 96):
+            row = {"d_c": d_c, "T": T, "S": S}
+            tokens = torch.randint(0, model.config.V, (B, S + T), generator=torch.Generator().manual_seed(0))
+            for path in ("naive", "absorbed"):
+                model.set_path(path)
+                cache = model.new_cache(B)
+                with torch.no_grad():
+                    model(tokens[:, :S], cache)
 
-                def step(cache=cache, tokens=tokens):
-                    cache.truncate(S)
-                    model(tokens[:, S:], cache)
-                t = time_fn(step, repeats=30, warmup=5, clock="thread")
-            row[path] = {"median_s": t.median_s, "min_s": t.min_s}
-        rows.append(row)
-        print(_r(row), flush=True)
-    return {"rows": _r(rows), "model": "minigpt-mla8-uptrained", "B": 8}
+                    def step(cache=cache, tokens=tokens, model=model):
+                        cache.truncate(S)
+                        model(tokens[:, S:], cache)
+                    t = time_fn(step, repeats=30, warmup=5, clock="thread")
+                row[path] = {"median_s": t.median_s, "min_s": t.min_s}
+            rows.append(row)
+            print(_r(row), flush=True)
+    return {"rows": _r(rows), "B": B, "S": S}
 
 
 def main() -> None:
