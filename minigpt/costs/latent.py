@@ -22,7 +22,8 @@ def _path(path: object) -> str:
 
 
 def latent_kv_cache_bytes(*, L: int, d_c: int, s: int, S: int, d_rope: int = 0, B: int = 1) -> int:
-    """Latent cache bytes, Eq. (2.5) times the tokens: B·S·L·(d_c + d_rope)·s."""
+    """Latent cache bytes, Eq. (2.5) times the tokens: B·S·L·(d_c + d_rope)·s (what both paths of Eq. (21.3)
+    read per layer, times L)."""
     return (_int("B", B, 1) * _int("S", S) * _int("L", L, 1) * (_int("d_c", d_c, 1) + _int("d_rope", d_rope))
             * _int("s", s, 1))
 
@@ -79,7 +80,8 @@ def mla_attention_bytes(*, H: int, d_h: int, d_c: int, T: int, S: int, path: str
 
 def mla_attention_time(*, H: int, d_h: int, d_c: int, T: int, S: int, path: str, s: int, peak_flops: float,
                        bandwidth: float, d_rope: int = 0, B: int = 1) -> float:
-    """Roofline time (s) of attention's part for one layer, max(Eq. 21.2 / peak, Eq. 21.3 / bandwidth)."""
+    """Roofline time (s) of attention's part for one layer, each side of Eq. (21.4):
+    max(Eq. (21.2) / peak, Eq. (21.3) / bandwidth)."""
     args = dict(H=H, d_h=d_h, d_c=d_c, T=T, S=S, path=path, d_rope=d_rope, B=B)
     flops = mla_attention_flops(**args)
     moved = mla_attention_bytes(**args, s=s)
@@ -89,7 +91,7 @@ def mla_attention_time(*, H: int, d_h: int, d_c: int, T: int, S: int, path: str,
 def mla_absorb_crossover_T(*, H: int, d_h: int, d_c: int, S: int, s: int, peak_flops: float, bandwidth: float,
                            d_rope: int = 0, T_max: int = 1 << 20) -> int:
     """The smallest number of query tokens T per sequence at which the naive path's roofline time is at most
-    the absorbed path's (Eq. 21.4); below it absorption pays. T_max + 1 if absorption pays up to T_max.
+    the absorbed path's, Eq. (21.4); below it absorption pays. T_max + 1 if absorption pays up to T_max.
 
     The absorbed path reads less (latents only) but does 2T·H(2d_c + d_rope) FLOPs per cached key against
     the naive path's 4H·d_h·d_c + 2T·H(2d_h + d_rope): as T grows the decompression is shared by more queries.
@@ -123,7 +125,7 @@ def streaming_kv_cache_bytes(*, L: int, H_kv: int, d_h: int, s: int, S: int, win
 
 def bounded_decode_step_bytes(*, weight_bytes: int, kv_bytes_per_token: int, S: int, budget: int,
                               B: int = 1) -> int:
-    """Bytes of a decode step that reads at most `budget` tokens' K/V, Eq. (3.5) with S → min(S, budget):
+    """Bytes of a decode step that reads at most `budget` tokens' K/V, Eq. (22.1): Eq. (3.5) with S → min(S, budget):
     weights + B·min(S, budget)·(KV bytes per token). S counts the step's own token; `budget` is k + W for a
     window with sinks (the new token overwrites the oldest), b + 1 for an eviction cache of b (it evicts after
     the step)."""
