@@ -97,7 +97,7 @@ $R(t)\,W_\text{UK} c$, a rotation that depends on the key's position $t$ and sit
 $W_\text{UK}$, so $W_\text{UK}$ can no longer be folded into a fixed query projection. DeepSeek's answer
 is a *decoupled* RoPE key: a separate $k^R = \text{RoPE}(W_\text{KR} x)$ of $d_\text{rope} = 64$ values per
 token, shared by all heads and cached beside $c$, while the latent part carries no position. That is the
-$d_\text{rope}$ of [Eq. (2.5)](#eq-2-5): DeepSeek-V3 caches $d_c + d_\text{rope}$ = 512 + 64 values per token
+$d_\text{rope}$ of [Eq. (2.5)](#eq-2-5): DeepSeek-V3 caches $d_c + d_\text{rope} = 512 + 64$ values per token
 and layer. DeepSeek also compresses the queries through their own latent (it saves activation memory in
 training, not cache); MiniGPT does not. MiniGPT's up-projections carry no bias: a key bias adds the same
 $q \cdot b_k$ to every score of a query (softmax ignores it), and a value bias adds $b_v$ to every output
@@ -144,8 +144,9 @@ d_paths = (absorbed - naive).abs().max().item()
 d_copy = (exact - reference).abs().max().item()
 assert d_paths < 1e-4 and d_copy < 1e-4
 assert torch.equal(absorbed.argmax(-1), naive.argmax(-1))
-print(f"d_c = 8 model, absorbed decode vs naive forward: max |Δ logit| "
-      f"< 1e-4 over {windows.numel():,} positions")
+print(f"d_c = 8 model, absorbed decode vs naive forward: "
+      f"max |Δ logit| < 1e-4")
+print(f"  over {windows.numel():,} positions, argmax equal everywhere")
 print(f"SVD copy with d_c = d = {cfg.d} vs the MHA model: max |Δ logit| "
       f"< 1e-4")
 """)
@@ -174,7 +175,8 @@ fig, ax = plt.subplots(figsize=(9, 3.2))
 for row, (label, n) in enumerate(layout.items()):
     kv = "MLA" not in label
     for i in range(n):
-        color = ("tab:blue" if i < n // 2 else "tab:orange") if kv else "tab:green"
+        half = "tab:blue" if i < n // 2 else "tab:orange"
+        color = half if kv else "tab:green"
         ax.add_patch(plt.Rectangle((i, -row), 0.9, 0.8, color=color))
     ax.text(n + 1, -row + 0.2, f"{n} values", fontsize=8)
 ax.set(xlim=(0, 140), ylim=(-len(layout) + 0.5, 1),
@@ -270,7 +272,7 @@ glue("ch21_decode_ratio",
 md(r"""
 At $d_c$ = 8, half of $d_h$ = 16, the absorbed path is cheaper in everything: a decode step's attention
 block costs {glue:text}`ch21_decode_ratio`× fewer FLOPs than the naive one at $S$ = 100. DeepSeek's
-latent is four times *wider* than a head ($d_c$ = 512, $d_h$ = 128): there, absorbing trades the smaller
+latent is four times *wider* than a head ($d_c = 512$, $d_h = 128$): there, absorbing trades the smaller
 read for more FLOPs per cached token, and the trade flips as the number of query tokens $T$ per sequence
 grows, since the decompression is shared by all $T$ queries and the absorbed path's extra width is paid by
 each. On the roofline, [Eq. (7.2)](#eq-7-2), the crossover is the smallest $T$ with
@@ -299,9 +301,9 @@ for s, label in ((2, "bf16"), (1, "fp8")):
     T_star = costs.mla_absorb_crossover_T(**v3_attn, S=32768, s=s, **chip)
     t_n = costs.mla_attention_time(**one, s=s, path="naive", **chip)
     t_a = costs.mla_attention_time(**one, s=s, path="absorbed", **chip)
-    print(f"{label} latents: absorbed decode {intensity:.0f} FLOP/byte; "
-          f"naive/absorbed time at T = 1: {t_n / t_a:.0f}x; "
-          f"crossover T* = {T_star}")
+    print(f"{label} latents: absorbed decode {intensity:.0f} FLOP/byte, "
+          f"crossover T* = {T_star};")
+    print(f"  naive/absorbed time at T = 1: {t_n / t_a:.0f}x")
     glue(f"ch21_v3_int_{label}", f"{intensity:.0f}")
     glue(f"ch21_v3_T_{label}", f"{T_star}")
     glue(f"ch21_v3_gain_{label}", f"{t_n / t_a:.0f}")
@@ -319,8 +321,8 @@ For DeepSeek-V3 with a bf16 cache, absorbed decode has an intensity of {glue:tex
 FLOP/byte, just under the H100's ridge point of {glue:text}`ch21_ridge`: MLA decode is no longer deeply
 memory-bound, as MHA decode is (about 1 FLOP/byte per query head). With an fp8 cache it is
 {glue:text}`ch21_v3_int_fp8`, past the ridge: compute-bound. At $T = 1$ the naive path would be
-{glue:text}`ch21_v3_gain_bf16`× slower (it decompresses 128 heads' keys and values for every cached token
-at every step). Absorption pays up to $T^*$ = {glue:text}`ch21_v3_T_bf16` query tokens per sequence; beyond
+{glue:text}`ch21_v3_gain_bf16`× slower (it decompresses all $H = 128$ heads' keys and values for every
+cached token at every step). Absorption pays up to $T^*$ = {glue:text}`ch21_v3_T_bf16` query tokens per sequence; beyond
 that the naive path wins. This is vLLM's rule: the absorbed path for decode (and short speculative
 chunks), the naive path with chunked decompression for prefill, where $T$ is in the thousands. For MiniGPT
 with $d_c$ = 64 the same formula puts the crossover at $T^*$ = {glue:text}`ch21_mini_T64`; with $d_c$ = 8
@@ -346,8 +348,8 @@ for r in run["rows"]:
           f"{n / a:>15.2f}")
 measured_T = min((T for (d, T), x in ratio.items() if d == 64 and x < 1),
                  default=None)
-print(f"d_c = 64: the naive path is first faster at T = {measured_T} "
-      f"(Eq. 21.4's FLOP crossover: {T_64})")
+print(f"d_c = 64: the naive path is first faster at T = {measured_T}")
+print(f"  (Eq. 21.4's prediction: {T_64})")
 glue("ch21_meas_T64", f"{measured_T}")
 """)
 
@@ -378,16 +380,16 @@ code(r"""
 quality = sweeps.read_json("data/latent_quality.json")
 res = dict(sorted(quality["results"].items(),
                   key=lambda kv: (-kv[1]["values_per_token_layer"], kv[0])))
-print(f"{'variant':<21} {'values':>6} {'KV/token':>9} {'perplexity':>10} "
-      f"{'Δ log ppl':>14} {'gramm.':>7} {'greedy':>7}")
+print(f"{'variant':<20} {'vals':>4} {'KV/tok':>7} {'ppl':>7} "
+      f"{'Δ log ppl':>13} {'gramm.':>6} {'greedy':>6}")
 for name, r in res.items():
     delta = (f"{round(r['delta_log_ppl'], 3) + 0.0:+.3f}"
              f"±{r['delta_log_ppl_ci']:.3f}"
              if "delta_log_ppl" in r else "")
-    print(f"{name:<21} {r['values_per_token_layer']:>6} "
-          f"{fmt(r['kv_bytes_per_token']):>9} {r['perplexity']:>10.3f} "
-          f"{delta:>14} {r['grammatical'] / r['sentences']:>7.1%} "
-          f"{r['greedy_equal'] / r['greedy_tokens']:>7.0%}")
+    print(f"{name:<20} {r['values_per_token_layer']:>4} "
+          f"{fmt(r['kv_bytes_per_token']):>7} {r['perplexity']:>7.3f} "
+          f"{delta:>13} {r['grammatical'] / r['sentences']:>6.1%} "
+          f"{r['greedy_equal'] / r['greedy_tokens']:>6.0%}")
 for name, r in res.items():
     key = name.replace(" ", "_").replace("=", "").lower()
     glue(f"ch21_ppl_{key}", f"{r['perplexity']:.3f}")
@@ -454,7 +456,7 @@ grammar too easy to show more.
 
 ## Explore: the latent's width, the query chunk, the chip
 
-DeepSeek-V3's shape ($H$ = 128, $d_h$ = 128, 61 layers); change $d_c$, $d_\text{rope}$, the query tokens
+DeepSeek-V3's shape ($H = 128$, $d_h = 128$, $L = 61$); change $d_c$, $d_\text{rope}$, the query tokens
 per sequence $T$ and the chip. The outputs are the bytes per token ([Eq. (2.5)](#eq-2-5)) against MHA, both paths'
 attention time per layer on the roofline for one sequence of $S$ tokens, and the crossover $T^*$
 ([Eq. (21.4)](#eq-21-4)).
@@ -509,9 +511,9 @@ explorer(
 """)
 
 md(r"""
-```{admonition} Erratum (a common reading: "MLA decode is memory-bound, like MQA")
-:class: warning erratum
-:name: erratum-mla-memory-bound
+```{admonition} A common misreading: "MLA decode is memory-bound, like MQA"
+:class: warning
+:name: misreading-mla-memory-bound
 The absorbed path does read one latent per token, as MQA reads one key/value head, but every one of the
 $H$ query heads works in width $d_c + d_\text{rope}$ (and $d_c$ for the values) instead of $d_h$. For
 DeepSeek-V3 on an H100 that is {glue:text}`ch21_v3_int_bf16` FLOP per byte of bf16 latents, next to the
@@ -524,7 +526,7 @@ as for bandwidth.
 
 | MiniGPT variant | values/token/layer | perplexity | grammatical |
 |---|---|---|---|
-| MHA | 128 | {glue:text}`ch21_ppl_mha` | {glue:text}`ch21_gram_mha` |
+| MHA | $128$ | {glue:text}`ch21_ppl_mha` | {glue:text}`ch21_gram_mha` |
 | GQA, $H_\text{kv}$ = 2, uptrained | 64 | {glue:text}`ch21_ppl_gqa_h_kv2_uptrained` | {glue:text}`ch21_gram_gqa_h_kv2_uptrained` |
 | MLA $d_c$ = 64, SVD | 64 | {glue:text}`ch21_ppl_mla_d_c64_svd` | {glue:text}`ch21_gram_mla_d_c64_svd` |
 | MQA, uptrained | 32 | {glue:text}`ch21_ppl_mqa_uptrained` | {glue:text}`ch21_gram_mqa_uptrained` |

@@ -70,8 +70,9 @@ m_full = costs.kv_cache_bytes(L=mistral.L, H_kv=mistral.H_kv,
 m_win = costs.streaming_kv_cache_bytes(
     L=mistral.L, H_kv=mistral.H_kv, d_h=mistral.d_h, s=2, S=mistral.S_max,
     window=mistral.window, sinks=4)
-print(f"Mistral-7B, one sequence of {mistral.S_max:,} tokens, bf16: "
-      f"{fmt(m_full)} full, {fmt(m_win)} with W = {mistral.window:,} + 4")
+print(f"Mistral-7B, one sequence of {mistral.S_max:,} tokens, bf16:")
+print(f"  {fmt(m_full)} full, {fmt(m_win)} with W = {mistral.window:,} + 4")
+glue("ch22_mistral_S", f"{mistral.S_max:,}")
 glue("ch22_mistral_full", fmt(m_full))
 glue("ch22_mistral_win", fmt(m_win))
 """)
@@ -212,7 +213,7 @@ md(r"""
 ## Prediction, then measurement: the bytes stop growing
 
 Every cache counts the bytes of the keys and values its `update` hands to attention (`bytes_read`). A
-stream of 200 tokens, past $S_\text{max}$ = 128 for the re-indexed window, against
+stream of 200 tokens, past $S_\text{max} = 128$ for the re-indexed window, against
 [Eq. (22.1)](#eq-22-1):
 """)
 
@@ -273,7 +274,7 @@ StreamingLLM's finding {cite}`xiao2024streamingllm`: with a plain window, perple
 first tokens leave the cache, because trained models dump a large share of attention on them (they are
 visible to every query, so softmax learns to park unused probability there); keeping four of them as
 "sinks" restores the full model's perplexity. `scripts/measure_cache_memory.py streaming` measures it on
-MiniGPT in two settings: within $S_\text{max}$ with absolute positions (128 held-out windows, the loss at
+MiniGPT in two settings: within $S_\text{max}$ with absolute positions ($128$ held-out windows, the loss at
 every position, pairs of configurations with equal budgets), and past $S_\text{max}$ with positions
 re-indexed (64 streams of 512 tokens decoded one at a time, and 64 sampled streams of 512 tokens judged
 by the grammar checker).
@@ -282,8 +283,14 @@ by the grammar checker).
 code(r"""
 st = sweeps.read_json("data/streaming_quality.json")
 inside, past = st["inside"], st["past"]
-order = lambda kv: (kv[1].get("window", 999) + kv[1].get("sinks", 0),  # noqa: E731
-                    kv[1].get("sinks", 0))
+
+
+def order(kv):
+    r = kv[1]
+    return (r.get("window", 999) + r.get("sinks", 0), r.get("sinks", 0))
+
+
+
 inside = dict(sorted(inside.items(), key=order))
 past = dict(sorted(past.items(), key=order))
 print("within S_max (absolute positions): perplexity, Δ log ppl vs full")
@@ -333,8 +340,8 @@ for block in probe.blocks:
 with torch.no_grad():
     probe(fidelity.held_out_windows(tok, n=32, T=cfg.S_max))
 uniform = sum(1 / (t + 1) for t in range(64, cfg.S_max)) / (cfg.S_max - 64)
-print("attention on position 0 from queries at t >= 64, per layer: "
-      + ", ".join(f"{w:.3f}" for w in sink_weight)
+print("attention on position 0 from queries at t >= 64, per layer:")
+print("  " + ", ".join(f"{w:.3f}" for w in sink_weight)
       + f" (uniform: {uniform:.3f})")
 glue("ch22_sink_max", f"{max(sink_weight):.1%}")
 glue("ch22_sink_uniform", f"{uniform:.1%}")
@@ -394,7 +401,7 @@ distances right, which is what StreamingLLM relies on.
 
 ## Quality against the budget: H2O, SnapKV and windows
 
-`scripts/measure_cache_memory.py eviction`: 128 held-out windows, a prompt of 64 tokens, then 63 teacher-
+`scripts/measure_cache_memory.py eviction`: $128$ held-out windows, a prompt of 64 tokens, then 63 teacher-
 forced decode steps; the loss on the continuation with every cache holding $b$ tokens (H2O: $b$ with half
 recent; SnapKV: the prompt compressed to $b$, then growing; a window of $b + 1$ with or without 4 sinks),
 paired against the full cache; and the grammar checker on 1,000 sentences sampled with the budget enforced
@@ -457,7 +464,7 @@ md(r"""
 :name: fig-ch22-budget
 
 The loss on the 63-token continuation of a 64-token prompt, paired against the full cache, with 95 %
-intervals over 128 windows, for each policy against the tokens it keeps.
+intervals over $128$ windows, for each policy against the tokens it keeps.
 ```
 
 Three findings, each against the paired intervals. **SnapKV** loses least at every budget (at $b$ = 16:
@@ -544,9 +551,9 @@ explorer(
 """)
 
 md(r"""
-```{admonition} Erratum (a common reading: "re-indexing positions lets any model stream forever")
-:class: warning erratum
-:name: erratum-reindex-positions
+```{admonition} A common misreading: "re-indexing positions lets any model stream forever"
+:class: warning
+:name: misreading-reindex-positions
 StreamingLLM's re-indexing works because rotary positions are applied when attention reads a key, so a
 cached key can be given a new position at every step. With learned absolute positions, as in MiniGPT (and
 GPT-2), the position is added to the input and carried into every layer's keys and values; re-indexing can
@@ -557,7 +564,7 @@ window bounds the cache for any model; streaming past the trained context needs 
 
 ## Summary
 
-A window with sinks holds Mistral-7B's 32,768-token sequence in {glue:text}`ch22_mistral_win` of bf16
+A window with sinks holds Mistral-7B's {glue:text}`ch22_mistral_S`-token sequence in {glue:text}`ch22_mistral_win` of bf16
 cache instead of {glue:text}`ch22_mistral_full`, and every step's cache read stops growing at $k + W$
 tokens ([Eq. (22.1)](#eq-22-1), measured equal). On MiniGPT the sinks help only at a 32-token budget (it
 learned no strong sink), re-indexed learned positions fail past $S_\text{max}$, and at a budget of 16 tokens
