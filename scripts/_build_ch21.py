@@ -540,6 +540,8 @@ would as MHA; its absorbed decode is near the H100's ridge point, and absorption
 """)
 
 for n, cell in enumerate(cells[3:]):
+    if cell["cell_type"] == "code" and "\nexplorer(" in cell["source"]:
+        cell["metadata"] = {"tags": ["hide-input"]}
     cell["id"] = f"c21-{n:02d}"
 nb["cells"] = cells
 json.dump(nb, open(path, "w"), indent=1, ensure_ascii=False)

@@ -575,6 +575,8 @@ against {glue:text}`ch22_ev_ppl_full` for the full cache.
 
 
 for n, cell in enumerate(cells[3:]):
+    if cell["cell_type"] == "code" and "\nexplorer(" in cell["source"]:
+        cell["metadata"] = {"tags": ["hide-input"]}
     cell["id"] = f"c22-{n:02d}"
 nb["cells"] = cells
 json.dump(nb, open(path, "w"), indent=1, ensure_ascii=False)
