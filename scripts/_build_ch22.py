@@ -358,7 +358,7 @@ for name, r in inside.items():
     ax1.plot([smooth * (i + 0.5) for i in range(len(y))], y, style, lw=1.2,
              label=name)
 ax1.set(xlabel="position", ylabel=f"perplexity (bins of {smooth})",
-        title="within S_max: a window loses the same with or without sinks")
+        title="within S_max: no collapse when token 0 leaves the window")
 ax1.legend(fontsize=7)
 for name, r in past.items():
     y = r["perplexity_by_bin"]
@@ -366,7 +366,7 @@ for name, r in past.items():
              "--" if "k=0" in name else "-", label=name)
 ax2.axvline(cfg.S_max, color="k", ls=":", lw=1)
 ax2.set(xlabel="position in the stream", ylabel="perplexity (bins of 32)",
-        title="past S_max: re-indexed learned positions fail, sinks or not")
+        title="re-indexed positions: the loss rises once the window fills")
 ax2.legend(fontsize=7)
 for ax in (ax1, ax2):
     ax.title.set_fontsize(9)
@@ -392,9 +392,10 @@ token: queries past position 64 give position 0 at most {glue:text}`ch22_sink_ma
 layer, no more than a uniform spread would give ({glue:text}`ch22_sink_uniform`), where StreamingLLM's
 models give it most of theirs. Those models learned sinks because every training sequence began with the same kind of token;
 MiniGPT's training windows start at a random sentence's first word, and its sentences are short, so the
-last sentence or two is most of the context the grammar needs. Past $S_\text{max}$, with positions
-re-indexed, perplexity rises to {glue:text}`ch22_past_W28_k4` with sinks and {glue:text}`ch22_past_W32_k0`
-without: the failure is the positions, not the sinks. Every token written after the window fills carries
+last sentence or two is most of the context the grammar needs. With positions re-indexed
+the loss rises as soon as the window is full (at $t = k + W$, before $S_\text{max}$ for the small windows,
+right panel) and stays high past $S_\text{max}$: {glue:text}`ch22_past_W28_k4` with sinks and
+{glue:text}`ch22_past_W32_k0` without. The failure is the positions, not the sinks. Every token written after the window fills carries
 the same learned position $k + W - 1$, and the model, trained on distinct positions, cannot tell their
 order apart; a rotary model re-rotates its cached keys by their slots at each step and keeps the relative
 distances right, which is what StreamingLLM relies on.
