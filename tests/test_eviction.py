@@ -10,6 +10,8 @@ from minigpt import MiniGPT, ModelConfig, costs
 from minigpt.runtime.eviction import H2OCache, SnapKVCache
 from minigpt.runtime.window_cache import WindowKVCache
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 ATOL = RTOL = 2e-5
 
 

@@ -16,6 +16,8 @@ from minigpt.runtime.mla import LatentAttention, LatentCache, MiniGPTMLA, latent
 
 # Logits of these models are O(1); fp32 rounding of the two paths' different matmul orders stays near 1e-6
 # (measured up to 3e-6 on the shipped model's logits of magnitude 20). The tolerance is 20x that.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 ATOL = RTOL = 2e-5
 
 
@@ -38,7 +40,7 @@ def _decode_logits(model: MiniGPTMLA, tokens: torch.Tensor, P: int) -> torch.Ten
     return torch.cat(outs, dim=1)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(H=st.sampled_from([1, 2, 4]), d_h=st.sampled_from([4, 8]), d_c=st.sampled_from([2, 6, 16]),
        B=st.integers(2, 3), P=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_absorbed_decode_equals_naive(H, d_h, d_c, B, P, seed):
