@@ -234,13 +234,15 @@ $$
 \text{bytes}_\text{naive} = \text{bytes}_\text{absorbed} + 4BKHd_h\,s \tag{21.3}
 $$
 
-`FlopCounterMode` on one block of MiniGPT, against [Eq. (21.1)](#eq-21-1), and the latent cache's bytes
+`FlopCounterMode` on one block of MiniGPT, against [Eq. (21.1)](#eq-21-1); the bytes of the tensors its
+attention moved (the block records them), against [Eq. (21.3)](#eq-21-3); and the latent cache's bytes
 against [Eq. (2.5)](#eq-2-5):
 """)
 
 code(r"""
 B, d_c = 4, 8
-print(f"{'path':<9} {'T':>3} {'S':>4} {'counted':>9} {'Eq. 21.1':>9}")
+print(f"{'path':<9} {'T':>3} {'S':>4} {'FLOPs':>9} {'Eq. 21.1':>9} "
+      f"{'bytes':>8} {'Eq. 21.3':>8}")
 flops = {}
 for path in ("naive", "absorbed"):
     for T, S in ((1, 0), (1, 100), (16, 100)):
@@ -256,8 +258,12 @@ for path in ("naive", "absorbed"):
         predicted = costs.mla_layer_flops(
             d=cfg.d, H=cfg.H, d_h=cfg.d_h, d_c=d_c, T=T, S=S, path=path, B=B)
         assert counted == predicted
+        moved = costs.mla_attention_bytes(
+            H=cfg.H, d_h=cfg.d_h, d_c=d_c, T=T, S=S, path=path, s=4, B=B)
+        assert attn.bytes_moved == moved  # Eq. (21.3), on its tensors
         flops[path, T, S] = counted
-        print(f"{path:<9} {T:>3} {S:>4} {counted:>9,} {predicted:>9,}")
+        print(f"{path:<9} {T:>3} {S:>4} {counted:>9,} {predicted:>9,} "
+              f"{attn.bytes_moved:>8,} {moved:>8,}")
 cache = mla8.new_cache(B)
 with torch.no_grad():
     mla8(windows[:B, :100], cache)

@@ -118,9 +118,10 @@ def test_the_cache_holds_latents_only(B, S):
 
 @pytest.mark.parametrize("path", ["naive", "absorbed"])
 @pytest.mark.parametrize("T,S", [(1, 0), (1, 9), (4, 5), (12, 0)])
-def test_counted_flops_equal_eq_21_1(path, T, S):
-    """FlopCounterMode on one attention block, T new tokens after S cached: `costs.mla_layer_flops`. Catches a
-    path that decompresses when it should not (absorbed) or forgets to count the decompression (naive)."""
+def test_counted_flops_and_bytes_equal_eqs_21_1_and_21_3(path, T, S):
+    """FlopCounterMode on one attention block, T new tokens after S cached: `costs.mla_layer_flops`; the bytes of
+    the tensors attention moved: `costs.mla_attention_bytes`. Catches a path that decompresses when it should
+    not (absorbed), a formula that forgets the decompression's FLOPs or its round trip through memory."""
     config = ModelConfig(L=1, H=4, H_kv=4, d_h=4, d_ffn=16, V=20, S_max=16)
     B, d_c = 2, 6
     attn = LatentAttention(config, 0, d_c).eval()
@@ -133,6 +134,8 @@ def test_counted_flops_equal_eq_21_1(path, T, S):
     with torch.no_grad():
         counted = count_flops(lambda: attn(x, cache, S))
     assert counted == costs.mla_layer_flops(d=config.d, H=4, d_h=4, d_c=d_c, T=T, S=S, path=path, B=B)
+    # Eq. (21.3): the latents read, and (naive) the decompressed K and V written and read back
+    assert attn.bytes_moved == costs.mla_attention_bytes(H=4, d_h=4, d_c=d_c, T=T, S=S, path=path, s=4, B=B)
 
 
 def test_the_crossover_is_where_the_times_cross():

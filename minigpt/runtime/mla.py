@@ -113,6 +113,7 @@ class LatentAttention(nn.Module):
         self.out = nn.Linear(c.d, c.d)
         self.path = "naive"
         self.folded: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self.bytes_moved = 0  # attention's HBM traffic of the last forward, counted on its tensors (Eq. 21.3)
 
     def up_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """W_UK and W_UV as `[H, d_h, d_c]` each."""
@@ -149,6 +150,7 @@ class LatentAttention(nn.Module):
         if self.path == "naive":
             q = self.q(x).view(B, T, cfg.H, cfg.d_h).transpose(1, 2)  # [B, H, T, d_h]
             kv = self.up(lat).view(B, K, 2 * cfg.H, cfg.d_h).transpose(1, 2)  # decompress: [B, 2H, K, d_h]
+            self.bytes_moved = lat.nbytes + 2 * kv.nbytes  # read the latents; write K, V and read them back
             k, v = kv.split(cfg.H, dim=1)  # [B, H, K, d_h] each
             a = attention(q, k, v, visible)  # [B, H, T, d_h]
             return self.out(a.transpose(1, 2).reshape(B, T, cfg.d))
@@ -157,6 +159,7 @@ class LatentAttention(nn.Module):
         wq, bq, wo = self.folded
         q = (x @ wq.T + bq).view(B, T, cfg.H, self.d_c).transpose(1, 2)  # [B, H, T, d_c]: W_UK absorbed
         c = lat.unsqueeze(1)  # [B, 1, K, d_c]: one shared "head", MQA over the latents
+        self.bytes_moved = lat.nbytes  # the latents, read once for all H heads
         o = attention(q, c, c, visible)  # [B, H, T, d_c]: the latents' weighted sums, per head
         return o.transpose(1, 2).reshape(B, T, cfg.H * self.d_c) @ wo.T + self.out.bias  # W_UV absorbed
 
