@@ -181,3 +181,22 @@ def test_shipped_latent_checkpoints_load(name):
         naive = _decode_logits(pre.model.set_path("naive"), tokens, 4)
         absorbed = _decode_logits(pre.model.set_path("absorbed"), tokens, 4)
     torch.testing.assert_close(absorbed, naive, atol=1e-4, rtol=1e-5)
+
+
+def test_uptraining_keeps_the_latent_model_and_its_checkpoint_round_trips(tmp_path):
+    """`train(init=...)` trains a copy of an MLA model (not a MiniGPT with its weights poured in), and a card with
+    `latent` loads back as `MiniGPTMLA` with the same logits."""
+    from minigpt.corpus.train import TrainConfig, train
+    from minigpt.runtime.checkpoint import save_checkpoint
+
+    torch.manual_seed(0)
+    init = latent_from_mha(MiniGPT(ModelConfig()), 8).eval()
+    tc = TrainConfig(steps=2, B=2, warmup=0, corpus_tokens=20_000, log_every=1)
+    model, tokenizer, card = train(tc=tc, progress=False, init=init)
+    assert isinstance(model, MiniGPTMLA) and model.d_c == 8
+    assert not torch.equal(model.blocks[0].attn.down.weight, init.blocks[0].attn.down.weight)  # it trained
+    save_checkpoint(model, tokenizer, {**card, "latent": {"d_c": 8}}, tmp_path, name="mla")
+    loaded = load_pretrained(tmp_path, name="mla").model
+    tokens = torch.randint(0, 600, (2, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert isinstance(loaded, MiniGPTMLA) and torch.equal(loaded(tokens), model(tokens))
