@@ -251,6 +251,7 @@ GLOSSARY_TERMS = {
     "All-reduce", "Tensor parallelism",
     "GELU", "SwiGLU", "Token-pass", "CUDA graph",
     "Critical batch", "Latency–throughput frontier",
+    "MLA", "Attention sink", "Sliding-window attention", "KV eviction",  # Chapters 21-22
     # Part III
     "Block table", "Copy-on-write", "Internal fragmentation", "Ragged batch", "Uptraining", "Absmax quantization",
     "Dequantize on read", "KL divergence", "Greedy agreement", "Online softmax", "Split-K", "Log-sum-exp",

@@ -16,7 +16,13 @@ from minigpt.runtime.window_cache import WindowKVCache
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-ATOL = RTOL = 2e-5  # fp32 rounding: the ring's slot order sums the same terms in another order
+# fp32 rounding: the ring's slot order sums the same terms in another order. Measured up to 3.9e-6 of the largest
+# |logit| (about 4e-5 absolute on logits up to 10) over 120 cases; the tolerance is 5x that, relative to the logits.
+TOL = 2e-5
+
+
+def assert_close(got: torch.Tensor, want: torch.Tensor) -> None:
+    assert (got - want).abs().max() <= TOL * want.abs().max(), (got - want).abs().max()
 
 
 def _model(seed: int, H_kv: int = 2) -> MiniGPT:
@@ -60,7 +66,7 @@ def test_window_cache_equals_the_windowed_full_model(window, sinks, P, B, seed):
     with torch.no_grad():
         got = _stream(model, WindowKVCache(model.config, B, window=window, sinks=sinks), tokens, P)
         want = windowed(model, window, sinks)(tokens)
-    torch.testing.assert_close(got, want, atol=ATOL, rtol=RTOL)
+    assert_close(got, want)
 
 
 def test_mutant_window_one_token_off_is_caught():
@@ -70,7 +76,7 @@ def test_mutant_window_one_token_off_is_caught():
     with torch.no_grad():
         got = _stream(model, WindowKVCache(model.config, 2, window=5, sinks=2), tokens, 4)
         wider = windowed(model, 6, 2)(tokens)
-    assert (got - wider).abs().max() > 100 * ATOL
+    assert (got - wider).abs().max() > 100 * TOL * wider.abs().max()
 
 
 def test_a_window_as_long_as_the_stream_is_the_full_cache():
@@ -78,7 +84,7 @@ def test_a_window_as_long_as_the_stream_is_the_full_cache():
     tokens = torch.randint(0, 20, (2, 24), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         got = _stream(model, WindowKVCache(model.config, 2, window=24), tokens, 7)
-        torch.testing.assert_close(got, model(tokens), atol=ATOL, rtol=RTOL)
+        assert_close(got, model(tokens))
 
 
 @pytest.mark.parametrize("window,sinks", [(4, 0), (6, 2)])
@@ -114,7 +120,7 @@ def test_reindexed_positions_restart_inside_the_cache():
     cache = WindowKVCache(model.config, 2, window=8, sinks=2, positions="cache")
     with torch.no_grad():
         got = _stream(model, cache, tokens, 4)
-        torch.testing.assert_close(got, model(tokens), atol=ATOL, rtol=RTOL)  # t < k + W: nothing evicted
+        assert_close(got, model(tokens))  # t < k + W: nothing evicted
         assert cache.S == 9
         model(tokens[:, :1], cache)
         assert cache.S == 9 and cache.t == 11  # full: the next token goes to position k + W - 1 = 9
