@@ -260,6 +260,27 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls.append(("window_kv_cache_bytes", dict(L=L, H_kv=H_kv, d_h=d_h, s=s, S=S, window=w, B=B), None))
     calls += [("latent_kv_bytes_per_token", dict(L=L, d_c=c, d_rope=r, s=s), None)
               for L, c, r, s in [(61, 512, 64, 2), (4, 16, 0, 4)]]
+    for L, c, r, s, S, B in [(61, 512, 64, 2, 4096, 3), (4, 16, 0, 4, 0, 1), (4, 8, 0, 4, 127, 5)]:
+        calls.append(("latent_kv_cache_bytes", dict(L=L, d_c=c, d_rope=r, s=s, S=S, B=B), None))
+    mla_shapes = [dict(d=64, H=4, d_h=16, d_c=32), dict(d=7168, H=128, d_h=128, d_c=512, d_rope=64),
+                  dict(d=64, H=4, d_h=16, d_c=8, B=3)]
+    for shape, (T, S), path in itertools.product(mla_shapes, [(1, 0), (1, 127), (16, 100), (200, 4096)],
+                                                 ("naive", "absorbed")):
+        calls += [("mla_layer_flops", dict(shape, T=T, S=S, path=path), None),
+                  ("mla_attention_flops", {k: v for k, v in dict(shape, T=T, S=S, path=path).items() if k != "d"},
+                   None)]
+        for s, hw in [(2, HARDWARE["H100 SXM"]), (4, HARDWARE["T4"])]:
+            attn = {k: v for k, v in dict(shape, T=T, S=S, path=path, s=s).items() if k != "d"}
+            calls += [("mla_attention_bytes", attn, None),
+                      ("mla_attention_time", dict(attn, peak_flops=hw.peak_flops, bandwidth=hw.bandwidth), None)]
+    for shape, S, hw, s in itertools.product(mla_shapes, (1, 4096), (HARDWARE["H100 SXM"], HARDWARE["T4"]), (1, 2)):
+        args = {k: v for k, v in dict(shape, S=S, s=s, peak_flops=hw.peak_flops, bandwidth=hw.bandwidth).items()
+                if k not in ("d", "B")}
+        calls += [("mla_absorb_crossover_T", args, None), ("mla_absorb_crossover_T", dict(args, T_max=7), None)]
+    for S, w, k, B in [(0, 16, 0, 1), (100, 16, 4, 2), (20, 16, 4, 1), (10**6, 4096, 4, 8)]:
+        calls.append(("streaming_kv_cache_bytes", dict(L=4, H_kv=4, d_h=16, s=4, S=S, window=w, sinks=k, B=B), None))
+        calls.append(("bounded_decode_step_bytes", dict(weight_bytes=10**6, kv_bytes_per_token=512, S=S,
+                                                        budget=w + k, B=B), None))
     moe = dict(N_params=46_700_000_000, L=32, d=4096, d_ffn=14336, experts=8, active_experts=2)
     calls += [("moe_active_params", moe, None), ("moe_active_params", dict(moe, ffn_matrices=2), None)]
     for B in (1, 2, 8, 16, 1000):

@@ -20,7 +20,7 @@ ERRATA = ROOT / "appendices" / "errata.md"
 # Keyword arguments of `minigpt.costs` that are switches or plain inputs, not symbols of the book.
 # Options and formatter arguments, not quantities of the book: a fraction kept free, output styles, a label.
 NOT_SYMBOLS = {"reserve", "binary", "n", "biases", "overlap", "digits", "x", "suffix", "exact", "decimals", "seconds",
-               "fit", "scheme", "layout"}
+               "fit", "scheme", "layout", "path"}
 
 
 def tables(path: Path) -> dict[str, list[list[str]]]:
@@ -251,6 +251,7 @@ GLOSSARY_TERMS = {
     "All-reduce", "Tensor parallelism",
     "GELU", "SwiGLU", "Token-pass", "CUDA graph",
     "Critical batch", "Latency–throughput frontier",
+    "MLA", "Attention sink", "Sliding-window attention", "KV eviction",  # Chapters 21-22
     # Part III
     "Block table", "Copy-on-write", "Internal fragmentation", "Ragged batch", "Uptraining", "Absmax quantization",
     "Dequantize on read", "KL divergence", "Greedy agreement", "Online softmax", "Split-K", "Log-sum-exp",

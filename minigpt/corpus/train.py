@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -79,8 +80,8 @@ def train(config: ModelConfig | None = None, tc: TrainConfig | None = None, *, p
         raise ValueError(f"config V={config.V} does not match the grammar's vocabulary of {tokenizer.V} words")
     torch.manual_seed(tc.seed)
     model = MiniGPT(config)
-    if init is not None:
-        model.load_state_dict(init.state_dict())
+    if init is not None:  # a copy of init, whatever its class (MiniGPT, or `runtime.mla.MiniGPTMLA`)
+        model = copy.deepcopy(init).float()
     batches = Batches(tokenizer, config.S_max, tc.corpus_tokens, tc.seed)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -134,6 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--uptrain-from", metavar="NAME", default=None,
                         help="start from the shipped checkpoint NAME with its K/V heads mean-pooled to --H_kv "
                              "(GQA uptraining, Ainslie et al. 2023) instead of from scratch")
+    parser.add_argument("--latent", metavar="D_C", type=int, default=None,
+                        help="with --uptrain-from: multi-head latent attention with a latent of D_C values, "
+                             "initialised by an activation-weighted SVD of the K/V projections "
+                             "(minigpt.runtime.mla.latent_from_mha) on one training batch")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = ModelConfig(L=args.L, H=args.H, H_kv=args.H_kv, d_h=args.d_h, d_ffn=args.d_ffn)
@@ -142,9 +147,20 @@ def main(argv: list[str] | None = None) -> None:
         from minigpt.runtime.checkpoint import load_pretrained
         from minigpt.runtime.gqa import mean_pool_kv_heads
 
-        init = mean_pool_kv_heads(load_pretrained(name=args.uptrain_from).model, args.H_kv)
+        source = load_pretrained(name=args.uptrain_from)
+        if args.latent is None:
+            init = mean_pool_kv_heads(source.model, args.H_kv)
+        else:
+            from minigpt.runtime.mla import latent_from_mha
+
+            calibration, _ = Batches(source.tokenizer, config.S_max, 200_000, args.seed).next(8)
+            init = latent_from_mha(source.model, args.latent, calibration)
+    elif args.latent is not None:
+        parser.error("--latent needs --uptrain-from (an MLA model starts from an MHA checkpoint)")
     model, tokenizer, card = train(config, TrainConfig(steps=args.steps, seed=args.seed, warmup=args.warmup), init=init)
     card["uptrained_from"] = args.uptrain_from
+    if args.latent is not None:
+        card["latent"] = {"d_c": args.latent, "init": "activation-weighted SVD of [W_K; W_V]"}
     quality = grammaticality(model, tokenizer, 1000, temperature=1.0, seed=0)
     card["quality"] = {
         "grammatical_fraction_T1": quality.fraction,

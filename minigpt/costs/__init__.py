@@ -75,6 +75,16 @@ from minigpt.costs.kv_storage import (
     paged_slack_tokens,
     quantized_kv_bytes,
 )
+from minigpt.costs.latent import (
+    bounded_decode_step_bytes,
+    latent_kv_cache_bytes,
+    mla_absorb_crossover_T,
+    mla_attention_bytes,
+    mla_attention_flops,
+    mla_attention_time,
+    mla_layer_flops,
+    streaming_kv_cache_bytes,
+)
 from minigpt.costs.memory import (
     FIT_RESERVE,
     MemoryFit,
@@ -199,6 +209,9 @@ FORMULAS = (
     "tp_collectives_per_step", "tp_collective_bytes", "tp_kv_heads_per_rank", "tp_kv_cache_bytes",
     "allreduce_time", "ring_allreduce_beta", "tp_alpha_beta_step_time", "tp_per_gpu_bandwidth",
     "pipeline_time", "tp_replay_step_time",  # Chapter 20, Eqs. (20.1)-(20.7)
+    # Chapters 21-22: latent attention's two decode paths (Eqs. 21.1-21.4), caches that stop growing (22.1)
+    "latent_kv_cache_bytes", "mla_layer_flops", "mla_attention_flops", "mla_attention_bytes", "mla_attention_time",
+    "mla_absorb_crossover_T", "streaming_kv_cache_bytes", "bounded_decode_step_bytes",
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

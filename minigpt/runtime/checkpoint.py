@@ -91,7 +91,12 @@ def load_pretrained(
                          f"but {meta} says {config.to_dict()}")
     if tokenizer.V != config.V:
         raise ValueError(f"checkpoint mismatch: tokenizer has V={tokenizer.V} but config has V={config.V}")
-    model = MiniGPT(config)
+    if "latent" in card:  # multi-head latent attention (runtime.mla): the card names the latent's width
+        from minigpt.runtime.mla import MiniGPTMLA
+
+        model = MiniGPTMLA(config, d_c=card["latent"]["d_c"])
+    else:
+        model = MiniGPT(config)
     try:
         model.load_state_dict(tensors, strict=True)
     except RuntimeError as e:

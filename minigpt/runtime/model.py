@@ -68,6 +68,9 @@ class CausalSelfAttention(nn.Module):
             visible = cache.visible(T)  # [B, T, K] for a ragged cache (each sequence its own length)
         if visible is None:
             visible = causal_visible(S, T, x.device)
+        observe = getattr(cache, "observe", None)
+        if observe is not None:  # a cache that evicts by attention score (runtime.eviction: H2O, SnapKV)
+            observe(self.layer, q, k, visible)
         a = self.kernel(q, k, v, visible)  # [B, H, T, d_h]
         a = a.transpose(1, 2).reshape(B, T, c.d)  # [B, T, d]
         return self.out(a)
