@@ -108,8 +108,8 @@ def new_notebook(relpath: str, title: str) -> nbformat.NotebookNode:
 
 
 def book_notebooks() -> list[Path]:
-    """Every notebook of the book and the exercises (reference solutions excluded)."""
-    return sorted([*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("exercises/*.ipynb")])
+    """Every notebook of the book (chapters, the decoder ring) and the exercises (reference solutions excluded)."""
+    return sorted([*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("decoder_ring/*.ipynb"), *ROOT.glob("exercises/*.ipynb")])
 
 
 def sync(path: Path) -> bool:
