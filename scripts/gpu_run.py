@@ -23,6 +23,9 @@ Stages, in this order, each a subprocess under its own time limit, all within --
           memory, Flash-Decoding occupancy), then gqa, kv_quant, speculative if time is left. Each writes
           its JSON to the staging folder, never into chapters/data (the notebooks are checked against the
           committed data).
+  distributed  Part IV on NCCL when the machine has 2 or more GPUs: scripts/sweep_tp.py --backend nccl
+          (rank r on GPU r, W = 1, 2 and 4 where there are 4 GPUs) -> tp_cuda.json; with fewer GPUs it records
+          how many there were and that NCCL did not run (gloo on CPU is what CI runs)
   unit    pytest tests -m "not site" with MINIGPT_DEVICE (the grader's tests are skipped where bubblewrap
           cannot build a sandbox, and the summary says so)
   nbval   strict nbval over every chapter, exercise and decoder-ring notebook with MINIGPT_DEVICE, the same
@@ -54,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "chapters" / "data"
 WHEELS = ROOT / ".whl"
 SITE = Path("/tmp/site")  # where the wheels go on the GPU machine (pip --target)
-STAGES = ("env", "sweeps", "unit", "nbval")
+STAGES = ("env", "sweeps", "distributed", "unit", "nbval")
 # (sweep, extra arguments, seconds it may take on an H200); the first five are what the book shows.
 SWEEPS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("hardware", (), 120),
@@ -202,6 +205,28 @@ def stage_sweeps(run: Run, reserve_s: float, scale: float) -> None:
     run.stage("sweeps", {"rc": 0 if ok else 1, "sweeps": results})
 
 
+def gpu_count() -> int:
+    """GPUs this process can see (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def stage_distributed(run: Run, reserve_s: float, gpus: int) -> None:
+    """Tensor parallelism on NCCL, one rank per GPU, when there are at least two GPUs; else say so."""
+    if gpus < 2:
+        run.stage("distributed", {"rc": 0, "gpus": gpus,
+                                  "skipped": f"{gpus} GPU(s): NCCL needs 2 or more; Chapter 20 keeps its gloo data"})
+        return
+    worlds = ["1", "2"] + (["4"] if gpus >= 4 else [])
+    out = run.stage_dir / "data" / "tp_cuda.json"
+    cmd = [sys.executable, str(ROOT / "scripts" / "sweep_tp.py"), "--backend", "nccl", "--worlds", *worlds,
+           "--out", str(out)]
+    r = child(run, "sweep_tp_nccl", cmd, max(30.0, min(240.0, run.left() - reserve_s)))
+    r.update(gpus=gpus, wrote=out.name if out.is_file() else None)
+    run.stage("distributed", r)
+
+
 def _xdist(workers: int, dist: str | None = None) -> list[str]:
     """pytest-xdist's options where it is installed (the GPU machine has it; this project's venv does not)."""
     try:
@@ -338,6 +363,8 @@ def main() -> int:
     tests = [s for s in args.stages if s in ("unit", "nbval")]
     if "sweeps" in args.stages:
         stage_sweeps(run, args.test_reserve if tests else 0.0, args.sweep_time_scale)
+    if "distributed" in args.stages:
+        stage_distributed(run, args.test_reserve if tests else 0.0, gpu_count())
     if tests:
         stage_tests(run, tests, args.workers)
     return pack(run)

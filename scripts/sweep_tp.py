@@ -40,10 +40,13 @@ def main() -> None:
     p.add_argument("--B", type=int, default=1)
     p.add_argument("--P", type=int, default=16)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
+                   help="gloo: ranks on this CPU; nccl: rank r on GPU r (needs as many GPUs as the largest W)")
+    p.add_argument("--worlds", type=int, nargs="+", default=[1, 2, 4], help="group sizes W to time")
     a = p.parse_args()
     import torch
 
-    worlds = (1, 2, 4)
+    worlds = tuple(a.worlds)
     sizes = [2**k for k in range(4, 19, 2)]  # fp32 values: 64 B .. 1 MiB
     steps, allreduce = {W: [] for W in worlds}, {W: {n: [] for n in sizes} for W in worlds if W > 1}
     gaps = {W: {g: [] for g in tp_workers.GAPS_S} for W in worlds if W > 1}
@@ -51,7 +54,7 @@ def main() -> None:
     for r in range(a.rounds):
         for W in worlds:
             out = launch.run(tp_workers.measure_round, W, "minigpt", a.B, a.P, a.steps, a.repeats, sizes,
-                             a.inner, timeout_s=300)
+                             a.inner, backend=a.backend, timeout_s=300)
             steps[W] += [max(t) for t in zip(*(o["times"] for o in out), strict=True)]  # the slowest rank
             records[W] = out[0]["record"]
             if W > 1:
@@ -78,11 +81,11 @@ def main() -> None:
         predicted[W] = dict(n_coll=n_coll, coll_bytes=nbytes / n_coll, step_s=step)
     data = {
         "script": "scripts/sweep_tp.py",
-        "environment": measure.environment("cpu", torch.float32),
+        "environment": measure.environment("cuda" if a.backend == "nccl" else "cpu", torch.float32),
         "cores": os.cpu_count(),
         "load_average_1min": [load_start[0], os.getloadavg()[0]],  # start, end: a shared machine
         "threads_per_rank": 1,
-        "backend": "gloo",
+        "backend": a.backend,
         "model": "minigpt",
         "B": a.B, "P": a.P, "steps_per_block": a.steps, "rounds": a.rounds, "repeats": a.repeats,
         "inner": a.inner,

@@ -114,3 +114,20 @@ def test_a_gpu_is_matched_to_its_datasheet(device_name: str, preset: str | None)
 
     found = datasheet(device_name)
     assert (found.name if found else None) == preset
+
+
+def test_distributed_stage_records_a_single_gpu_and_runs_nothing(gpu_run, tmp_path: Path, monkeypatch) -> None:
+    run = gpu_run.Run(tmp_path / "out", 100.0, "cuda")
+    monkeypatch.setattr(gpu_run, "child", lambda *a, **k: pytest.fail("NCCL must not run on one GPU"))
+    gpu_run.stage_distributed(run, 0.0, gpus=1)
+    assert run.record["stages"]["distributed"]["gpus"] == 1
+    assert "NCCL needs 2 or more" in run.record["stages"]["distributed"]["skipped"]
+
+
+def test_distributed_stage_runs_the_nccl_sweep_on_two_gpus(gpu_run, tmp_path: Path, monkeypatch) -> None:
+    run = gpu_run.Run(tmp_path / "out", 100.0, "cuda")
+    calls = []
+    monkeypatch.setattr(gpu_run, "child", lambda run, name, cmd, limit: calls.append(cmd) or {"rc": 0})
+    gpu_run.stage_distributed(run, 0.0, gpus=2)
+    assert calls and "--backend" in calls[0] and calls[0][calls[0].index("--backend") + 1] == "nccl"
+    assert calls[0][calls[0].index("--worlds") + 1:calls[0].index("--out")] == ["1", "2"]

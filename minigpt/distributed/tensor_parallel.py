@@ -84,7 +84,7 @@ class TensorParallelMiniGPT:
 
     def new_cache(self, B: int = 1, S_max: int | None = None) -> KVCache:
         """This rank's cache: its K/V heads only (a replica counts in full)."""
-        return KVCache(self.local, B, S_max=S_max, dtype=self.tok_emb.dtype)
+        return KVCache(self.local, B, S_max=S_max, dtype=self.tok_emb.dtype, device=self.tok_emb.device)
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Vocab-parallel lookup: rows this rank does not hold are zeros; the all-reduce fills them."""
