@@ -1,4 +1,4 @@
-"""The exercises by id ("ex01" ... "ex15") and question lookup ("ex01.q1")."""
+"""The exercises by id ("ex01" ... "ex18") and question lookup ("ex01.q1")."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from minigpt.exercises import (
     ex14,
     ex15,
     ex17,
+    ex18,
 )
 from minigpt.exercises.spec import Exercise, Question
 
-_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex17)
+_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex17, ex18)
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in _MODULES}
 
 

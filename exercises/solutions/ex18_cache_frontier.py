@@ -1,0 +1,54 @@
+"""Reference solutions for exercises/ex18_cache_frontier.ipynb (instructors only; not in the package or the book).
+
+Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
+"""
+
+import math
+
+import torch
+
+
+# %% solution:q1
+def absorbed_decode(x, c, w_q, w_uk, w_uv, w_o):
+    """One decode step of latent attention over the latents c, W_UK and W_UV absorbed; [d]."""
+    H, d_h, d_c = w_uk.shape
+    out = torch.zeros(w_o.shape[0])
+    for h in range(H):
+        rows = slice(h * d_h, (h + 1) * d_h)
+        q = w_q[rows] @ x  # [d_h]
+        q_lat = w_uk[h].T @ q  # [d_c]: W_UK absorbed into the query
+        scores = c @ q_lat / math.sqrt(d_h)  # [S]
+        weights = torch.softmax(scores, dim=-1)
+        o_lat = weights @ c  # [d_c]
+        out = out + w_o[:, rows] @ (w_uv[h] @ o_lat)  # W_UV absorbed into the output
+    return out
+
+
+# %% solution:q2
+def h2o_keep(positions, scores, budget, recent):
+    """The positions H2O keeps, in increasing order."""
+    n = len(positions)
+    if n <= budget:
+        return list(positions)
+    old = range(n - recent)
+    heavy = sorted(old, key=lambda i: float(scores[i]), reverse=True)[: budget - recent]
+    kept = sorted(heavy) + list(range(n - recent, n))
+    return [positions[i] for i in kept]
+
+
+# %% solution:q3
+def h2o_step_bytes(model, S, B, budget):
+    """Bytes one decode step reads with an H2O cache of `budget` tokens (bf16)."""
+    seen = min(S, budget + 1)
+    kv_per_token = 2 * model.L * model.H_kv * model.d_h * 2
+    return model.N_params * 2 + B * seen * kv_per_token
+
+
+# %% solution:q4
+def window_slots(S, window, sinks):
+    """Position held in each of the sinks + window slots after S tokens; -1 if empty."""
+    slots = [-1] * (sinks + window)
+    for t in range(S):
+        slot = t if t < sinks else sinks + (t - sinks) % window
+        slots[slot] = t
+    return slots

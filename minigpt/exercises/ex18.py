@@ -1,0 +1,161 @@
+"""Exercise 18 (Chapters 21-22, the cache's memory in 2026): a decode step of latent attention through the
+absorbed weights, H2O's keep-set, the bytes a decode step reads under an eviction budget, and the ring of a
+sliding window with attention sinks.
+
+The oracles are the package: q1 runs `minigpt.runtime.mla.LatentAttention`'s *naive* path (decompress K
+and V from the cached latents, multi-head attention) on the student's weights and latents, so an absorbed
+answer passes only if the absorption is exact; q2 is `H2OCache`'s eviction on a row of held positions and
+scores; q3 is `costs.bounded_decode_step_bytes` (Eq. 22.1) with `costs.kv_bytes_per_token` (Eq. 2.1); q4
+is `WindowKVCache`'s slots after S tokens.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.costs.preset_types import ModelPreset
+from minigpt.costs.presets import MODELS
+from minigpt.exercises.spec import Exercise, Question, exact_int, int_list, randn, tensor, uniform
+from minigpt.runtime.eviction import H2OCache
+from minigpt.runtime.mla import LatentAttention, LatentCache
+from minigpt.runtime.window_cache import WindowKVCache
+
+
+def _absorbed_cases(rng: random.Random) -> list[dict]:
+    """d_c never equals d_h, so a score divided by the wrong width (√d_c) shows."""
+    cases = []
+    for _ in range(6):
+        H, d_h = rng.choice([1, 2, 4]), rng.choice([2, 4, 8])
+        d_c = rng.choice([c for c in (3, 5, 6, 8, 12) if c != d_h])
+        d, S = H * d_h, rng.randint(2, 12)
+        cases.append(dict(x=randn([d], rng), c=randn([S, d_c], rng), w_q=randn([d, d], rng, 0.5),
+                          w_uk=randn([H, d_h, d_c], rng, 0.5), w_uv=randn([H, d_h, d_c], rng, 0.5),
+                          w_o=randn([d, d], rng, 0.5)))
+    return cases
+
+
+@torch.no_grad()
+def _naive(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
+           w_o: torch.Tensor) -> torch.Tensor:
+    """The package's naive decode step: the last latent c[-1] is the query token's own (its down-projection
+    is the rank-one map x ↦ c[-1], so the layer writes exactly c[-1] into the cache), the S - 1 before it
+    are already cached."""
+    H, d_h, d_c = w_uk.shape
+    S = c.shape[0]
+    config = ModelConfig(L=1, H=H, H_kv=H, d_h=d_h, d_ffn=1, V=1, S_max=S)
+    attn = LatentAttention(config, 0, d_c)
+    attn.q.weight.copy_(w_q)
+    attn.q.bias.zero_()
+    attn.up.weight.copy_(torch.cat([w_uk.reshape(H * d_h, d_c), w_uv.reshape(H * d_h, d_c)]))
+    attn.out.weight.copy_(w_o)
+    attn.out.bias.zero_()
+    attn.down.weight.copy_(torch.outer(c[-1], x) / (x @ x))
+    cache = LatentCache(config, d_c, 1, S_max=S)
+    cache.c[0, 0, : S - 1] = c[:-1]
+    cache.advance(S - 1)
+    attn.path = "naive"
+    return attn(x.view(1, 1, -1), cache, S=S - 1)[0, 0]
+
+
+def _keep_cases(rng: random.Random) -> list[dict]:
+    """A row of n held tokens (earlier evictions leave gaps; the newest ones are contiguous), most over budget."""
+    cases = []
+    for i in range(8):
+        budget = rng.randint(2, 12)
+        recent = rng.randint(0, budget)
+        n = budget + (0 if i == 0 else rng.randint(1, 6))  # one case within the budget: nothing evicted
+        tail = min(n, recent + rng.randint(0, 3))
+        t = n + rng.randint(0, 20)
+        positions = sorted(rng.sample(range(t - tail), n - tail)) + list(range(t - tail, t))
+        cases.append(dict(positions=positions, scores=uniform([n], rng, 0.0, 4.0), budget=budget, recent=recent))
+    return cases
+
+
+def _h2o_keep(positions: list[int], scores: torch.Tensor, budget: int, recent: int) -> list[int]:
+    n = len(positions)
+    cache = H2OCache(ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1, S_max=n), budget=budget, recent=recent)
+    cache.pos[..., :n] = torch.tensor(positions)
+    cache.score[..., :n] = scores
+    cache.n, cache.t = n, positions[-1] + 1
+    cache._evict(0)
+    return cache.pos[0, 0, 0, : cache.n].tolist()
+
+
+def _bytes_cases(rng: random.Random) -> list[dict]:
+    """Half the cases sit at the edge, S = b + 1 or b + 2, where the step's own token decides."""
+    names = [n for n in MODELS if n != "MiniGPT"]
+    cases = []
+    for i in range(8):
+        budget = rng.choice([64, 256, 1024, 2048, 4096])
+        S = budget + rng.choice([1, 2]) if i % 2 else rng.randint(1, 4 * budget)
+        cases.append(dict(model={"$preset": rng.choice(names)}, S=S, B=rng.choice([1, 4, 16, 64]), budget=budget))
+    return cases
+
+
+def _h2o_step_bytes(model: ModelPreset, S: int, B: int, budget: int) -> int:
+    kv = costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
+    return costs.bounded_decode_step_bytes(weight_bytes=model.N_params * 2, kv_bytes_per_token=kv, S=S,
+                                           budget=budget + 1, B=B)
+
+
+def _slot_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for i in range(8):
+        window, sinks = rng.randint(1, 8), rng.choice([0, 1, 2, 4])
+        S = rng.randint(0, sinks + window) if i == 0 else rng.randint(sinks + window + 1, 4 * (sinks + window) + 3)
+        cases.append(dict(S=S, window=window, sinks=sinks))
+    return cases
+
+
+def _window_slots(S: int, window: int, sinks: int) -> list[int]:
+    cache = WindowKVCache(ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1), window=window, sinks=sinks)
+    for _ in range(S):
+        cache.advance(1)
+    return cache.slot_pos.tolist()
+
+
+EXERCISE = Exercise(
+    id="ex18",
+    notebook="ex18_cache_frontier.ipynb",
+    title="The cache's memory, 2026",
+    questions=(
+        Question(
+            "q1", "absorbed_decode", "absorbed_decode(x, c, w_q, w_uk, w_uv, w_o) -> tensor", _absorbed_cases,
+            _naive, tensor(atol=1e-4, rtol=1e-4),
+            "never rebuild the keys or values of the cached tokens. For each head, carry its query into the "
+            "latent space with the transpose of that head's key up-projection, score it against every latent, "
+            "scale by one over the square root of d_h (the head width, as the naive path does, not d_c), take "
+            "the softmax, and average the latents with those weights; that head's value up-projection then "
+            "takes the average back to d_h, and the head's columns of the output projection to d. Sum the "
+            "heads. The checker compares with the naive path, which decompresses keys and values first.",
+        ),
+        Question(
+            "q2", "h2o_keep", "h2o_keep(positions, scores, budget, recent) -> list[int]", _keep_cases,
+            _h2o_keep, int_list,
+            "if the row holds at most budget tokens nothing goes. Otherwise the recent newest positions stay "
+            "whatever their score, and the remaining budget - recent places go to the highest accumulated "
+            "scores among the older tokens only (a recent token must not take a heavy hitter's place). Return "
+            "the kept positions in increasing order, budget of them.",
+        ),
+        Question(
+            "q3", "h2o_step_bytes", "h2o_step_bytes(model, S, B, budget) -> int", _bytes_cases, _h2o_step_bytes,
+            exact_int,
+            "the step reads every weight once (bf16, 2 bytes each) and, for each of the B sequences, the keys "
+            "and values of every layer and K/V head of the tokens its attention sees. H2O evicts after the "
+            "step, so attention sees the budget held plus the step's own token, or all S tokens while S is "
+            "smaller than that.",
+        ),
+        Question(
+            "q4", "window_slots", "window_slots(S, window, sinks) -> list[int]", _slot_cases, _window_slots,
+            int_list,
+            "the cache has sinks + window slots. The first sinks tokens take the first slots and never move; "
+            "every later token goes into the ring of window slots after them, in turn, overwriting the token "
+            "that came window positions earlier. Return, slot by slot, the position held after the first S "
+            "tokens were written, or -1 where a slot is still empty.",
+        ),
+    ),
+)
