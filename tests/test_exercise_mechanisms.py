@@ -1,7 +1,8 @@
-"""The mechanism questions of Exercises 9, 11, 12 and 13 fail the plausible wrong answers: each mutant below is the
-reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random cases
+"""The mechanism questions of Exercises 9, 11, 12, 13, 17 and 18 fail the plausible wrong answers: each mutant
+below is the reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random cases
 (two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
-of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding."""
+of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding, and the
+oracle of Exercise 18's absorbed decode (the package's naive path) is the package's absorbed path too."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from minigpt.exercises import EXERCISES, ex13, run_check
+from minigpt.config import ModelConfig
+from minigpt.exercises import EXERCISES, ex13, ex18, run_check
 from minigpt.exercises.spec import build_case
 from minigpt.runtime.attention import combine_chunks, flash_decode
+from minigpt.runtime.mla import LatentAttention, LatentCache
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
-             for eid in ("ex09", "ex11", "ex12", "ex13", "ex17")}
+             for eid in ("ex09", "ex11", "ex12", "ex13", "ex17", "ex18")}
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
@@ -105,6 +108,30 @@ MUTANTS = [
      "K/V replicas not counted when H_kv < W"),
     ("ex17.q4", "smallest_tp", "cache = 2 * model.L * B * S * kv_heads * model.d_h * 2",
      "cache = 2 * model.L * B * S * model.H_kv * model.d_h * 2 / W", "the cache split W ways regardless of heads"),
+    ("ex18.q1", "absorbed_decode", "scores = c @ q_lat / math.sqrt(d_h)", "scores = c @ q_lat / math.sqrt(d_c)",
+     "scores scaled by the latent's width, not the head's"),
+    ("ex18.q1", "absorbed_decode", "out = out + w_o[:, rows] @ (w_uv[h] @ o_lat)",
+     "out = out + w_o[:, rows] @ (w_uk[h] @ o_lat)", "values brought back with the key up-projection"),
+    ("ex18.q1", "absorbed_decode", "weights = torch.softmax(scores, dim=-1)", "weights = torch.exp(scores)",
+     "the weights not normalised"),
+    ("ex18.q1", "absorbed_decode", "rows = slice(h * d_h, (h + 1) * d_h)", "rows = slice(h, None, H)",
+     "heads' rows dealt round-robin, not in blocks"),
+    ("ex18.q2", "h2o_keep", "old = range(n - recent)", "old = range(n)",
+     "heavy hitters chosen among the recent tokens too (fewer than budget kept)"),
+    ("ex18.q2", "h2o_keep", "[: budget - recent]", "[:budget]", "budget heavy hitters on top of the recent window"),
+    ("ex18.q2", "h2o_keep", "kept = sorted(heavy) + list(range(n - recent, n))",
+     "kept = heavy + list(range(n - recent, n))", "kept positions returned in score order"),
+    ("ex18.q2", "h2o_keep", "key=lambda i: float(scores[i]), reverse=True", "key=lambda i: float(scores[i])",
+     "the lowest scores kept"),
+    ("ex18.q3", "h2o_step_bytes", "seen = min(S, budget + 1)", "seen = min(S, budget)",
+     "the step's own token forgotten: H2O evicts after attention"),
+    ("ex18.q3", "h2o_step_bytes", "seen = min(S, budget + 1)", "seen = S", "the cache priced as if it grew"),
+    ("ex18.q3", "h2o_step_bytes", "kv_per_token = 2 * model.L * model.H_kv * model.d_h * 2",
+     "kv_per_token = 2 * model.L * model.H * model.d_h * 2", "query heads counted as K/V heads"),
+    ("ex18.q4", "window_slots", "slot = t if t < sinks else sinks + (t - sinks) % window",
+     "slot = t % (sinks + window)", "the sinks inside the ring: overwritten"),
+    ("ex18.q4", "window_slots", "slot = t if t < sinks else sinks + (t - sinks) % window",
+     "slot = t if t < sinks else sinks + t % window", "the ring's phase not shifted by the sinks"),
 ]
 
 
@@ -128,7 +155,7 @@ def test_plausible_wrong_answer_fails(qid: str, function: str, old: str, new: st
 CODE = re.compile(r"torch\.|costs\.|np\.|\w\.\w+\(|repeat_interleave|unflatten|\[:, :")
 
 
-@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13", "ex17"])
+@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13", "ex17", "ex18"])
 def test_hints_are_words_not_code(eid: str) -> None:
     for q in EXERCISES[eid].questions:
         assert not CODE.search(q.hint), f"{eid}.{q.id}'s hint shows code: {q.hint}"
@@ -158,3 +185,30 @@ def test_sampled_round_oracle_is_thread_safe() -> None:
     for _ in range(3):
         with ThreadPoolExecutor(max_workers=4) as pool:
             assert list(pool.map(lambda c: q.oracle(**c), cases)) == serial
+
+
+def test_absorbed_oracle_is_the_packages_absorbed_path() -> None:
+    """ex18.q1's oracle runs `LatentAttention`'s naive path; the same layer folded (`fold`, the absorbed path)
+    gives the same output, so the question checks an absorption the package itself performs."""
+    for case in ex18.EXERCISE.question("q1").cases(random.Random(3)):
+        args = build_case(case)
+        naive = ex18._naive(**args)
+        H, d_h, d_c = args["w_uk"].shape
+        S = args["c"].shape[0]
+        config = ModelConfig(L=1, H=H, H_kv=H, d_h=d_h, d_ffn=1, V=1, S_max=S)
+        attn = LatentAttention(config, 0, d_c)
+        with torch.no_grad():
+            attn.q.weight.copy_(args["w_q"])
+            attn.q.bias.zero_()
+            attn.up.weight.copy_(torch.cat([args["w_uk"].reshape(-1, d_c), args["w_uv"].reshape(-1, d_c)]))
+            attn.out.weight.copy_(args["w_o"])
+            attn.out.bias.zero_()
+            attn.down.weight.copy_(torch.outer(args["c"][-1], args["x"]) / (args["x"] @ args["x"]))
+            attn.fold()
+            attn.path = "absorbed"
+            cache = LatentCache(config, d_c, 1, S_max=S)
+            cache.c[0, 0, : S - 1] = args["c"][:-1]
+            cache.advance(S - 1)
+            absorbed = attn(args["x"].view(1, 1, -1), cache, S=S - 1)[0, 0]
+        torch.testing.assert_close(absorbed, naive, atol=1e-4, rtol=1e-4)
+        assert not torch.allclose(naive, torch.zeros_like(naive))
