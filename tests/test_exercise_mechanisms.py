@@ -1,6 +1,6 @@
 """The mechanism questions of Exercises 9, 11, 12, 13, 17 and 18 fail the plausible wrong answers: each mutant
-below is the reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random cases
-(two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
+below is the reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random
+cases (two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
 of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding, and the
 oracle of Exercise 18's absorbed decode (the package's naive path) is the package's absorbed path too."""
 
