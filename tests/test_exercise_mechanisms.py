@@ -16,6 +16,7 @@ import torch
 from minigpt.config import ModelConfig
 from minigpt.exercises import EXERCISES, ex13, ex18, run_check
 from minigpt.exercises.spec import build_case
+from minigpt.grading.review import review_cell
 from minigpt.runtime.attention import combine_chunks, flash_decode
 from minigpt.runtime.mla import LatentAttention, LatentCache
 
@@ -212,3 +213,12 @@ def test_absorbed_oracle_is_the_packages_absorbed_path() -> None:
             absorbed = attn(args["x"].view(1, 1, -1), cache, S=S - 1)[0, 0]
         torch.testing.assert_close(absorbed, naive, atol=1e-4, rtol=1e-4)
         assert not torch.allclose(naive, torch.zeros_like(naive))
+
+
+def test_review_lists_exercise_18s_oracles() -> None:
+    """The modules that compute ex18's answers (the MLA layer, H2O, the window ring, Eq. 22.1) are listed for
+    the instructor when a submission imports them (they are absent from the grading sandbox anyway)."""
+    cell = ("from minigpt.runtime.mla import LatentAttention\nfrom minigpt.runtime.eviction import H2OCache\n"
+            "from minigpt.runtime.window_cache import WindowKVCache\n"
+            "from minigpt.costs.latent import bounded_decode_step_bytes\n")
+    assert [f.category for f in review_cell(0, cell)] == ["answer"] * 4

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 ANSWER_MODULES = {"costs", "presets", "roofline", "text_rates", "exercises", "grading", "measure", "cost_curve",
                   "sweeps", "flops", "memory", "params", "traffic", "wall_clock", "batching", "kv_storage", "parallel",
-                  "shape", "format", "quality", "attention", "attention_kernels"}
+                  "shape", "format", "quality", "attention", "attention_kernels",
+                  "latent", "mla", "eviction", "window_cache"}  # the last four: Exercise 18's oracles
 RUNTIME_ANSWERS = {"generate", "prefill", "decode_step", "stream", "sample", "attention", "causal_visible", "KVCache",
                    "RequestMeters", "MiniGPT", "no_cache_step"}
 RUNTIME_MODULES = {"model", "kv_cache", "meters", "generate"}  # minigpt.runtime modules that hold some answers
