@@ -116,7 +116,8 @@ class RequestRecord:
     prefill_rank: int | None = None
     decode_rank: int | None = None
     kv_bytes: int = 0  # K/V bytes of the transfer that completed (Eq. 2.1 · P)
-    transfer_s: float | None = None  # first token sampled -> transfer complete, as the prefill worker saw it
+    transfer_s: float | None = None  # seconds the prefill worker's sender spent on the transfer
+    retried: list[str] = field(default_factory=list)  # why each earlier attempt was given up
 
     @property
     def ttft_s(self) -> float:
@@ -157,6 +158,7 @@ class DisaggRun:
     workers: dict[int, dict]
     dead: dict[int, str]
     span_s: float
+    pids: dict[int, int] = field(default_factory=dict)  # every worker's process id (from its hello)
 
     @property
     def kv_bytes(self) -> int:
@@ -442,9 +444,10 @@ class Driver:
         if r.attempt < self.cfg.retries and self._pick(self.cfg.decode_ranks(), "decode") is not None \
                 and self._pick(self.cfg.prefill_ranks(), "prefill") is not None:
             r.attempt += 1
-            r.status, r.tokens, r.token_s = "queued", [], []
+            r.status, r.tokens, r.token_s, r.kv_bytes, r.transfer_s = "queued", [], [], 0, None
             r.prefill_rank = r.decode_rank = None
-            r.reason = f"retried after: {why}"
+            r.retried.append(why)
+            r.reason = ""
             self.queue.appendleft(i)
         else:
             r.status = "failed"
@@ -581,7 +584,7 @@ class Driver:
                 pass  # it died after the last request ended
         for t in threads:
             t.join(timeout=10)
-        return DisaggRun(self.records, self.log, {}, dict(self.dead), end)
+        return DisaggRun(self.records, self.log, {}, dict(self.dead), end, dict(self.pids))
 
 
 def _recv_report(src: int):
