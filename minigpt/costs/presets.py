@@ -191,6 +191,23 @@ LINKS: dict[str, LinkPreset] = {
             source="NVIDIA H100 Tensor Core GPU datasheet: NVLink 900 GB/s per GPU, the total of both "
             "directions (18 links), so 450 GB/s each way; https://www.nvidia.com/en-us/data-center/h100/",
         ),
+        # Chapter 19: links a request's K/V can take from a prefill GPU to a decode GPU
+        LinkPreset(
+            "InfiniBand NDR 400 Gb/s", bandwidth_per_direction=50e9,
+            source="NVIDIA ConnectX-7 / Quantum-2 InfiniBand NDR: 400 Gb/s per port each way = 50 GB/s "
+            "(one NIC per GPU in a DGX H100); https://www.nvidia.com/en-us/networking/infiniband-adapters/",
+        ),
+        LinkPreset(
+            "PCIe Gen5 x16 (peer)", bandwidth_per_direction=64e9,
+            source="PCI-SIG PCIe 5.0: 32 GT/s per lane, x16 = 63 GB/s each way, GPU to GPU through a PCIe switch "
+            "without NVLink; NVIDIA H100 PCIe datasheet 'PCIe Gen5: 128GB/s' (both directions); "
+            "https://www.nvidia.com/en-us/data-center/h100/",
+        ),
+        LinkPreset(
+            "100 GbE", bandwidth_per_direction=12.5e9,
+            source="IEEE 802.3 100 Gigabit Ethernet: 100 Gb/s each way = 12.5 GB/s before protocol overhead "
+            "(RoCE or TCP between two servers); https://standards.ieee.org/ieee/802.3/",
+        ),
     )
 }
 
