@@ -360,6 +360,10 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     for rates, att, target, chips in [([1, 2, 4], [1.0, 0.95, 0.5], 0.9, 1), ([4, 1, 2], [0.2, 0.95, 0.91], 0.9, 2),
                                       ([3.0], [0.5], 0.9, 1), ([1, 2, 3], [0.9, 0.8, 1.0], 0.8, 4)]:
         calls.append(("goodput", dict(rates=rates, attainments=att, target=target, chips=chips), None))
+    for chips, rp, rd in [(2, 1.0, 1.0), (5, 3.0, 1.0), (8, 0.5, 2.0), (7, 2.5, 2.5), (4, 10.0, 0.1)]:  # Eq. (19.5)
+        calls.append(("best_pd_ratio", dict(chips=chips, prefill_rate=rp, decode_rate=rd), None))
+        calls.append(("disagg_rate", dict(prefill_chips=chips - 1, decode_chips=1, prefill_rate=rp,
+                                          decode_rate=rd), None))
     return calls
 
 

@@ -35,7 +35,14 @@ from minigpt.costs.attention_kernels import (
     tiled_attention_flops,
     tiled_attention_hbm_bytes,
 )
-from minigpt.costs.disaggregation import goodput, kv_transfer_bytes, kv_transfer_time, slo_attainment
+from minigpt.costs.disaggregation import (
+    best_pd_ratio,
+    disagg_rate,
+    goodput,
+    kv_transfer_bytes,
+    kv_transfer_time,
+    slo_attainment,
+)
 from minigpt.costs.batching import batching_gain, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
     cache_saving_factor,
@@ -184,6 +191,7 @@ FORMULAS = (
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
     "kv_transfer_bytes", "kv_transfer_time", "slo_attainment", "goodput",  # Chapter 19, Eqs. (19.1)-(19.4)
+    "disagg_rate", "best_pd_ratio",  # Chapter 19, Eq. (19.5)
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

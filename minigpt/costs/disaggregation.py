@@ -77,3 +77,18 @@ def goodput(*, rates: Sequence[float], attainments: Sequence[float], target: flo
             break
         best = r
     return best / _int("chips", chips, 1)
+
+
+def disagg_rate(*, prefill_chips: int, decode_chips: int, prefill_rate: float, decode_rate: float) -> float:
+    """Requests per second that N prefill and M decode chips sustain together, Eq. (19.5):
+    min(N · prefill_rate, M · decode_rate), each rate what one chip of that pool serves within its SLO."""
+    N, M = _int("prefill_chips", prefill_chips, 1), _int("decode_chips", decode_chips, 1)
+    return min(N * _positive("prefill_rate", prefill_rate), M * _positive("decode_rate", decode_rate))
+
+
+def best_pd_ratio(*, chips: int, prefill_rate: float, decode_rate: float) -> dict[str, int]:
+    """The split of `chips` (N + M, both >= 1) that maximises Eq. (19.5); among equals, the fewest prefill chips."""
+    total = _int("chips", chips, 2)
+    best = max(range(1, total), key=lambda n: (disagg_rate(prefill_chips=n, decode_chips=total - n,
+                                                           prefill_rate=prefill_rate, decode_rate=decode_rate), -n))
+    return {"prefill": best, "decode": total - best}

@@ -1,11 +1,28 @@
-"""The exercises by id ("ex01" ... "ex15") and question lookup ("ex01.q1")."""
+"""The exercises by id ("ex01" ... "ex16") and question lookup ("ex01.q1")."""
 
 from __future__ import annotations
 
-from minigpt.exercises import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15
+from minigpt.exercises import (
+    ex01,
+    ex02,
+    ex03,
+    ex04,
+    ex05,
+    ex06,
+    ex07,
+    ex08,
+    ex09,
+    ex10,
+    ex11,
+    ex12,
+    ex13,
+    ex14,
+    ex15,
+    ex16,
+)
 from minigpt.exercises.spec import Exercise, Question
 
-_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15)
+_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16)
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in _MODULES}
 
 

@@ -784,6 +784,20 @@
     return best / Number(int(a, "chips", 1, 1));
   };
 
+  C.disagg_rate = function (a) {
+    const n = N(int(a, "prefill_chips", 1)), m = N(int(a, "decode_chips", 1));
+    return Math.min(n * num(a, "prefill_rate", 0, true), m * num(a, "decode_rate", 0, true));
+  };
+  C.best_pd_ratio = function (a) {
+    const total = N(int(a, "chips", 2));
+    let best = 1, bestRate = -1;
+    for (let n = 1; n < total; n++) {
+      const r = C.disagg_rate({ prefill_chips: n, decode_chips: total - n, prefill_rate: a.prefill_rate, decode_rate: a.decode_rate });
+      if (r > bestRate) { best = n; bestRate = r; }
+    }
+    return { prefill: best, decode: total - best };
+  };
+
   // ---- Chapter 18: the overhead floor (n_ops operators of t_op seconds each) ----
   C.overhead_floor_s = (a) => N(int(a, "n_ops", 1)) * num(a, "t_op", 0, true);
   C.overhead_step_time = function (a) {
