@@ -137,7 +137,8 @@ def main() -> None:
     parser.add_argument("--ttft-x", type=float, default=5.0)
     parser.add_argument("--tpot-x", type=float, default=2.0)
     parser.add_argument("--replay-requests", type=int, default=100)
-    parser.add_argument("--skip-measured", action="store_true")
+    parser.add_argument("--skip-measured", action="store_true", help="keep the JSON's measured part")
+    parser.add_argument("--skip-replayed", action="store_true", help="keep the JSON's replayed part")
     args = parser.parse_args()
     device, dtype, path = sweeps.sweep_setup(args, "disagg")
     torch.set_num_threads(args.threads or 1)
@@ -147,7 +148,10 @@ def main() -> None:
         data = sweeps.read_json(path)
     else:
         data["measured"] = measured(args)
-    data["replayed"] = replayed(args.replay_requests)
+    if args.skip_replayed and path.exists():
+        data["replayed"] = sweeps.read_json(path)["replayed"]
+    else:
+        data["replayed"] = replayed(args.replay_requests)
     data["elapsed_s"] = time.perf_counter() - started
     sweeps.write_json(path, data)
     print(f"wrote {path} in {data['elapsed_s']:.0f} s")

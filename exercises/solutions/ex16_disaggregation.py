@@ -26,7 +26,7 @@ def goodput_by_hand(runs, ttft_slo, tpot_slo):
             ok += ttft <= ttft_slo and (math.isnan(tpot) or tpot <= tpot_slo)
         attainments.append(ok / len(run["requests"]))
     best = 0.0
-    for run, a in zip(sorted(runs, key=lambda r: r["rate"]), attainments):
+    for run, a in zip(sorted(runs, key=lambda r: r["rate"]), attainments, strict=True):
         if a < 0.9:
             break
         best = run["rate"]

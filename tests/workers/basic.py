@@ -33,3 +33,12 @@ def exit_hard(rank: int, world_size: int) -> None:
     if rank == 0:
         os._exit(3)
     time.sleep(60)
+
+
+def die_on_rank_2(rank: int, world_size: int, pid_file: str) -> str:
+    with open(f"{pid_file}.{rank}", "w") as f:
+        f.write(str(os.getpid()))
+    if rank == 2:
+        os._exit(5)
+    time.sleep(1.0)
+    return f"rank {rank} done"
