@@ -33,11 +33,14 @@ from minigpt.serving import goodput as G
 from minigpt.serving.trace import poisson_trace
 
 REPLAY_LINKS = ("NVLink 4 (H100 SXM)", "PCIe Gen5 x16 (peer)", "InfiniBand NDR 400 Gb/s", "100 GbE")
-RATIOS = ((1, 1), (1, 2), (2, 1), (1, 3), (3, 1))
-WORKLOADS = {"long prompts": {"P": (1024, 3072), "D": (64, 256)}, "short prompts": {"P": (16, 128), "D": (64, 256)}}
+RATIOS = ((1, 1), (1, 2), (2, 1), (1, 3))
+WORKLOADS = {
+    "long prompts": {"P": (1024, 3072), "D": (32, 128), "rates": (2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 20.0)},
+    "short prompts": {"P": (16, 128), "D": (32, 128), "rates": (16.0, 32.0, 64.0, 96.0, 128.0, 192.0, 256.0)},
+}
+SHORT_FOR = ("Llama-2-7B",)  # the short-prompt workload is replayed for these models only (time)
 SLO = {"ttft_s": 0.4, "tpot_s": 0.025, "source": "chatbot-like SLOs in the spirit of DistServe's (TTFT a few tenths "
        "of a second, TPOT below a reading pace); chosen here, not taken from a paper"}
-PER_CHIP_RATES = (2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0)
 
 
 def summary(records: list[Any], slo: dict[str, float]) -> dict[str, float]:
@@ -91,20 +94,22 @@ def measured(args: Any) -> dict[str, Any]:
 
 def replayed(requests: int) -> dict[str, Any]:
     hw = HARDWARE["H100 SXM"]
-    out: dict[str, Any] = {"chip": hw.name, "slo": SLO, "per_chip_rates": list(PER_CHIP_RATES), "models": {}}
+    out: dict[str, Any] = {"chip": hw.name, "slo": SLO, "models": {}}
     for name in ("Llama-2-7B", "Llama-3-8B"):
         m = MODELS[name]
         per_model: dict[str, Any] = {}
         for wname, w in WORKLOADS.items():
+            if wname == "short prompts" and name not in SHORT_FOR:
+                continue
             def trace(rate: float, w=w, m=m) -> list[Request]:
                 return poisson_trace(requests, rate=rate, seed=3, P=w["P"], D=w["D"], V=m.V)
 
-            def curve(serve, chips: int) -> dict[str, Any]:
-                rates = [r * chips for r in PER_CHIP_RATES]
+            def curve(serve, chips: int, w=w) -> dict[str, Any]:
+                rates = [r * chips for r in w["rates"]]
                 return G.goodput_curve(trace, rates, serve, ttft_slo=SLO["ttft_s"], tpot_slo=SLO["tpot_s"],
                                        chips=chips)
 
-            res: dict[str, Any] = {"P": list(w["P"]), "D": list(w["D"])}
+            res: dict[str, Any] = {"P": list(w["P"]), "D": list(w["D"]), "per_chip_rates": list(w["rates"])}
             res["colocated_chunked"] = curve(lambda tr, m=m: G.replay_colocated(
                 tr, m, hw, config=EngineConfig(max_batch=64, chunk_size=512)), 1)
             res["colocated_whole"] = curve(lambda tr, m=m: G.replay_colocated(
@@ -136,7 +141,7 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="+", default=[10.0, 20.0, 40.0, 80.0])
     parser.add_argument("--ttft-x", type=float, default=5.0)
     parser.add_argument("--tpot-x", type=float, default=2.0)
-    parser.add_argument("--replay-requests", type=int, default=100)
+    parser.add_argument("--replay-requests", type=int, default=120)
     parser.add_argument("--skip-measured", action="store_true", help="keep the JSON's measured part")
     parser.add_argument("--skip-replayed", action="store_true", help="keep the JSON's replayed part")
     args = parser.parse_args()

@@ -516,12 +516,12 @@ class Driver:
     def tick(self, now: float, force: bool = False) -> None:
         start = self.log[-1].end_s if self.log else 0.0
         span = now - start
-        if span < self.cfg.log_interval_s and not force or span <= 0:
-            return
         p, g, b = self._interval
+        if span < self.cfg.log_interval_s and not (force and (p or g or b)) or span <= 0:
+            return
         count = {s: sum(1 for r in self.records if r.status == s) for s in ("prefilling", "decoding", "queued")}
         line = PoolInterval(start, now, p / span, g / span, b, count["prefilling"], count["decoding"],
-                            count["queued"] + sum(1 for r in self.records if r.status == "waiting"))
+                            count["queued"])  # arrived, not yet sent to a prefill worker
         self.log.append(line)
         self._interval = [0, 0, 0]
         if self.echo:

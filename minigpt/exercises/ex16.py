@@ -60,14 +60,19 @@ def _transfer_check(expected: Any, actual: Any) -> str | None:
 
 def _goodput_cases(rng: random.Random) -> list[dict]:
     """Four to six runs at increasing rates; each 10 requests with arrival and token times; SLOs chosen so that
-    attainment falls somewhere along the rates (sometimes at once, sometimes never)."""
+    attainment falls somewhere along the rates (sometimes at once, sometimes never), and in half the cases a
+    run that misses below one that passes (a noisy measurement)."""
     cases = []
     for _ in range(6):
         ttft_slo, tpot_slo = round(rng.uniform(0.1, 0.5), 3), round(rng.uniform(0.01, 0.05), 3)
         runs = []
         rate = round(rng.uniform(0.5, 2.0), 2)
-        for k in range(rng.randint(4, 6)):
-            load = k / 3 + rng.uniform(-0.1, 0.2)
+        n_runs = rng.randint(4, 6)
+        loads = [k / 3 + rng.uniform(-0.1, 0.2) for k in range(n_runs)]
+        if rng.random() < 0.5:  # a noisy run: a miss at a middle rate, a pass above it
+            i = rng.randint(1, n_runs - 3)
+            loads[i], loads[i + 1] = 3.0, -0.2
+        for load in loads:
             requests = []
             t = 0.0
             for _ in range(10):
