@@ -1,8 +1,9 @@
 """Chapter 19's sweep: goodput colocated against prefill and decode apart, measured on MiniGPT and replayed.
 
-- MiniGPT, measured here: one Poisson trace per rate, served (a) by one colocated engine in this process
-  (its clock: each step's wall time, idle gaps jumped) and (b) disaggregated, 1 prefill + 1 decode
-  worker (`minigpt.distributed.disagg`, gloo, wall clock), and at one rate 2 + 2. The SLOs are set from
+- MiniGPT, measured here: one Poisson trace per rate, `--repeats` times (medians, each run kept), served
+  (a) by one colocated engine in this process (its clock: each step's wall time, idle gaps jumped) and
+  (b) disaggregated, 1 prefill + 1 decode worker (`minigpt.distributed.disagg`, gloo, wall clock), and
+  at one rate 2 + 2. The SLOs are set from
   the colocated engine at the lowest rate: TTFT ≤ `--ttft-x` × its P90 TTFT, TPOT ≤ `--tpot-x` × its
   P90 TPOT. This machine's CPU cores are shared: the driver and both workers compete with each other
   (and with anyone else) for them, which a cluster of separate GPUs would not.
@@ -19,6 +20,7 @@ Writes chapters/data/disagg_<device>.json.
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from typing import Any
 
@@ -49,6 +51,16 @@ def summary(records: list[Any], slo: dict[str, float]) -> dict[str, float]:
             "finished": sum(1 for x in G.latencies(records) if math.isfinite(x.ttft_s))}
 
 
+def medians(rate: float, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row per rate: the median of each number over the repeats, and every run's value beside it."""
+    row: dict[str, Any] = {"rate": rate, "repeats": len(runs)}
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        row[key] = statistics.median(values)
+        row[f"{key}_runs"] = values
+    return row
+
+
 def measured(args: Any) -> dict[str, Any]:
     model = load_pretrained().model
     rates = args.rates
@@ -71,13 +83,17 @@ def measured(args: Any) -> dict[str, Any]:
     print("SLO", slo, flush=True)
     for rate in rates:
         t0 = time.perf_counter()
-        out["colocated"].append({"rate": rate, **summary(colocated(rate), slo)})
-        run = disagg.serve(trace(rate), disagg.DisaggConfig(1, 1, num_blocks=64), timeout_s=240)
-        out["disagg_1_1"].append({"rate": rate, **summary(run.records, slo), "kv_bytes": run.kv_bytes,
-                                  "kv_bytes_formula": sum(costs.kv_transfer_bytes(**kv, P=r.P) for r in trace(rate)
-                                                          if r.max_new_tokens > 1),
-                                  "prefill_busy_s": run.workers[1]["busy_s"], "decode_busy_s": run.workers[2]["busy_s"],
-                                  "span_s": run.span_s})
+        col, dis = [], []
+        for _ in range(args.repeats):
+            col.append(summary(colocated(rate), slo))
+            run = disagg.serve(trace(rate), disagg.DisaggConfig(1, 1, num_blocks=64), timeout_s=240)
+            dis.append({**summary(run.records, slo), "kv_bytes": run.kv_bytes,
+                        "kv_bytes_formula": sum(costs.kv_transfer_bytes(**kv, P=r.P) for r in trace(rate)
+                                                if r.max_new_tokens > 1),
+                        "prefill_busy_s": run.workers[1]["busy_s"], "decode_busy_s": run.workers[2]["busy_s"],
+                        "span_s": run.span_s})
+        out["colocated"].append(medians(rate, col))
+        out["disagg_1_1"].append(medians(rate, dis))
         print(rate, out["colocated"][-1], out["disagg_1_1"][-1], f"{time.perf_counter() - t0:.1f} s", flush=True)
     rate = rates[len(rates) // 2]
     run = disagg.serve(trace(rate), disagg.DisaggConfig(2, 2, num_blocks=64), timeout_s=240)
@@ -138,6 +154,7 @@ def replayed(requests: int) -> dict[str, Any]:
 def main() -> None:
     parser = sweeps.sweep_arguments(__doc__)
     parser.add_argument("--requests", type=int, default=24)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per rate (medians, each run kept)")
     parser.add_argument("--rates", type=float, nargs="+", default=[10.0, 20.0, 40.0, 80.0])
     parser.add_argument("--ttft-x", type=float, default=5.0)
     parser.add_argument("--tpot-x", type=float, default=2.0)
