@@ -35,6 +35,7 @@ from minigpt.costs.attention_kernels import (
     tiled_attention_flops,
     tiled_attention_hbm_bytes,
 )
+from minigpt.costs.batching import batching_gain, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.disaggregation import (
     best_pd_ratio,
     disagg_rate,
@@ -43,7 +44,6 @@ from minigpt.costs.disaggregation import (
     kv_transfer_time,
     slo_attainment,
 )
-from minigpt.costs.batching import batching_gain, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.flops import (
     cache_saving_factor,
     decode_flops,
