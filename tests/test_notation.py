@@ -256,6 +256,8 @@ GLOSSARY_TERMS = {
     "Dequantize on read", "KL divergence", "Greedy agreement", "Online softmax", "Split-K", "Log-sum-exp",
     "Draft model", "Acceptance rate", "Speculative sampling", "Preemption", "Hash chain", "Static cache",
     "torch.compile", "Operator floor",
+    # Part IV
+    "Disaggregated serving", "Goodput", "SLO attainment",
 }
 
 
