@@ -30,16 +30,18 @@ COLAB = "https://colab.research.google.com"
 BADGE_ALT = "Open In Colab"
 
 SETUP_CELL = '''\
-# Setup. In Colab: install the companion package `minigpt` from the book's repository
-# (--no-deps: torch, numpy and ipywidgets come with Colab and are never reinstalled).
-# Everywhere: seed the RNGs and pick the device ($MINIGPT_DEVICE, else cuda if present, else cpu).
+# Setup. In Colab: install the companion package `minigpt` from the book's
+# repository (--no-deps: torch, numpy and ipywidgets come with Colab and
+# are never reinstalled). Everywhere: seed the RNGs and pick the device
+# ($MINIGPT_DEVICE, else cuda if present, else cpu).
 import sys
 
 if "google.colab" in sys.modules:
     import os
 
     MINIGPT_SOURCE = os.environ.get(
-        "MINIGPT_SOURCE", "git+{url}@{branch}"
+        "MINIGPT_SOURCE",
+        "git+{url}@{branch}",
     )
     %pip install --quiet --no-deps "$MINIGPT_SOURCE" safetensors tqdm
 

@@ -216,6 +216,12 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("kivi_kv_bytes", dict(kv, S=S + 7, bits=4, group_size=min(32, d_h), token_group=32, s=2), None),
             ("fp8_kv_bytes", kv, None),
             ("fp8_kv_bytes", dict(kv, s_scale=2), None),
+            ("kv_storage_bytes", kv, None),
+            ("kv_storage_bytes", dict(kv, layout="per_token", bits=4, group_size=min(32, d_h)), None),
+            ("kv_storage_bytes", dict(kv, S=S + 7, layout="kivi", bits=4, group_size=min(32, d_h), token_group=32,
+                                      s=2), None),
+            ("kv_storage_bytes", dict(kv, layout="kivi"), None),
+            ("kv_storage_bytes", dict(kv, layout="fp8"), None),
         ]
     for L, T, S, d, H_kv, d_h, s, B in [(4, 1, 5, 64, 4, 16, 4, 1), (32, 1, 4095, 4096, 8, 128, 2, 8),
                                          (80, 512, 8192, 8192, 8, 128, 2, 3), (96, 7, 0, 12288, None, None, 1, 64)]:
@@ -290,7 +296,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls += [("speculative_tokens_per_pass", dict(alpha=alpha, gamma=gamma), None),
                   ("speculative_batch_tokens_per_pass", dict(alpha=alpha, gamma=gamma, B=1 + gamma % 5), None),
                   ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c), None),
-                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None)]
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=1.3), None),
+                  ("speculative_speedup", dict(alpha=alpha, gamma=gamma, cost_ratio=c, B=1 + gamma % 5), None)]
     for alpha, c, v, top in [(0.0, 0.1, 1.0, 16), (0.7, 0.114, 1.0, 16), (0.9, 0.114, 1.44, 10), (1.0, 0.1, 1.0, 16),
                              (1.0, 0.1, 0.1, 16), (0.987, 0.28, 1.44, 32), (0.5, 1.0, 2.0, 1), (0.95, 0.01, 1.0, 1024)]:
         calls.append(("speculative_best_gamma", dict(alpha=alpha, cost_ratio=c, verify_ratio=v, gamma_max=top), None))
@@ -364,6 +371,31 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls.append(("best_pd_ratio", dict(chips=chips, prefill_rate=rp, decode_rate=rd), None))
         calls.append(("disagg_rate", dict(prefill_chips=chips - 1, decode_chips=1, prefill_rate=rp,
                                           decode_rate=rd), None))
+    for model in MODELS.values():  # Chapter 20: tensor parallelism counted, Eqs. (20.1)-(20.7)
+        for W in (1, 2, 4, 8):
+            calls += [("tp_collectives_per_step", dict(L=model.L, W=W), None),
+                      ("tp_collective_bytes", dict(L=model.L, B=3, d=model.d, V=model.V, s=2, W=W), None),
+                      ("tp_collective_bytes", dict(L=model.L, B=1, T=17, d=model.d, V=model.V, s=4, W=W), None),
+                      ("tp_kv_heads_per_rank", dict(H_kv=model.H_kv, W=W), None),
+                      ("tp_kv_cache_bytes", dict(L=model.L, B=2, S=4096, H_kv=model.H_kv, d_h=model.d_h, s=2,
+                                                 W=W), None),
+                      ("tp_per_gpu_bandwidth", dict(weight_bytes=2 * model.N_params, W=W, step_time=0.0123),
+                       None)]
+    for W, link in [(2, 450e9), (8, 450e9), (4, 1.3e9)]:
+        calls.append(("ring_allreduce_beta", dict(link_bandwidth=link, W=W), None))
+    for n, a, b in [(0, 1e-5, 1e9), (16384, 1.2e-5, 3.1e11), (10**9, 0.0, 2e9)]:
+        calls.append(("allreduce_time", dict(nbytes=n, coll_latency=a, coll_bandwidth=b), None))
+    for w, W, bw, n, cb, a, b, t0 in [(141 * 10**9, 8, 3.35e12, 162, 16384, 1e-5, 3e11, None),
+                                       (986_624, 2, 1e10, 10, 512.0, 4e-5, 1e9, 2.5e-4), (10, 1, 1.0, 0, 0, 0, 1, 0.0)]:
+        args = dict(weight_bytes=w, W=W, bandwidth=bw, n_coll=n, coll_bytes=cb, coll_latency=a, coll_bandwidth=b)
+        calls.append(("tp_alpha_beta_step_time", args if t0 is None else dict(args, t_fixed=t0), None))
+    for model in MODELS.values():
+        for W, B, a, link in [(1, 1, 1e-5, 450e9), (2, 1, 1e-5, 450e9), (8, 16, 2e-5, 300e9), (4, 3, 0.0, 1e9)]:
+            calls.append(("tp_replay_step_time", dict(L=model.L, B=B, d=model.d, V=model.V, s=2,
+                                                      weight_bytes=2 * model.N_params, W=W, bandwidth=3.35e12,
+                                                      coll_latency=a, link_bandwidth=link), None))
+    for t, W, m in [(1.0, 1, 1), (0.02, 4, 1), (0.5, 8, 64), (3.0, 2, 7)]:
+        calls.append(("pipeline_time", dict(t_one=t, W=W, m=m), None))
     return calls
 
 
@@ -468,6 +500,11 @@ def test_js_rejects_bad_inputs_like_python():
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=0), None),
         ("speculative_best_gamma", dict(alpha=0.8, cost_ratio=0.1, gamma_max=1025), None),
         ("speculative_best_gamma", dict(alpha=1.2, cost_ratio=0.1), None),
+        ("speculative_speedup", dict(alpha=0.8, gamma=4, cost_ratio=0.1, B=0), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="fp4"), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="fp8", bits=4), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="fp8", group_size=8), None),
+        ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="kivi", bits=3), None),
         ("swap_time", dict(L=4, d=64, S=-1, s=2, link_bandwidth=1e9), None),
         ("swap_time", dict(L=4, d=64, S=10, s=2, link_bandwidth=0), None),
         ("recompute_time", dict(L=4, d=64, S=10, peak_flops=1e12, mfu=0), None),

@@ -18,7 +18,7 @@ from minigpt.runtime.attention import combine_chunks, flash_decode
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
-             for eid in ("ex09", "ex11", "ex12", "ex13", "ex16")}
+             for eid in ("ex09", "ex11", "ex12", "ex13", "ex16", "ex17")}
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
@@ -95,6 +95,26 @@ MUTANTS = [
      "rate = n * prefill_rate + (chips - n) * decode_rate", "the pools' rates added, not the slower one"),
     ("ex16.q4", "wire_bytes", "for P, D in requests if D > 1)", "for P, D in requests)",
      "one-token requests sent to a decode worker"),
+    ("ex17.q1", "row_parallel_partials", "cols = slice(r * k, (r + 1) * k)", "cols = slice(r, None, W)",
+     "the input features dealt round-robin instead of in blocks"),
+    ("ex17.q1", "row_parallel_partials", "parts.append(x[..., cols] @ w[:, cols].T)",
+     "parts.append(x @ w.T / W)", "every rank computing the whole product"),
+    ("ex17.q2", "qkv_rows_for_rank", "first = rank * kv if H_kv >= W else rank * H_kv // W",
+     "first = rank * kv if H_kv >= W else rank % H_kv", "replicas dealt round-robin, not by query group"),
+    ("ex17.q2", "qkv_rows_for_rank", "first = rank * kv if H_kv >= W else rank * H_kv // W",
+     "first = rank * kv", "no replica: a rank past the last K/V head"),
+    ("ex17.q2", "qkv_rows_for_rank", "v = [i + H_kv * d_h for i in k]", "v = [i + H * d_h for i in k]",
+     "the values placed after H query-sized heads"),
+    ("ex17.q3", "collectives_of_forward", "    record = [[\"all_reduce\", B * T * d * s]]  # the embedding",
+     "    record = []  # the embedding", "the vocabulary-split embedding's all-reduce forgotten"),
+    ("ex17.q3", "collectives_of_forward", "[\"all_gather\", B * T * V * s]]", "[\"all_gather\", B * T * V * s // W]]",
+     "the gather's payload counted as one rank's slice"),
+    ("ex17.q3", "collectives_of_forward", "    if W == 1:\n        return []\n", "",
+     "collectives counted with one rank"),
+    ("ex17.q4", "smallest_tp", "kv_heads = max(1, model.H_kv // W)", "kv_heads = model.H_kv / W",
+     "K/V replicas not counted when H_kv < W"),
+    ("ex17.q4", "smallest_tp", "cache = 2 * model.L * B * S * kv_heads * model.d_h * 2",
+     "cache = 2 * model.L * B * S * model.H_kv * model.d_h * 2 / W", "the cache split W ways regardless of heads"),
 ]
 
 
@@ -118,7 +138,7 @@ def test_plausible_wrong_answer_fails(qid: str, function: str, old: str, new: st
 CODE = re.compile(r"torch\.|costs\.|np\.|\w\.\w+\(|repeat_interleave|unflatten|\[:, :")
 
 
-@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13", "ex16"])
+@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13", "ex16", "ex17"])
 def test_hints_are_words_not_code(eid: str) -> None:
     for q in EXERCISES[eid].questions:
         assert not CODE.search(q.hint), f"{eid}.{q.id}'s hint shows code: {q.hint}"

@@ -120,7 +120,7 @@ def test_scripts_are_inlined_only_for_a_kernel(monkeypatch) -> None:
 
 def test_committed_outputs_carry_no_javascript() -> None:
     explorers = 0
-    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    for path in [*sorted((ROOT / "chapters").glob("*.ipynb")), ROOT / "decoder_ring" / "index.ipynb"]:
         for cell in nbformat.read(path, as_version=4).cells:
             for out in cell.get("outputs", []):
                 page = out.get("data", {}).get("text/html", "")
@@ -189,7 +189,7 @@ def test_errors_say_what_is_allowed(make, message) -> None:
 
 def _committed_explorers() -> list[tuple[str, str]]:
     found = []
-    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    for path in [*sorted((ROOT / "chapters").glob("*.ipynb")), ROOT / "decoder_ring" / "index.ipynb"]:
         for cell in nbformat.read(path, as_version=4).cells:
             for out in cell.get("outputs", []):
                 page = out.get("data", {}).get("text/html", "")
@@ -261,3 +261,101 @@ def test_js_helpers_under_node() -> None:
     got = json.loads(out)
     assert got == {"ends": [1, 4096], "mid": 128, "pos": Slider("P", "P", 1, 4096, value=128, log=True).position(),
                    "lin": 0.3, "compact": ["999", "12.3k", "2.5G"]}
+
+
+def _committed_cases() -> list[dict]:
+    cases = []
+    for page_name, box in _committed_explorers():
+        values = {}
+        for name, raw in re.findall(r'data-slider="([^"]+)" data-value="([^"]*)"', box):
+            raw = htmllib.unescape(raw)
+            try:
+                values[name] = json.loads(raw)
+            except json.JSONDecodeError:
+                values[name] = raw  # a string option is written as itself
+        cases.append({"page": page_name, "spec": _spec(box), "values": values})
+    return cases
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node")
+def test_tick_labels_tell_the_ticks_apart() -> None:
+    """A speedup axis formatted with no decimals read "0×, 0×, 1×, 1×" (Chapter 16 at large K): the labels get
+    the decimals their step needs; a log axis within one decade still gets two ticks or more."""
+    script = f"""
+      const C = require({json.dumps(str(WEB / "costs.js"))});
+      require({json.dumps(str(WEB / "explorer.js"))});
+      const E = globalThis.MiniGPTExplorer;
+      const times = {{fn: "fmt_fixed", args: {{decimals: 0, suffix: "×"}}}};
+      const spec = {{sliders: [{{name: "a", min: 1, max: 2, step: 1}}], outputs: [], constants: {{}},
+        plot: {{x: "a", x_min: 1, x_max: 8, points: 8, log_x: false, log_y: true, y_min: null, y_max: null,
+                y_fmt: null, series: [{{label: "y", fn: "fmt_int", value: "a", until: null}}]}}}};
+      console.log(JSON.stringify({{
+        times: E.tickLabels([0, 0.5, 1, 1.5], times, C),
+        percent: E.tickLabels([0.001, 0.002, 0.003], {{fn: "fmt_percent", args: {{decimals: 0}}}}, C),
+        kept: E.tickLabels([0, 5, 10], times, C),
+        bytes: E.tickLabels([1024, 2048], {{fn: "fmt_bytes", args: {{}}}}, C),
+        log: E.plotModel(spec, {{a: 1}}, C).yTicks,
+      }}));
+    """
+    got = json.loads(subprocess.run([NODE, "-e", script], capture_output=True, text=True, check=True).stdout)
+    assert got["times"] == ["0.0×", "0.5×", "1.0×", "1.5×"]
+    assert got["percent"] == ["0.1%", "0.2%", "0.3%"]
+    assert got["kept"] == ["0×", "5×", "10×"]  # readable as they are: the formatter's own decimals
+    assert got["bytes"] == ["1.0 KiB", "2.0 KiB"]
+    assert len(got["log"]) >= 2 and all(1 <= t <= 8 for t in got["log"])
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node")
+def test_every_committed_explorer_reads_at_its_sliders_extremes() -> None:
+    """Each slider of each committed explorer at five positions from min to max (a select at each option), and
+    all range sliders at their min and at their max at once:
+    every output computes and prints a plain number (no NaN, Infinity, exponent), every slider's shown value
+    too, and the plot's y axis has two or more ticks, all labelled differently."""
+    script = f"""
+      const C = require({json.dumps(str(WEB / "costs.js"))});
+      require({json.dumps(str(WEB / "explorer.js"))});
+      const E = globalThis.MiniGPTExplorer;
+      const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const bad = [], seen = [];
+      const odd = (t) => /NaN|Infinity|undefined|\\de[+-]\\d/.test(t);
+      for (const {{page, spec, values}} of cases) {{
+        const at = (s, f) => E.valueAt(s, s.log ? f * {LOG_STEPS} : s.min + f * (s.max - s.min));
+        const ends = (s) => s.options ? s.options.map((o) => o[1]) : [0, 0.25, 0.5, 0.75, 1].map((f) => at(s, f));
+        const settings = [["initial", values]];
+        for (const s of spec.sliders) {{
+          for (const v of ends(s)) settings.push([s.name + "=" + JSON.stringify(v).slice(0, 30),
+                                                 Object.assign({{}}, values, {{[s.name]: v}})]);
+        }}
+        for (const [k, end] of [["min", 0], ["max", 1]]) {{
+          const all = Object.assign({{}}, values);
+          for (const s of spec.sliders) if (!s.options) all[s.name] = ends(s)[4 * end];
+          settings.push(["all at " + k, all]);
+        }}
+        for (const [what, v] of settings) {{
+          const where = page + " " + spec.id + " " + what;
+          const {{env, errors}} = E.evaluateAll(spec, v, C);
+          for (const s of spec.sliders) {{
+            if (s.fmt && odd(E.format(s.fmt, v[s.name], C))) bad.push(where + ": slider " + s.name);
+          }}
+          for (const o of spec.outputs) {{
+            if (errors[o.name]) {{ bad.push(where + ": " + o.name + " fails: " + errors[o.name]); continue; }}
+            const text = E.format(o.fmt, env[o.name], C);
+            if (odd(text)) bad.push(where + ": " + o.name + " shows " + text);
+          }}
+          if (!spec.plot) continue;
+          const m = E.plotModel(spec, v, C);
+          seen.push(spec.id);
+          if (m.empty) {{ bad.push(where + ": the plot has no point"); continue; }}
+          const L = m.yLabels;
+          if (L.length < 2 || new Set(L).size !== L.length) bad.push(where + ": y axis " + L.join(", "));
+          if (new Set(m.xLabels).size !== m.xLabels.length) bad.push(where + ": x axis " + m.xLabels.join(", "));
+        }}
+      }}
+      process.stdout.write(JSON.stringify({{bad, seen: [...new Set(seen)]}}));
+    """
+    cases = _committed_cases()
+    assert {c["spec"]["id"] for c in cases} >= {"ch9-gqa", "ch10-quant", "ch16-split", "ch17-speculative"}
+    proc = subprocess.run([NODE, "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True)
+    got = json.loads(proc.stdout)
+    assert got["bad"] == []
+    assert {"ch16-split", "ch17-speculative", "ch15-flash", "ch3-roofline"} <= set(got["seen"])

@@ -59,3 +59,55 @@ def test_causal_mask_is_the_models_rule_and_the_figure_shows_three_cases():
                                                    "decode step: T = 1 after S = 6"]
     assert fig.axes[1].images[0].get_array().shape == (2, 6)
     plt.close(fig)
+
+
+def test_gqa_figure_draws_each_config_from_the_attention_function():
+    """The K/V heads each query head reads come from running `attention`: h // g (a figure that paired query
+    head h with K/V head h % H_kv, a plausible slip, would draw GQA's groups interleaved)."""
+    from minigpt.book import figures_kv
+
+    assert figures_kv.kv_head_of_query(4, 4) == [0, 1, 2, 3]
+    assert figures_kv.kv_head_of_query(4, 2) == [0, 0, 1, 1]
+    assert figures_kv.kv_head_of_query(8, 2) == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert figures_kv.kv_head_of_query(4, 1) == [0, 0, 0, 0]
+    with pytest.raises(ValueError, match="H_kv must divide"):
+        figures_kv.kv_head_of_query(4, 3)
+    cfg = ModelConfig(L=2, H=8, H_kv=8, d_h=8, d_ffn=64, V=50, S_max=32)
+    fig = figures_kv.gqa_figure(cfg, H_kv_values=(8, 4, 1))
+    assert fig.get_suptitle() == figures_kv.GQA_TITLE
+    assert [ax.get_title() for ax in fig.axes] == ["MHA: H = 8, H_kv = 8, g = 1", "GQA: H = 8, H_kv = 4, g = 2",
+                                                   "MQA: H = 8, H_kv = 1, g = 8"]
+    for ax, H_kv in zip(fig.axes, (8, 4, 1), strict=True):
+        gids = [p.get_gid() for p in ax.patches]
+        assert gids.count("q") == 8 and gids.count("kv") == H_kv and gids.count("row") == 2 * H_kv
+        assert len(ax.lines) == 8  # one line from each query head to the K/V head it reads
+    assert "1.0 KiB per token over L = 2" in _texts(fig) and "8x less than MHA" in _texts(fig)
+    plt.close(fig)
+    assert len(figures_kv.gqa_figure().axes) == 3  # MiniGPT, H = 4: MHA, H_kv = 2, MQA
+    plt.close("all")
+    with pytest.raises(ValueError, match="H_kv_values"):
+        figures_kv.gqa_figure(cfg, H_kv_values=(3,))
+
+
+def test_scale_groups_are_found_by_probing_the_quantizers():
+    """int8 one scale per token vector, int4 groups of g, KIVI keys one per channel and block of G tokens, FP8
+    one for the layer (a quantizer that grouped along the wrong axis draws the wrong picture and fails)."""
+    from minigpt.book import figures_kv
+
+    token = figures_kv.scale_groups("per_token", T=4, d_h=8, bits=8)
+    assert all(len(set(row)) == 1 for row in token) and len({row[0] for row in token}) == 4
+    grouped = figures_kv.scale_groups("per_token", T=2, d_h=8, bits=4, group_size=4)
+    assert grouped == [[0, 0, 0, 0, 1, 1, 1, 1], [2, 2, 2, 2, 3, 3, 3, 3]]
+    kivi = figures_kv.scale_groups("kivi", T=4, d_h=4, bits=4, token_group=2)
+    assert kivi == [[0, 1, 2, 3], [0, 1, 2, 3], [4, 5, 6, 7], [4, 5, 6, 7]]
+    assert figures_kv.scale_groups("fp8", T=3, d_h=4) == [[0] * 4] * 3
+    with pytest.raises(ValueError, match="layout must be one of"):
+        figures_kv.scale_groups("int3", T=2, d_h=4)
+    with pytest.raises(ValueError, match="multiple of token_group"):
+        figures_kv.scale_groups("kivi", T=5, d_h=4, token_group=2)
+    fig = figures_kv.scale_layout_figure(T=8, d_h=8, group_size=4, token_group=4)
+    assert fig.get_suptitle() == figures_kv.SCALE_TITLE
+    titles = [ax.get_title() for ax in fig.axes]
+    assert [t.split("\n")[1] for t in titles] == ["8 scales for these 8 x 8 values", "16 scales for these 8 x 8 values",
+                                                  "16 scales for these 8 x 8 values", "1 scale for these 8 x 8 values"]
+    plt.close(fig)

@@ -37,6 +37,13 @@ def test_results_come_back_in_rank_order_and_the_collective_ran() -> None:
     assert not any(_alive(p) for p in pids)
 
 
+def test_tensors_come_back_by_value() -> None:
+    # the bug: torch's queues send a tensor as a shared-memory handle that dies with its worker
+    out = launch.run(basic.return_tensor, 2, timeout_s=60)
+    assert [o["rank"] for o in out] == [0, 1]
+    assert out[1]["t"].tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
 def test_a_failing_worker_raises_its_traceback_and_kills_the_rest(tmp_path: Path) -> None:
     stem = tmp_path / "pid"
     with pytest.raises(RuntimeError, match="rank 1 .*failed(.|\n)*rank 1 fails on purpose"):
@@ -52,8 +59,9 @@ def test_a_worker_that_dies_without_python_is_reported() -> None:
 
 def test_a_run_past_its_timeout_is_killed_whole(tmp_path: Path) -> None:
     stem = tmp_path / "pid"
-    with pytest.raises(TimeoutError, match="timeout_s=4"):
-        launch.run(basic.sleep_forever, 2, str(stem), timeout_s=4)
+    # long enough for both workers to start on a loaded machine (they write their pids first)
+    with pytest.raises(TimeoutError, match="timeout_s=10"):
+        launch.run(basic.sleep_forever, 2, str(stem), timeout_s=10)
     pids = _pids(stem, 2)
     assert len(pids) == 2 and not any(_alive(p) for p in pids)
 

@@ -240,3 +240,26 @@ def test_bad_layouts_name_the_parameter():
         QuantizedKVCache(OUTLIER, key_axis="channel", token_group=0)
     with pytest.raises(ValueError, match="must fill whole blocks of token_group=4"):
         quantize_per_channel(torch.zeros(1, 6, 8), bits=8, token_group=4)
+
+
+@pytest.mark.parametrize("layout,bits,make", [
+    ("per_token", 8, lambda c, B: QuantizedKVCache(c, B, bits=8)),
+    ("per_token", 4, lambda c, B: QuantizedKVCache(c, B, bits=4, group_size=4)),
+    ("kivi", 8, lambda c, B: QuantizedKVCache(c, B, bits=8, key_axis="channel", token_group=4)),
+    ("kivi", 4, lambda c, B: QuantizedKVCache(c, B, bits=4, key_axis="channel", token_group=4)),
+    ("fp8", 8, lambda c, B: FP8KVCache(c, B)),
+])
+def test_each_layout_by_name_is_the_bytes_its_cache_holds(layout, bits, make):
+    """`costs.kv_storage_bytes` (Chapter 10's explorer) names each layout: its bytes for S = 7 tokens (a KIVI
+    block and a residual of 3) equal what a cache of that layout counts on its tensors. A layout mapped to
+    another's formula fails here (KIVI's keys cost more than per-token ones at int4, FP8 has no group scales)."""
+    config = ModelConfig(L=2, H=4, H_kv=2, d_h=8, d_ffn=32, V=30, S_max=16)
+    cache = make(config, 3)
+    k = torch.randn(3, 2, 7, 8, generator=torch.Generator().manual_seed(0))
+    for layer in range(config.L):
+        cache.update(layer, k, k)
+    cache.advance(7)
+    group = None if layout == "fp8" else getattr(cache, "group_size", None)
+    extra = dict(token_group=4, s=4) if layout == "kivi" else {}
+    assert cache.bytes_used == costs.kv_storage_bytes(L=2, H_kv=2, d_h=8, S=7, B=3, layout=layout, bits=bits,
+                                                      group_size=group, **extra)

@@ -54,6 +54,7 @@ EXPLORER_CHECKS = [
     ("chapters/07_batching_economics", "ch7-batching", "B", 0.9, "toks", "decode_tok_s"),
     ("chapters/07_batching_economics", "ch7-batching", "S", 0.8, "step_additive", "decode_step_time"),
     ("chapters/09_gqa_mqa", "ch9-gqa", "B", 0.7, "chips_mha", "chips_needed"),
+    ("chapters/10_quantized_kv_cache", "ch10-quant", "S", 0.6, "cache_q", "kv_storage_bytes"),
     ("chapters/12_serving_engine", "ch12-static", "S", 0.3, "static", "static_batch_tok_s"),
     ("chapters/13_prefix_caching", "ch13-prefix", "S_prefix", 0.6, "hit", "prefix_hit_ttft"),
     ("chapters/14_chunked_prefill", "ch14-chunk", "T", 0.8, "mixed", "mixed_step_time"),
@@ -65,12 +66,16 @@ EXPLORER_CHECKS = [
     ("chapters/16_flash_decoding", "ch16-split", "splits", 0.4, "t_split", "flash_decoding_time"),
     ("chapters/17_speculative_decoding", "ch17-speculative", "alpha", 0.95, "best", "speculative_best_gamma"),
     ("chapters/17_speculative_decoding", "ch17-speculative", "c", 0.2, "speedup", "speculative_speedup"),
+    ("chapters/17_speculative_decoding", "ch17-speculative", "B", 0.7, "tokens_B", "speculative_batch_tokens_per_pass"),
     ("chapters/18_overhead_floor", "ch18-overhead", "t_op", 0.8, "step", "overhead_step_time"),
+    ("chapters/20_tensor_parallel", "ch20-tp", "alpha", 0.7, "step", "tp_replay_step_time"),
+    ("chapters/20_tensor_parallel", "ch20-tp", "W", 0.5, "per_gpu", "tp_per_gpu_bandwidth"),
 ]
 # Every explorer of the book appears above (tests/test_explorers.py finds them in the notebooks).
 EXPLORER_IDS = {"prefill", "ch2-budget", "ch3-roofline", "ch4-wall-clock", "ch7-batching", "ch9-gqa"}
-EXPLORER_IDS |= {"ch12-static", "ch13-prefix", "ch14-chunk"}
+EXPLORER_IDS |= {"ch10-quant", "ch12-static", "ch13-prefix", "ch14-chunk"}
 EXPLORER_IDS |= {"ch15-flash", "ch16-split", "ch17-speculative", "ch18-overhead"}
+EXPLORER_IDS |= {"ch20-tp"}
 
 
 def book_pages() -> list[str]:

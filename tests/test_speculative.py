@@ -409,6 +409,21 @@ def test_the_batch_minimum_formula_is_the_expected_minimum(alpha, gamma, B):
         assert expected == pytest.approx(costs.speculative_tokens_per_pass(alpha=alpha, gamma=gamma))
 
 
+@pytest.mark.parametrize("alpha,gamma,B", [(0.8, 4, 2), (0.9, 4, 8), (0.5, 1, 3)])
+def test_the_batch_speedup_divides_eq_17_4_by_the_round_cost(alpha, gamma, B):
+    """Eq. (17.2) at B sequences sharing one length: Eq. (17.4)'s tokens over γ·c + v (a speedup that ignored
+    B would equal the B = 1 one, which it must exceed for α < 1); B = 1 is Eq. (17.1)'s speedup exactly."""
+    c, v = 0.1, 1.3
+    batch = costs.speculative_speedup(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=v, B=B)
+    expected = costs.speculative_batch_tokens_per_pass(alpha=alpha, gamma=gamma, B=B) / (gamma * c + v)
+    assert batch == pytest.approx(expected, rel=1e-15)
+    alone = costs.speculative_speedup(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=v)
+    assert alone == costs.speculative_speedup(alpha=alpha, gamma=gamma, cost_ratio=c, verify_ratio=v, B=1)
+    assert batch < alone
+    with pytest.raises(ValueError, match="B must be"):
+        costs.speculative_speedup(alpha=alpha, gamma=gamma, cost_ratio=c, B=0)
+
+
 def test_acceptance_matches_the_formula_for_a_copy_of_the_target():
     assert costs.speculative_tokens_per_pass(alpha=1.0, gamma=4) == 5
     assert costs.speculative_tokens_per_pass(alpha=0.0, gamma=4) == 1

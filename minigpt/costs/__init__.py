@@ -77,6 +77,7 @@ from minigpt.costs.format import (
 from minigpt.costs.kv_storage import (
     fp8_kv_bytes,
     kivi_kv_bytes,
+    kv_storage_bytes,
     paged_blocks,
     paged_fork_saved_blocks,
     paged_slack_tokens,
@@ -109,7 +110,20 @@ from minigpt.costs.overhead import (
     overhead_step_model,
     overhead_step_time,
 )
-from minigpt.costs.parallel import tp_allreduce_bytes, tp_decode_step_time
+from minigpt.costs.parallel import (
+    allreduce_time,
+    pipeline_time,
+    ring_allreduce_beta,
+    tp_allreduce_bytes,
+    tp_alpha_beta_step_time,
+    tp_collective_bytes,
+    tp_collectives_per_step,
+    tp_decode_step_time,
+    tp_kv_cache_bytes,
+    tp_kv_heads_per_rank,
+    tp_per_gpu_bandwidth,
+    tp_replay_step_time,
+)
 from minigpt.costs.params import (
     config_param_count,
     kv_heads_params,
@@ -168,7 +182,7 @@ FORMULAS = (
     "cost_per_million_tokens", "decode_time_with_kv",
     "no_cache_attention_share", "no_cache_crossover_D",
     # Part III: how the cache is stored
-    "quantized_kv_bytes", "kivi_kv_bytes", "fp8_kv_bytes", "paged_blocks", "paged_slack_tokens",
+    "quantized_kv_bytes", "kivi_kv_bytes", "fp8_kv_bytes", "kv_storage_bytes", "paged_blocks", "paged_slack_tokens",
     # Chapter 2: sliding windows, latent KV, mixtures of experts; Chapter 1: prefill by term
     "window_kv_cache_bytes", "latent_kv_bytes_per_token", "moe_active_params", "moe_expected_experts",
     "prefill_flops_by_term", "moe_decode_params",
@@ -192,6 +206,9 @@ FORMULAS = (
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
     "kv_transfer_bytes", "kv_transfer_time", "slo_attainment", "goodput",  # Chapter 19, Eqs. (19.1)-(19.4)
     "disagg_rate", "best_pd_ratio",  # Chapter 19, Eq. (19.5)
+    "tp_collectives_per_step", "tp_collective_bytes", "tp_kv_heads_per_rank", "tp_kv_cache_bytes",
+    "allreduce_time", "ring_allreduce_beta", "tp_alpha_beta_step_time", "tp_per_gpu_bandwidth",
+    "pipeline_time", "tp_replay_step_time",  # Chapter 20, Eqs. (20.1)-(20.7)
 )
 
 __all__ = [*FORMULAS, "FIT_RESERVE", "FORMULAS", "MODEL_SYMBOLS", "MemoryFit", "PrefixHit", "WallClock",

@@ -237,12 +237,17 @@ def speculative_batch_tokens_per_pass(*, alpha: float, gamma: int, B: int) -> fl
     return 1.0 + sum(alpha ** (k * b) for k in range(1, g + 1))
 
 
-def speculative_speedup(*, alpha: float, gamma: int, cost_ratio: float, verify_ratio: float = 1.0) -> float:
+def speculative_speedup(*, alpha: float, gamma: int, cost_ratio: float, verify_ratio: float = 1.0, B: int = 1
+                        ) -> float:
     """Wall-clock speedup of speculative decoding, Eq. (17.2) (Leviathan et al. 2023, Theorem 3.8): tokens per pass over
     the cost of one round, γ·c + v target-step times, c = cost_ratio (a draft step over a target step) and
-    v = verify_ratio (the verify pass over γ+1 tokens over one decode step; the paper's 1)."""
+    v = verify_ratio (the verify pass over γ+1 tokens over one decode step; the paper's 1). With B > 1 sequences
+    that share one cache length (the batch-minimum rule), Eq. (17.4)'s tokens per sequence per pass replace
+    Eq. (17.1)'s; v stays what it is given (it grows with B on a real chip)."""
     c, v = _positive("cost_ratio", cost_ratio), _positive("verify_ratio", verify_ratio)
-    return speculative_tokens_per_pass(alpha=alpha, gamma=gamma) / (gamma * c + v)
+    if _int("B", B, 1) == 1:
+        return speculative_tokens_per_pass(alpha=alpha, gamma=gamma) / (gamma * c + v)
+    return speculative_batch_tokens_per_pass(alpha=alpha, gamma=gamma, B=B) / (gamma * c + v)
 
 
 GAMMA_MAX_LIMIT = 1024  # the largest gamma_max searched (the search is one speedup per gamma)

@@ -4,7 +4,8 @@
 with one scale per d_h-vector is `int8_kv_bytes`); `paged_blocks` and `paged_slack_tokens` are
 what a paged cache (PagedAttention) reserves for a sequence of S tokens in blocks of b tokens, and
 `paged_fork_saved_blocks` what n samples sharing one prompt save. `kivi_kv_bytes` is the layout with keys
-quantized per channel (KIVI), `fp8_kv_bytes` FP8 E4M3 with per-layer scales (vLLM).
+quantized per channel (KIVI), `fp8_kv_bytes` FP8 E4M3 with per-layer scales (vLLM); `kv_storage_bytes` any of
+the three by name (Chapter 10's explorer).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def kivi_kv_bytes(
     *, L: int, H_kv: int, d_h: int, S: int, B: int = 1, bits: int = 8, group_size: int | None = None,
     token_group: int = 16, s_scale: int = 2, s: int = 4,
 ) -> int:
-    """KV bytes with KIVI's layout (Eq. 10.2): values per token as in `quantized_kv_bytes`; keys per channel,
+    """KV bytes with KIVI's layout, Eq. (10.2): values per token as in `quantized_kv_bytes`; keys per channel,
     one scale per channel and block of G = token_group tokens, the first ⌊S/G⌋·G tokens in whole blocks:
 
         B·L·H_kv·[S·(d_h·bits/8 + (d_h/g)·s_scale) + ⌊S/G⌋·G·d_h·bits/8 + ⌊S/G⌋·d_h·s_scale + (S mod G)·d_h·s]
@@ -56,6 +57,30 @@ def fp8_kv_bytes(*, L: int, H_kv: int, d_h: int, S: int, B: int = 1, s_scale: in
     B·S·2·L·H_kv·d_h + 2·L·s_scale (vLLM's `--kv-cache-dtype fp8`)."""
     return (_int("B", B, 1) * _int("S", S) * 2 * _int("L", L, 1) * _int("H_kv", H_kv, 1) * _int("d_h", d_h, 1)
             + 2 * L * _int("s_scale", s_scale))
+
+
+KV_LAYOUTS = ("per_token", "kivi", "fp8")
+
+
+def kv_storage_bytes(
+    *, L: int, H_kv: int, d_h: int, S: int, B: int = 1, layout: str = "per_token", bits: int = 8,
+    group_size: int | None = None, token_group: int = 16, s: int = 4,
+) -> int:
+    """KV bytes of B sequences of S tokens in one of Chapter 10's layouts: "per_token", int8/int4 codes with one
+    fp16 scale per group of g values (Eq. (10.1), `quantized_kv_bytes`); "kivi", keys per channel over blocks of
+    G = token_group tokens, the unfilled block in s bytes a value (Eq. (10.2), `kivi_kv_bytes`); "fp8", E4M3
+    with per-layer scales (`fp8_kv_bytes`; 8 bits, no groups)."""
+    shape = dict(L=L, H_kv=H_kv, d_h=d_h, S=S, B=B)
+    if layout == "per_token":
+        return quantized_kv_bytes(**shape, bits=bits, group_size=group_size)
+    if layout == "kivi":
+        return kivi_kv_bytes(**shape, bits=bits, group_size=group_size, token_group=token_group, s=s)
+    if layout == "fp8":
+        if bits != 8 or group_size is not None:
+            raise ValueError(f"fp8 stores 8 bits a value with per-layer scales: bits must be 8 and group_size "
+                             f"None, got {bits!r}, {group_size!r}")
+        return fp8_kv_bytes(**shape)
+    raise ValueError(f"layout must be one of {list(KV_LAYOUTS)}, got {layout!r}")
 
 
 def paged_blocks(*, S: int, block_size: int) -> int:

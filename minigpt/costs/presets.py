@@ -105,6 +105,20 @@ LATENT_MODELS: dict[str, LatentPreset] = {
     )
 }
 
+#: Models replayed only in Part IV (Chapter 20 sets gpt-fast's published Llama-2-70B figures against
+#: Eq. 20.5); kept out of MODELS so the explorers' model lists stay as they are.
+REPLAY_MODELS: dict[str, ModelPreset] = {
+    preset.name: preset
+    for preset in (
+        ModelPreset(
+            "Llama-2-70B", L=80, H=64, H_kv=8, d_h=128, d_ffn=28672, V=32000, N_params=68_976_648_192,
+            source="Touvron et al. 2023, Llama 2 (arXiv:2307.09288), Table 1 (70B, GQA); "
+            "https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json (N counted from its shapes)",
+            S_max=4096, **_LLAMA,
+        ),
+    )
+}
+
 HARDWARE: dict[str, HardwarePreset] = {
     preset.name: preset
     for preset in (
@@ -191,6 +205,11 @@ LINKS: dict[str, LinkPreset] = {
             source="NVIDIA H100 Tensor Core GPU datasheet: NVLink 900 GB/s per GPU, the total of both "
             "directions (18 links), so 450 GB/s each way; https://www.nvidia.com/en-us/data-center/h100/",
         ),
+        LinkPreset(
+            "NVLink 3 (A100 SXM)", bandwidth_per_direction=300e9,
+            source="NVIDIA A100 Tensor Core GPU datasheet: NVLink 600 GB/s per GPU, the total of both "
+            "directions (12 links), so 300 GB/s each way; https://www.nvidia.com/en-us/data-center/a100/",
+        ),
         # Chapter 19: links a request's K/V can take from a prefill GPU to a decode GPU
         LinkPreset(
             "InfiniBand NDR 400 Gb/s", bandwidth_per_direction=50e9,
@@ -209,6 +228,18 @@ LINKS: dict[str, LinkPreset] = {
             "(RoCE or TCP between two servers); https://standards.ieee.org/ieee/802.3/",
         ),
     )
+}
+
+
+#: A small all-reduce's fixed cost α in seconds (Chapter 20's α–β model, `costs.allreduce_time`), by link.
+ALLREDUCE_ALPHA: dict[str, tuple[float, str]] = {
+    "NVLink 4 (H100 SXM)": (
+        10e-6,
+        "sgl-project/sglang pull request #2904 (2025), unit test on H100 without CUDA graphs: vLLM's custom "
+        "all-reduce of 512 bytes took 0.0095/0.0091/0.0101 ms at TP 2/4/8, and NCCL is no faster on small "
+        "messages (the reason vLLM wrote that kernel, vllm-project/vllm pull request #2192); "
+        "https://github.com/sgl-project/sglang/pull/2904",
+    ),
 }
 
 

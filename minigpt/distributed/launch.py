@@ -18,6 +18,7 @@ notebook), because workers are started with `spawn`: a fresh interpreter that im
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import time
@@ -51,6 +52,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _pack(value: Any) -> bytes:
+    """A worker's result as bytes (`torch.save`): tensors travel by value, not as shared-memory handles
+    that die with the worker (torch's queues would send those)."""
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _unpack(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
 def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, port: int, threads: int,
             timeout_s: float, results: Any, args: tuple[Any, ...]) -> None:
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
@@ -58,7 +71,7 @@ def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, po
     dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
     try:
         out = fn(rank, world_size, *args)
-        results.put((rank, out, None))
+        results.put((rank, _pack(out), None))
     except BaseException:
         results.put((rank, None, traceback.format_exc()))
         raise
@@ -69,7 +82,7 @@ def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, po
 def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo", threads: int = 1,
         timeout_s: float = 120.0, expendable: Collection[int] = ()) -> list[Any]:
     """Run `fn(rank, world_size, *args)` in `world_size` processes on one process group; return what
-    each rank returned, in rank order (picklable values: tensors come back on the CPU).
+    each rank returned, in rank order (picklable values; tensors come back by value, through `torch.save`).
 
     Raises `ValueError` for a bad argument, `RuntimeError` carrying the failing rank's traceback if a
     worker raises or dies, `TimeoutError` if the whole run takes longer than `timeout_s` seconds.
@@ -100,7 +113,7 @@ def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "glo
         while not results.empty():
             rank, out, err = results.get()
             if err is None:
-                got[rank] = out
+                got[rank] = _unpack(out)
             else:
                 errors[rank] = err
 

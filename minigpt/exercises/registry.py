@@ -1,4 +1,4 @@
-"""The exercises by id ("ex01" ... "ex16") and question lookup ("ex01.q1")."""
+"""The exercises by id ("ex01" ... "ex17") and question lookup ("ex01.q1")."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from minigpt.exercises import (
     ex14,
     ex15,
     ex16,
+    ex17,
 )
 from minigpt.exercises.spec import Exercise, Question
 
-_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16)
+_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16, ex17)
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in _MODULES}
 
 

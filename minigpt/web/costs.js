@@ -404,6 +404,21 @@
   C.fp8_kv_bytes = (a) =>
     N(int(a, "B", 1, 1) * int(a, "S", 0) * 2n * int(a, "L", 1) * int(a, "H_kv", 1) * int(a, "d_h", 1) +
       2n * int(a, "L", 1) * int(a, "s_scale", 0, 4));
+  C.kv_storage_bytes = function (a) {
+    const layout = a.layout === undefined || a.layout === null ? "per_token" : a.layout;
+    if (layout === "per_token") return C.quantized_kv_bytes(a);
+    if (layout === "kivi") return C.kivi_kv_bytes(a);
+    if (layout === "fp8") {
+      const bits = a.bits === undefined || a.bits === null ? 8 : a.bits;
+      const group = a.group_size === undefined ? null : a.group_size;
+      if (bits !== 8 || group !== null) {
+        throw new RangeError("fp8 stores 8 bits a value with per-layer scales: bits must be 8 and group_size None, got " +
+          bits + ", " + group);
+      }
+      return C.fp8_kv_bytes(Object.assign({}, a, { s_scale: undefined }));
+    }
+    throw new RangeError("layout must be one of per_token, kivi, fp8, got " + layout);
+  };
   function pagedBlocks(a) {
     const b = int(a, "block_size", 1);
     return (int(a, "S", 0) + b - 1n) / b;
@@ -645,7 +660,9 @@
   };
   C.speculative_speedup = function (a) {
     const v = a.verify_ratio === undefined || a.verify_ratio === null ? 1 : num(a, "verify_ratio", 0, true);
-    return C.speculative_tokens_per_pass(a) / (N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v);
+    const cost = N(int(a, "gamma", 0)) * num(a, "cost_ratio", 0, true) + v;
+    const B = a.B === undefined || a.B === null ? 1 : N(int(a, "B", 1));
+    return (B === 1 ? C.speculative_tokens_per_pass(a) : C.speculative_batch_tokens_per_pass(a)) / cost;
   };
   C.speculative_best_gamma = function (a) {
     const top = N(int(a, "gamma_max", 1, 16));
@@ -850,6 +867,54 @@
     if (b < 1n) throw new RangeError("memory_bytes·(1 − reserve) must be at least 1 byte");
     const used = stepBytes(a);
     return N(used <= b ? 1n : ceilDiv(used, b));
+  };
+
+  // ---- Chapter 20: tensor parallelism counted (Eqs. 20.1-20.7) ----
+  C.tp_collectives_per_step = function (a) {
+    const L = int(a, "L", 1);
+    return int(a, "W", 1) === 1n ? 0 : N(2n * L + 2n);
+  };
+  C.tp_collective_bytes = function (a) {
+    if (int(a, "W", 1) === 1n) return 0;
+    const tokens = int(a, "B", 1) * int(a, "T", 1, 1), s = int(a, "s", 1);
+    return N((2n * int(a, "L", 1) + 1n) * tokens * int(a, "d", 1) * s + tokens * int(a, "V", 1) * s);
+  };
+  function kvPerRank(a) {
+    const H_kv = int(a, "H_kv", 1), W = int(a, "W", 1);
+    if (H_kv % W !== 0n && W % H_kv !== 0n) {
+      throw new RangeError("W=" + W + " and H_kv=" + H_kv + ": one must divide the other");
+    }
+    return H_kv / W > 1n ? H_kv / W : 1n;
+  }
+  C.tp_kv_heads_per_rank = (a) => N(kvPerRank(a));
+  C.tp_kv_cache_bytes = function (a) {
+    const kv = kvPerRank(a);
+    return N(2n * int(a, "L", 1) * int(a, "B", 1) * int(a, "S", 0) * kv * int(a, "d_h", 1) * int(a, "s", 1));
+  };
+  C.allreduce_time = (a) => num(a, "coll_latency", 0) + N(int(a, "nbytes", 0)) / num(a, "coll_bandwidth", 0, true);
+  C.ring_allreduce_beta = function (a) {
+    const W = N(int(a, "W", 2));
+    return (num(a, "link_bandwidth", 0, true) * W) / (2 * (W - 1));
+  };
+  C.tp_alpha_beta_step_time = function (a) {
+    const tFixed = a.t_fixed === undefined ? 0 : num(a, "t_fixed", 0);
+    const alpha = num(a, "coll_latency", 0), coll = num(a, "coll_bytes", 0);
+    const beta = num(a, "coll_bandwidth", 0, true);
+    const memory = N(int(a, "weight_bytes", 0)) / (N(int(a, "W", 1)) * num(a, "bandwidth", 0, true));
+    return tFixed + memory + N(int(a, "n_coll", 0)) * (alpha + coll / beta);
+  };
+  C.tp_per_gpu_bandwidth = (a) =>
+    N(int(a, "weight_bytes", 0)) / N(int(a, "W", 1)) / num(a, "step_time", 0, true);
+  C.tp_replay_step_time = function (a) {
+    const n = C.tp_collectives_per_step(a);
+    if (n === 0) return N(int(a, "weight_bytes", 0)) / num(a, "bandwidth", 0, true);
+    const payload = C.tp_collective_bytes(a);
+    const beta = C.ring_allreduce_beta(a);
+    return C.tp_alpha_beta_step_time(Object.assign({}, a, { n_coll: n, coll_bytes: payload / n, coll_bandwidth: beta }));
+  };
+  C.pipeline_time = function (a) {
+    const W = N(int(a, "W", 1)), m = N(int(a, "m", 1));
+    return (num(a, "t_one", 0, true) / W) * (m + W - 1) / m;
   };
 
   // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----

@@ -120,10 +120,34 @@
     return node;
   }
 
-  function drawPlot(svg, spec, values, C) {
+  // Tick labels that tell the ticks apart: a formatter with `decimals` (fmt_fixed, fmt_percent) gets
+  // more of them when its own would print two ticks alike or a non-zero tick as zero ("1×, 1×, 0×").
+  function tickLabels(ticks, fmt, C) {
+    const label = (f) => ticks.map((t) => format(f, t, C));
+    let labels = label(fmt);
+    const readable = (ls, f) => new Set(ls).size === ls.length
+      && ticks.every((t, i) => t === 0 || ls[i] !== format(f, 0, C));
+    if (!fmt || !(fmt.fn === "fmt_fixed" || fmt.fn === "fmt_percent") || readable(labels, fmt)) return labels;
+    const base = fmt.args && fmt.args.decimals !== undefined ? fmt.args.decimals : 1;
+    for (let d = base + 1; d <= base + 8; d++) {
+      const f = {fn: fmt.fn, args: Object.assign({}, fmt.args, {decimals: d})};
+      labels = label(f);
+      if (readable(labels, f)) return labels;
+    }
+    return labels;
+  }
+
+  // Ticks of an axis from lo to hi: powers of ten on a log axis that spans two, else round steps.
+  function axisTicks(lo, hi, log) {
+    if (!log) return niceTicks(lo, hi, false);
+    const ticks = niceTicks(lo, hi, true);
+    return ticks.length >= 2 ? ticks : niceTicks(lo, hi, false).filter((t) => t > 0);
+  }
+
+  // What a plot shows at these slider values, without drawing it: the x samples, every series' y
+  // (null where undefined), the y range and both axes' ticks with their labels.
+  function plotModel(spec, values, C) {
     const plot = spec.plot, sliders = spec.sliders;
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
-    const W = 520, H = 280, m = {l: 84, r: 12, t: 10, b: 40};
     const n = plot.points;
     // Sample x; when x is a slider, snap to its step (an integer slider gets integer x).
     const xSlider = sliders.find((s) => s.name === plot.x && !s.options);
@@ -152,26 +176,37 @@
       return {label: s.label, ys};
     });
     const all = [].concat(...series.map((s) => s.ys)).filter((y) => y !== null);
-    if (!all.length) return;
+    if (!all.length) return {xs, series, empty: true};
     let lo = plot.y_min !== null ? plot.y_min : Math.min(...all);
     let hi = plot.y_max !== null ? plot.y_max : Math.max(...all);
     if (!plot.log_y && plot.y_min === null) lo = Math.min(lo, 0);
     if (hi === lo) hi = lo + (lo ? Math.abs(lo) : 1);
+    const xTicks = niceTicks(plot.x_min, plot.x_max, plot.log_x);
+    const yTicks = axisTicks(lo, hi, plot.log_y).filter((t) => t >= lo && t <= hi);
+    return {xs, series, lo, hi, xTicks, xLabels: xTicks.map(compact), yTicks,
+      yLabels: tickLabels(yTicks, plot.y_fmt, C)};
+  }
+
+  function drawPlot(svg, spec, values, C) {
+    const plot = spec.plot;
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    const W = 520, H = 280, m = {l: 84, r: 12, t: 10, b: 40};
+    const model = plotModel(spec, values, C);
+    if (model.empty) return;
+    const {xs, series, lo, hi} = model;
     const tx = (x) => plot.log_x ? Math.log10(x) : x, ty = (y) => plot.log_y ? Math.log10(y) : y;
     const X = (x) => m.l + (tx(x) - tx(plot.x_min)) / (tx(plot.x_max) - tx(plot.x_min)) * (W - m.l - m.r);
     const Y = (y) => H - m.b - (ty(y) - ty(lo)) / (ty(hi) - ty(lo)) * (H - m.t - m.b);
     const g = el("g", {"font-size": "11", fill: "currentColor"}, svg);
     el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999"}, g);
-    const fmtY = (y) => format(plot.y_fmt, y, C);
-    for (const t of niceTicks(plot.x_min, plot.x_max, plot.log_x)) {
+    model.xTicks.forEach((t, i) => {
       el("line", {x1: X(t), x2: X(t), y1: m.t, y2: H - m.b, stroke: "#ddd"}, g);
-      el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = compact(t);
-    }
-    for (const t of niceTicks(lo, hi, plot.log_y)) {
-      if (t < lo || t > hi) continue;
+      el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = model.xLabels[i];
+    });
+    model.yTicks.forEach((t, i) => {
       el("line", {x1: m.l, x2: W - m.r, y1: Y(t), y2: Y(t), stroke: "#ddd"}, g);
-      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = fmtY(t);
-    }
+      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = model.yLabels[i];
+    });
     el("text", {x: (m.l + W - m.r) / 2, y: H - 6, "text-anchor": "middle"}, g).textContent = plot.x_label;
     el("text", {x: 12, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
       transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")"}, g).textContent = plot.y_label;
@@ -274,7 +309,8 @@
     document.querySelectorAll("div.mgx-explorer").forEach(init);
   }
 
-  root.MiniGPTExplorer = {init, initAll, compact, format, valueAt, positionOf, evaluate, evaluateAll};
+  root.MiniGPTExplorer = {init, initAll, compact, format, valueAt, positionOf, evaluate, evaluateAll, plotModel,
+    tickLabels};
   // On the book's site this file is loaded in the page's head: wire the explorers once the page is parsed.
   if (typeof document !== "undefined") {
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initAll);

@@ -1,0 +1,148 @@
+"""Exercise 17 (Chapter 20, tensor parallelism): a row-parallel product whose all-reduce rebuilds the
+matmul, the QKV rows a rank keeps (with K/V replicas when H_kv < W), the collectives of one forward,
+and the smallest W whose shard fits a chip.
+
+The oracles are the package: `minigpt.distributed.tensor_parallel.qkv_rows` (what the sharded model
+loads), the record `minigpt.distributed.collectives` keeps (Eqs. 20.1-20.2, as the tests check it
+against a real gloo run), and `costs.tp_kv_cache_bytes` (Eq. 20.3) for the fit.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import torch
+
+from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.distributed.tensor_parallel import qkv_rows
+from minigpt.exercises.spec import Exercise, Question, exact_int, int_list, randn, tensor
+
+
+def _partials_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(6):
+        W, k = rng.choice([1, 2, 3, 4]), rng.randint(1, 5)
+        lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
+        cases.append(dict(x=randn([*lead, W * k], rng), w=randn([rng.randint(1, 7), W * k], rng), W=W))
+    return cases
+
+
+def _partials(x: torch.Tensor, w: torch.Tensor, W: int) -> torch.Tensor:
+    k = w.shape[1] // W
+    return torch.stack([x[..., r * k:(r + 1) * k] @ w[:, r * k:(r + 1) * k].T for r in range(W)])
+
+
+def _rows_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    while len(cases) < 8:
+        H = rng.choice([4, 8, 16])
+        H_kv = rng.choice([h for h in (1, 2, 4, 8, 16) if H % h == 0])
+        W = rng.choice([w for w in (1, 2, 4, 8) if H % w == 0 and (H_kv % w == 0 or w % H_kv == 0)])
+        if len(cases) < 4 and H_kv >= W:  # half the cases replicate K/V heads
+            continue
+        cases.append(dict(H=H, H_kv=H_kv, d_h=rng.choice([1, 2, 3]), W=W, rank=rng.randrange(W)))
+    return cases
+
+
+def _rows(H: int, H_kv: int, d_h: int, W: int, rank: int) -> list[int]:
+    config = ModelConfig(L=1, H=H, H_kv=H_kv, d_h=d_h, d_ffn=W, V=W)
+    return qkv_rows(config, W, rank).tolist()
+
+
+def _record_cases(rng: random.Random) -> list[dict]:
+    return [dict(L=rng.randint(1, 96), B=rng.randint(1, 64), T=rng.choice([1, 1, rng.randint(2, 512)]),
+                 d=rng.choice([64, 512, 4096, 8192]), V=rng.choice([600, 32000, 128256]), s=rng.choice([2, 4]),
+                 W=rng.choice([1, 2, 4, 8])) for _ in range(8)]
+
+
+def _record(L: int, B: int, T: int, d: int, V: int, s: int, W: int) -> list[list[Any]]:
+    if W == 1:
+        return []
+    return [["all_reduce", B * T * d * s]] * (2 * L + 1) + [["all_gather", B * T * V * s]]
+
+
+def _records(expected: Any, actual: Any) -> str | None:
+    """The same list of [kind, bytes] pairs, in order; the message says where they part."""
+    if not isinstance(actual, list):
+        return f"expected a list of [kind, nbytes] pairs, got {type(actual).__name__}"
+    got = [list(a) if isinstance(a, (list, tuple)) else a for a in actual]
+    if len(got) != len(expected):
+        return f"expected {len(expected)} collectives, got {len(got)}"
+    for i, (e, a) in enumerate(zip(expected, got, strict=True)):
+        if a != e:
+            return f"collective {i} (counting from 0): expected {e}, got {a}"
+    return None
+
+
+def _fit_cases(rng: random.Random) -> list[dict]:
+    """Half the cases drawn until the K/V replicas decide the answer (16 ranks of a model with 8 K/V heads)."""
+    names = [n for n in MODELS if n != "MiniGPT"]
+    cases: list[dict] = []
+    while len(cases) < 8:
+        model, chip = rng.choice(names), rng.choice(list(HARDWARE))
+        S, B = rng.choice([1024, 4096, 8192, 32768]), rng.choice([1, 8, 32, 128, 512])
+        args = (MODELS[model], HARDWARE[chip], S, B)
+        if len(cases) % 2 and _smallest_tp(*args) == _smallest_tp(*args, replicas=False):
+            continue
+        cases.append(dict(model={"$preset": model}, hardware={"$hardware": chip}, S=S, B=B))
+    return cases
+
+
+def _smallest_tp(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, replicas: bool = True) -> int:
+    budget = math.floor(hardware.memory_bytes * (1 - costs.FIT_RESERVE))
+    for W in (1, 2, 4, 8, 16):
+        if model.H % W or (model.H_kv % W and W % model.H_kv):
+            continue
+        if replicas:
+            kv = costs.tp_kv_cache_bytes(L=model.L, B=B, S=S, H_kv=model.H_kv, d_h=model.d_h, s=2, W=W)
+        else:  # the answer that forgets the copies, to pick cases where they matter
+            kv = 2 * model.L * B * S * model.H_kv * model.d_h * 2 // W
+        if math.ceil(model.N_params * 2 / W) + kv <= budget:
+            return W
+    return 0
+
+
+EXERCISE = Exercise(
+    id="ex17",
+    notebook="ex17_tensor_parallel.ipynb",
+    title="Tensor parallelism",
+    questions=(
+        Question(
+            "q1", "row_parallel_partials", "row_parallel_partials(x, w, W) -> tensor", _partials_cases, _partials,
+            tensor(atol=1e-5, rtol=1e-5),
+            "rank r holds a contiguous block of the weight's input columns, the r-th of W equal blocks, and the "
+            "matching block of the last dimension of x; its partial product has the full output width. "
+            "Stack the W partials along a new first dimension, rank 0 first: their sum is the whole product.",
+        ),
+        Question(
+            "q2", "qkv_rows_for_rank", "qkv_rows_for_rank(H, H_kv, d_h, W, rank) -> list[int]", _rows_cases,
+            _rows, int_list,
+            "the fused weight holds all query heads, then all key heads, then all value heads, d_h rows per "
+            "head. A rank keeps H/W consecutive query heads, then the key rows and then the value rows of the "
+            "K/V heads those query heads read: H_kv/W of them, or, when H_kv < W, the one head of their group "
+            "(several ranks keep a copy of it).",
+        ),
+        Question(
+            "q3", "collectives_of_forward", "collectives_of_forward(L, B, T, d, V, s, W) -> list", _record_cases,
+            _record, _records,
+            "in the order the forward issues them: the vocabulary-split embedding's sum, then two sums per "
+            "layer (after attention, after the MLP), then the gather of the LM head's vocabulary slices. A sum "
+            "carries the activations of the B·T tokens; the gather's payload is the full logits. One rank "
+            "sends nothing.",
+        ),
+        Question(
+            "q4", "smallest_tp", "smallest_tp(model, hardware, S, B) -> int", _fit_cases, _smallest_tp,
+            exact_int,
+            "try W = 1, 2, 4, 8, 16 in turn, skipping a W that does not divide H or that neither divides nor is "
+            "divided by H_kv. One rank holds its share of the bf16 weights (rounded up to whole bytes) and its "
+            "own cache of B sequences of S tokens, with a whole K/V head copied when there are fewer K/V heads "
+            "than ranks; it must fit in 90 % of the chip's memory (rounded down). Return 0 when even 16 is not "
+            "enough.",
+        ),
+    ),
+)

@@ -1,0 +1,136 @@
+"""Chapter 20: MiniGPT sharded over W ranks (gloo on CPU) gives the single-process logits, issues
+exactly the collectives Eqs. (20.1)-(20.2) count, and holds the KV bytes Eq. (20.3) counts.
+
+Each check names the bug it catches:
+- logits within TOL through prefill and decode (B > 1, MHA, GQA and MQA checkpoints, W = 2, 4): a
+  wrong slice of the QKV rows (a K/V replica of the wrong group when H_kv < W), a row-parallel bias
+  added on every rank, an all-reduce forgotten, the embedding's out-of-shard rows not zeroed;
+- the recorded collectives equal Eq. (20.1)/(20.2): an extra or a forgotten all-reduce; mutants of
+  both run in the W = 2 launch and must fail the count (and the logits);
+- the cache bytes equal Eq. (20.3): K/V replicas not counted, or heads not split.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from minigpt import costs
+from minigpt.distributed import launch
+from minigpt.distributed.collectives import Collectives
+from minigpt.distributed.tensor_parallel import TensorParallelMiniGPT, check_shardable
+from minigpt.runtime.checkpoint import load_pretrained
+from tests.workers import tp as workers
+
+TOL = 1e-4  # fp32, absolute, on logits of magnitude ~10: the sums run in another order
+CHECKPOINTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa")  # H_kv = 4, 2, 1 with H = 4
+
+
+def _cases(W: int) -> list[tuple[str, int, int, int, int]]:
+    rng = random.Random(20 + W)  # several random shapes, fixed per W
+    return [(name, rng.randint(2, 4), rng.randint(1, 12), rng.randint(2, 4), rng.randrange(10**6))
+            for name in CHECKPOINTS]
+
+
+def _expected_record(L: int, B: int, T: int, d: int, V: int, s: int = 4) -> list[tuple[str, int]]:
+    """The collectives of one forward, in order: embedding, 2 per layer, the LM head's gather."""
+    return [("all_reduce", B * T * d * s)] * (1 + 2 * L) + [("all_gather", B * T * V * s)]
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=["W2", "W4"])
+def runs(request) -> tuple[int, list, list[list[dict]]]:
+    W = request.param
+    cases = _cases(W)
+    return W, cases, launch.run(workers.equivalence, W, cases, W == 2, timeout_s=150)
+
+
+def test_sharded_logits_equal_the_single_process_model(runs) -> None:
+    W, cases, out = runs
+    for case, got in zip(cases, out[0][:len(cases)], strict=True):
+        assert max(got["diffs"]) <= TOL, f"W={W} {case}: max |Δ logits| {max(got['diffs']):.2e} > {TOL}"
+        assert got["agree"], f"W={W} {case}: a greedy token differs"
+
+
+def test_every_rank_returns_the_same_logits(runs) -> None:
+    W, cases, out = runs
+    for i in range(len(cases)):
+        assert len({tuple(rank[i]["diffs"]) for rank in out}) == 1
+
+
+def test_collectives_match_eqs_20_1_and_20_2(runs) -> None:
+    W, cases, out = runs
+    for (name, B, P, _steps, _), got in zip(cases, out[0][:len(cases)], strict=True):
+        c = load_pretrained(name=name).config
+        for step, record in enumerate(got["records"]):
+            T = P if step == 0 else 1
+            assert record == _expected_record(c.L, B, T, c.d, c.V)
+            assert len(record) == costs.tp_collectives_per_step(L=c.L, W=W)
+            assert sum(n for _, n in record) == costs.tp_collective_bytes(L=c.L, B=B, T=T, d=c.d, V=c.V, s=4, W=W)
+        assert got["pair_ok"], "the (max, index) all-gather chose another token than the full argmax"
+        assert got["pair_record"] == [("all_gather", B * W * 2 * 4)]  # 2 numbers per sequence per rank
+
+
+def test_cache_bytes_count_the_replicated_kv_heads(runs) -> None:
+    W, cases, out = runs
+    for (name, B, P, steps, _), got in zip(cases, out[0][:len(cases)], strict=True):
+        c = load_pretrained(name=name).config
+        assert got["cache_bytes"] == costs.tp_kv_cache_bytes(L=c.L, B=B, S=P + steps, H_kv=c.H_kv, d_h=c.d_h,
+                                                             s=4, W=W)
+        whole = 2 * c.L * B * (P + steps) * c.H_kv * c.d_h * 4
+        assert W * got["cache_bytes"] == max(whole, W * whole // c.H_kv)  # replicas when H_kv < W
+
+
+def test_mutants_fail_the_count_and_the_logits(runs) -> None:
+    W, cases, out = runs
+    if W != 2:
+        pytest.skip("the mutants run in the W = 2 launch")
+    name, B, P, steps, _ = cases[0]
+    c = load_pretrained(name=name).config
+    mutants = [r for r in out[0] if "mutant" in r]
+    assert {m["mutant"] for m in mutants} == {"extra", "forgotten"}
+    for m in mutants:
+        counted = [len(r) for r in m["records"]]
+        assert counted != [costs.tp_collectives_per_step(L=c.L, W=W)] * (steps + 1), m["mutant"]
+        assert max(m["diffs"]) > 100 * TOL, m["mutant"]
+
+
+def test_one_rank_is_the_model_and_sends_nothing() -> None:
+    pre = load_pretrained(name="minigpt-gqa2")
+    model = pre.model
+    tp = TensorParallelMiniGPT(model, Collectives(0, 1))
+    prompt = torch.randint(0, 600, (3, 5), generator=torch.Generator().manual_seed(1))
+    got = workers._run(model, tp, prompt, 3)
+    assert max(got["diffs"]) <= TOL and got["agree"]
+    assert got["records"] == [[]] * 4 and costs.tp_collectives_per_step(L=4, W=1) == 0
+
+
+def test_bad_shapes_are_named() -> None:
+    c = load_pretrained().config
+    with pytest.raises(ValueError, match="W=3 must divide H=4"):
+        check_shardable(c, 3)
+    with pytest.raises(ValueError, match="W must be an int"):
+        check_shardable(c, 0)
+    with pytest.raises(ValueError, match="initialised process group"):
+        Collectives(0, 2)
+    with pytest.raises(ValueError, match="rank must be"):
+        Collectives(1, 1)
+    with pytest.raises(ValueError, match="H_kv=3"):
+        costs.tp_kv_heads_per_rank(H_kv=3, W=2)
+    with pytest.raises(ValueError, match="W must be an integer >= 2"):
+        costs.ring_allreduce_beta(link_bandwidth=1e9, W=1)
+
+
+def test_formulas_by_hand() -> None:
+    assert costs.tp_collectives_per_step(L=80, W=8) == 162
+    assert costs.tp_collective_bytes(L=1, B=2, d=3, V=5, s=1, W=2) == 3 * 6 + 10
+    assert costs.tp_kv_heads_per_rank(H_kv=8, W=2) == 4 and costs.tp_kv_heads_per_rank(H_kv=2, W=8) == 1
+    assert costs.ring_allreduce_beta(link_bandwidth=450e9, W=8) == pytest.approx(450e9 * 8 / 14)
+    assert costs.allreduce_time(nbytes=1000, coll_latency=1e-5, coll_bandwidth=1e8) == pytest.approx(2e-5)
+    t = costs.tp_alpha_beta_step_time(weight_bytes=8000, W=2, bandwidth=1000.0, n_coll=3, coll_bytes=10,
+                                      coll_latency=0.5, coll_bandwidth=10.0, t_fixed=1.0)
+    assert t == pytest.approx(1.0 + 4.0 + 3 * 1.5)
+    assert costs.tp_per_gpu_bandwidth(weight_bytes=800, W=4, step_time=2.0) == 100.0
+    assert costs.pipeline_time(t_one=1.0, W=4, m=1) == 1.0  # one decode step: no gain
+    assert costs.pipeline_time(t_one=1.0, W=4, m=1000) == pytest.approx(0.25, rel=0.01)
