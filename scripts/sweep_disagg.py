@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from minigpt import costs, load_pretrained, measure
-from minigpt.costs.presets import HARDWARE, LINKS, MODELS
+from minigpt.costs.presets import HARDWARE, KV_LINKS, MODELS
 from minigpt.distributed import disagg
 from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request
@@ -130,7 +130,7 @@ def replayed(requests: int) -> dict[str, Any]:
                 tr, m, hw, config=EngineConfig(max_batch=64, chunk_size=512)), 1)
             res["colocated_whole"] = curve(lambda tr, m=m: G.replay_colocated(
                 tr, m, hw, config=EngineConfig(max_batch=64)), 1)
-            link = LINKS["InfiniBand NDR 400 Gb/s"]
+            link = KV_LINKS["InfiniBand NDR 400 Gb/s"]
             res["ratios"] = {}
             for p, d in RATIOS:
                 res["ratios"][f"{p}:{d}"] = curve(lambda tr, m=m, p=p, d=d, link=link: G.replay_disaggregated(
@@ -140,7 +140,7 @@ def replayed(requests: int) -> dict[str, Any]:
             p, d = (int(x) for x in best.split(":"))
             res["links"] = {}
             for lname in REPLAY_LINKS:
-                res["links"][lname] = curve(lambda tr, m=m, p=p, d=d, lk=LINKS[lname]: G.replay_disaggregated(
+                res["links"][lname] = curve(lambda tr, m=m, p=p, d=d, lk=KV_LINKS[lname]: G.replay_disaggregated(
                     tr, m, hw, lk, prefill=p, decode=d, decode_config=EngineConfig(max_batch=64)), p + d)
             per_model[wname] = res
             print(name, wname, {k: (v["goodput_per_chip"] if isinstance(v, dict) and "goodput_per_chip" in v else v)

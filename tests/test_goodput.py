@@ -14,7 +14,7 @@ import math
 import pytest
 
 from minigpt import costs
-from minigpt.costs.presets import HARDWARE, LINKS, MODELS
+from minigpt.costs.presets import HARDWARE, KV_LINKS, MODELS
 from minigpt.serving import EngineConfig, Request
 from minigpt.serving import goodput as G
 
@@ -58,10 +58,10 @@ def test_best_split_maximises_the_slower_pool() -> None:
 
 def test_replayed_pair_decodes_after_the_transfer() -> None:
     m, hw = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
-    slow = LINKS["100 GbE"]
+    slow = KV_LINKS["100 GbE"]
     reqs = [Request(f"r{i}", tuple(range(1000 + 100 * i)), 8, arrival_s=0.5 * i) for i in range(4)]
     reqs.append(Request("one", (1, 2, 3), 1, arrival_s=0.1))
-    fast = G.replay_disaggregated(reqs, m, hw, LINKS["NVLink 4 (H100 SXM)"], decode_config=EngineConfig())
+    fast = G.replay_disaggregated(reqs, m, hw, KV_LINKS["NVLink 4 (H100 SXM)"], decode_config=EngineConfig())
     lat = G.replay_disaggregated(reqs, m, hw, slow, decode_config=EngineConfig())
     for r, a, b in zip(reqs, fast, lat, strict=True):
         assert len(b.token_s) == r.max_new_tokens

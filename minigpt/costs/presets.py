@@ -210,7 +210,16 @@ LINKS: dict[str, LinkPreset] = {
             source="NVIDIA A100 Tensor Core GPU datasheet: NVLink 600 GB/s per GPU, the total of both "
             "directions (12 links), so 300 GB/s each way; https://www.nvidia.com/en-us/data-center/a100/",
         ),
-        # Chapter 19: links a request's K/V can take from a prefill GPU to a decode GPU
+    )
+}
+
+
+#: Links a request's K/V can take from a prefill GPU to a decode GPU (Chapter 19): NVLink inside a node,
+#: then PCIe, InfiniBand and Ethernet between GPUs without it.
+KV_LINKS: dict[str, LinkPreset] = {
+    link.name: link
+    for link in (
+        LINKS["NVLink 4 (H100 SXM)"],
         LinkPreset(
             "InfiniBand NDR 400 Gb/s", bandwidth_per_direction=50e9,
             source="NVIDIA ConnectX-7 / Quantum-2 InfiniBand NDR: 400 Gb/s per port each way = 50 GB/s "

@@ -14,7 +14,7 @@ from typing import Any
 
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
-from minigpt.costs.presets import LINKS, MODELS
+from minigpt.costs.presets import KV_LINKS, MODELS
 from minigpt.exercises.spec import Exercise, Question
 
 
@@ -26,7 +26,7 @@ def _short(value: Any) -> str:
 def _transfer_cases(rng: random.Random) -> list[dict]:
     cases = []
     for _ in range(8):
-        link = rng.choice(list(LINKS.values()))
+        link = rng.choice(list(KV_LINKS.values()))
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))}, P=rng.randint(1, 32768),
                           link_bandwidth=link.bandwidth_per_direction,
                           latency=rng.choice([0.0, 2e-6, float(f"{rng.uniform(1e-6, 5e-5):.3g}")])))
