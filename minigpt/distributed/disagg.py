@@ -417,11 +417,19 @@ class Driver:
 
     def _waits_on(self, r: RequestRecord, rank: int) -> bool:
         """True if unfinished `r` waits on `rank`: its prefill (or the transfer it sends), or its decode."""
-        if r.status == "prefilling":
-            return r.prefill_rank == rank
+        if r.status == "prefilling":  # its prefill runs there, or its K/V would be sent there
+            return rank in (r.prefill_rank, r.decode_rank)
         if r.status == "decoding":
             return r.decode_rank == rank or (r.prefill_rank == rank and r.transfer_s is None)
         return False
+
+    def _open(self, r: RequestRecord) -> bool:
+        """Unfinished, or finished by its decode worker before its prefill worker reported the transfer (the
+        two reports travel on different connections): the run waits for that report too."""
+        if r.status not in ("finished", "failed"):
+            return True
+        return (r.status == "finished" and len(r.tokens) > 1 and r.transfer_s is None
+                and r.prefill_rank in self.live)
 
     def holding(self, rank: int) -> list[int]:
         """Indices of unfinished requests that wait on `rank` and whose silence it answers for: a prefill
@@ -486,7 +494,7 @@ class Driver:
             self.pids[src] = int(msg[3])
             return
         r = self.records[i]
-        if attempt != r.attempt or r.status in ("finished", "failed"):
+        if attempt != r.attempt or r.status == "failed" or (r.status == "finished" and kind != SENT):
             return  # a message of an attempt that was given up
         if kind == FIRST:
             r.tokens, r.token_s = [int(msg[3])], [msg[4] - self.t0]
@@ -502,6 +510,8 @@ class Driver:
             self._interval[2] += int(msg[3])
         elif kind == XFAIL:
             self.declare_dead(int(msg[3]), "the K/V transfer to it failed")
+            if r.attempt == attempt and r.status not in ("finished", "failed", "queued"):
+                self.retry(i, f"rank {int(msg[3])} died (the K/V transfer to it failed)")  # dead already
         elif kind == TOKEN:
             r.tokens.append(int(msg[3]))
             r.token_s.append(msg[4] - self.t0)
@@ -547,7 +557,7 @@ class Driver:
         self.t0 = time.monotonic()
         arrivals = deque(sorted(range(len(self.requests)), key=lambda i: self.requests[i].arrival_s))
         ended: set[int] = set()
-        while any(r.status not in ("finished", "failed") for r in self.records):
+        while any(self._open(r) for r in self.records):
             now = time.monotonic() - self.t0
             if now > timeout_s:
                 raise TimeoutError(f"requests unfinished after timeout_s={timeout_s} s")
