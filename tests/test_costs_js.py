@@ -376,6 +376,22 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         for S, B, reserve in [(0, 1, None), (4096, 32, None), (32768, 64, 0.0), (131072, 256, 0.25), (1, 1, 0.5)]:
             args = dict(memory_bytes=hw.memory_bytes, weight_bytes=w, kv_bytes_per_token=kv, S=S, B=B)
             calls.append(("chips_needed", args if reserve is None else dict(args, reserve=reserve), None))
+    for model in MODELS.values():  # Chapter 19: the K/V transfer (Eqs. 19.1-19.2)
+        kv = dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
+        for P, bw, lat in [(0, 50e9, 0.0), (1, 12.5e9, 5e-6), (512, 450e9, 2e-6), (8192, 64e9, 0.0)]:
+            calls += [("kv_transfer_bytes", dict(kv, P=P), None),
+                      ("kv_transfer_time", dict(kv, P=P, link_bandwidth=bw, link_latency=lat), None)]
+        calls.append(("kv_transfer_time", dict(kv, P=100, link_bandwidth=25e9), None))
+    for ttft, tpot, s1, s2 in [([0.1, 0.3, 0.2], [0.01, 0.02, 0.05], 0.25, 0.03), ([1.0], [0.0], 0.5, 0.1),
+                               ([0.2, 0.2], [0.04, 0.04], 0.2, 0.04)]:  # Eqs. (19.3)-(19.4)
+        calls.append(("slo_attainment", dict(ttft=ttft, tpot=tpot, ttft_slo=s1, tpot_slo=s2), None))
+    for rates, att, target, chips in [([1, 2, 4], [1.0, 0.95, 0.5], 0.9, 1), ([4, 1, 2], [0.2, 0.95, 0.91], 0.9, 2),
+                                      ([3.0], [0.5], 0.9, 1), ([1, 2, 3], [0.9, 0.8, 1.0], 0.8, 4)]:
+        calls.append(("goodput", dict(rates=rates, attainments=att, target=target, chips=chips), None))
+    for chips, rp, rd in [(2, 1.0, 1.0), (5, 3.0, 1.0), (8, 0.5, 2.0), (7, 2.5, 2.5), (4, 10.0, 0.1)]:  # Eq. (19.5)
+        calls.append(("best_pd_ratio", dict(chips=chips, prefill_rate=rp, decode_rate=rd), None))
+        calls.append(("disagg_rate", dict(prefill_chips=chips - 1, decode_chips=1, prefill_rate=rp,
+                                          decode_rate=rd), None))
     for model in MODELS.values():  # Chapter 20: tensor parallelism counted, Eqs. (20.1)-(20.7)
         for W in (1, 2, 4, 8):
             calls += [("tp_collectives_per_step", dict(L=model.L, W=W), None),

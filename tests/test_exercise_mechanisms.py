@@ -22,7 +22,7 @@ from minigpt.runtime.mla import LatentAttention, LatentCache
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
-             for eid in ("ex09", "ex11", "ex12", "ex13", "ex17", "ex18")}
+             for eid in ("ex09", "ex11", "ex12", "ex13", "ex16", "ex17", "ex18")}
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
@@ -89,6 +89,16 @@ MUTANTS = [
      "recompute priced at the chip's peak"),
     ("ex12.q4", "preemption_costs", "swap = 2 * S * kv_per_token", "swap = S * kv_per_token",
      "the swap priced one way only"),
+    ("ex16.q1", "transfer", "b = P * 2 * model.L * model.H_kv * model.d_h * 2",
+     "b = P * 2 * model.L * model.H * model.d_h * 2", "every query head's K/V sent (H for H_kv)"),
+    ("ex16.q2", "goodput_by_hand", "ok += ttft <= ttft_slo and (math.isnan(tpot) or tpot <= tpot_slo)",
+     "ok += ttft <= ttft_slo", "attainment of the TTFT objective alone"),
+    ("ex16.q2", "goodput_by_hand", "        if a < 0.9:\n            break",
+     "        if a < 0.9:\n            continue", "goodput as the highest passing rate, past a failing one"),
+    ("ex16.q3", "choose_ratio", "rate = min(n * prefill_rate, (chips - n) * decode_rate)",
+     "rate = n * prefill_rate + (chips - n) * decode_rate", "the pools' rates added, not the slower one"),
+    ("ex16.q4", "wire_bytes", "for P, D in requests if D > 1)", "for P, D in requests)",
+     "one-token requests sent to a decode worker"),
     ("ex17.q1", "row_parallel_partials", "cols = slice(r * k, (r + 1) * k)", "cols = slice(r, None, W)",
      "the input features dealt round-robin instead of in blocks"),
     ("ex17.q1", "row_parallel_partials", "parts.append(x[..., cols] @ w[:, cols].T)",
@@ -156,7 +166,7 @@ def test_plausible_wrong_answer_fails(qid: str, function: str, old: str, new: st
 CODE = re.compile(r"torch\.|costs\.|np\.|\w\.\w+\(|repeat_interleave|unflatten|\[:, :")
 
 
-@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13", "ex17", "ex18"])
+@pytest.mark.parametrize("eid", ["ex09", "ex11", "ex12", "ex13", "ex16", "ex17", "ex18"])
 def test_hints_are_words_not_code(eid: str) -> None:
     for q in EXERCISES[eid].questions:
         assert not CODE.search(q.hint), f"{eid}.{q.id}'s hint shows code: {q.hint}"

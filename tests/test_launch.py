@@ -74,3 +74,23 @@ def test_bad_arguments_name_the_parameter(kwargs: dict, name: str) -> None:
     world_size = kwargs.pop("world_size")
     with pytest.raises(ValueError, match=name):
         launch.run(basic.all_reduce_rank, world_size, 0.0, **kwargs)
+
+
+def test_an_expendable_worker_may_die_and_the_rest_finish(tmp_path: Path) -> None:
+    out = launch.run(basic.die_on_rank_2, 3, str(tmp_path / "pid"), timeout_s=60, expendable=[2])
+    assert out[0] == "rank 0 done" and out[1] == "rank 1 done"
+    assert isinstance(out[2], launch.WorkerFailure) and out[2].rank == 2 and out[2].exitcode == 5
+    pids = _pids(tmp_path / "pid", 3)
+    assert len(pids) == 3 and not any(_alive(p) for p in pids)
+
+
+def test_a_non_expendable_failure_still_kills_all(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="rank 1"):
+        launch.run(basic.fail_on_rank_1, 3, str(tmp_path / "pid"), timeout_s=60, expendable=[2])
+    pids = _pids(tmp_path / "pid", 3)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_rank_0_cannot_be_expendable() -> None:
+    with pytest.raises(ValueError, match="expendable"):
+        launch.run(basic.all_reduce_rank, 2, 0.0, expendable=[0])

@@ -258,6 +258,7 @@ GLOSSARY_TERMS = {
     "Draft model", "Acceptance rate", "Speculative sampling", "Preemption", "Hash chain", "Static cache",
     "torch.compile", "Operator floor",
     # Part IV
+    "Disaggregated serving", "Goodput", "SLO attainment",
     "Pipeline parallelism",
 }
 

@@ -214,6 +214,32 @@ LINKS: dict[str, LinkPreset] = {
 }
 
 
+#: Links a request's K/V can take from a prefill GPU to a decode GPU (Chapter 19): NVLink inside a node,
+#: then PCIe, InfiniBand and Ethernet between GPUs without it.
+KV_LINKS: dict[str, LinkPreset] = {
+    link.name: link
+    for link in (
+        LINKS["NVLink 4 (H100 SXM)"],
+        LinkPreset(
+            "InfiniBand NDR 400 Gb/s", bandwidth_per_direction=50e9,
+            source="NVIDIA ConnectX-7 / Quantum-2 InfiniBand NDR: 400 Gb/s per port each way = 50 GB/s "
+            "(one NIC per GPU in a DGX H100); https://www.nvidia.com/en-us/networking/infiniband-adapters/",
+        ),
+        LinkPreset(
+            "PCIe Gen5 x16 (peer)", bandwidth_per_direction=64e9,
+            source="PCI-SIG PCIe 5.0: 32 GT/s per lane, x16 = 63 GB/s each way, GPU to GPU through a PCIe switch "
+            "without NVLink; NVIDIA H100 PCIe datasheet 'PCIe Gen5: 128GB/s' (both directions); "
+            "https://www.nvidia.com/en-us/data-center/h100/",
+        ),
+        LinkPreset(
+            "100 GbE", bandwidth_per_direction=12.5e9,
+            source="IEEE 802.3 100 Gigabit Ethernet: 100 Gb/s each way = 12.5 GB/s before protocol overhead "
+            "(RoCE or TCP between two servers); https://standards.ieee.org/ieee/802.3/",
+        ),
+    )
+}
+
+
 #: A small all-reduce's fixed cost α in seconds (Chapter 20's α–β model, `costs.allreduce_time`), by link.
 ALLREDUCE_ALPHA: dict[str, tuple[float, str]] = {
     "NVLink 4 (H100 SXM)": (

@@ -7,6 +7,11 @@ engine under `mp.spawn`; `torchrun` does the same from a shell). The rendezvous 
 raise with that worker's traceback after the others are killed; a run that outlives `timeout_s` is
 killed whole and raises `TimeoutError`.
 
+A long-lived job (a driver in rank 0 and serving workers, Chapter 19) may name `expendable` ranks: a
+worker there that raises or dies does not stop the run; the others go on (the driver notices through
+`torch.distributed`: gloo raises on a closed connection, or a wait times out) and its place in the
+result is a `WorkerFailure`. A failure of any other rank still kills all.
+
 The worker function must be importable by name (defined at the top level of a module, not in a
 notebook), because workers are started with `spawn`: a fresh interpreter that imports it.
 """
@@ -18,7 +23,8 @@ import os
 import socket
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +34,15 @@ import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
 BACKENDS = ("gloo", "nccl")
+
+
+@dataclass(frozen=True)
+class WorkerFailure:
+    """What `run` returns for an expendable rank that raised or died: its rank, exit code and traceback."""
+
+    rank: int
+    exitcode: int | None
+    detail: str
 
 
 def free_port() -> int:
@@ -65,13 +80,14 @@ def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, po
 
 
 def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo", threads: int = 1,
-        timeout_s: float = 120.0) -> list[Any]:
+        timeout_s: float = 120.0, expendable: Collection[int] = ()) -> list[Any]:
     """Run `fn(rank, world_size, *args)` in `world_size` processes on one process group; return what
     each rank returned, in rank order (picklable values; tensors come back by value, through `torch.save`).
 
     Raises `ValueError` for a bad argument, `RuntimeError` carrying the failing rank's traceback if a
     worker raises or dies, `TimeoutError` if the whole run takes longer than `timeout_s` seconds.
-    In every case no worker survives the call.
+    In every case no worker survives the call. A rank in `expendable` may fail without stopping the
+    others: its entry in the result is then a `WorkerFailure`.
     """
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
@@ -81,6 +97,9 @@ def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "glo
         raise ValueError(f"threads must be an int >= 1, got {threads!r}")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s!r}")
+    spare = set(expendable)
+    if not all(isinstance(r, int) and 0 <= r < world_size for r in spare) or 0 in spare:
+        raise ValueError(f"expendable must hold ranks in 1..{world_size - 1} (rank 0 drives), got {expendable!r}")
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()
     context = mp.start_processes(
@@ -99,7 +118,26 @@ def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "glo
                 errors[rank] = err
 
     try:
-        while True:
+        while spare:  # poll each process: a failure of an expendable rank is recorded, not fatal
+            drain()
+            done = True
+            for r, p in enumerate(context.processes):
+                if p.is_alive():
+                    done = False
+                elif p.exitcode != 0 and r not in spare:
+                    drain()
+                    detail = errors.get(r) or f"exit code {p.exitcode}"
+                    raise RuntimeError(f"worker rank {r} of {world_size} failed:\n{detail}")
+            if done:
+                drain()
+                for r, p in enumerate(context.processes):
+                    if r not in got:
+                        got[r] = WorkerFailure(r, p.exitcode, errors.get(r) or f"exit code {p.exitcode}")
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"workers did not finish within timeout_s={timeout_s} s; all killed")
+            time.sleep(0.05)
+        while not spare:
             drain()
             try:
                 if context.join(timeout=0.05, grace_period=1.0):

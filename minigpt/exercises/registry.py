@@ -18,12 +18,13 @@ from minigpt.exercises import (
     ex13,
     ex14,
     ex15,
+    ex16,
     ex17,
     ex18,
 )
 from minigpt.exercises.spec import Exercise, Question
 
-_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex17, ex18)
+_MODULES = (ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13, ex14, ex15, ex16, ex17, ex18)
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.id: m.EXERCISE for m in _MODULES}
 
 

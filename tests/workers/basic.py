@@ -35,5 +35,12 @@ def exit_hard(rank: int, world_size: int) -> None:
     time.sleep(60)
 
 
+def die_on_rank_2(rank: int, world_size: int, pid_file: str) -> str:
+    with open(f"{pid_file}.{rank}", "w") as f:
+        f.write(str(os.getpid()))
+    if rank == 2:
+        os._exit(5)
+    time.sleep(1.0)
+    return f"rank {rank} done"
 def return_tensor(rank: int, world_size: int) -> dict:
     return {"rank": rank, "t": torch.arange(4.0) * (rank + 1)}

@@ -1,0 +1,50 @@
+"""Reference solutions for exercises/ex16_disaggregation.ipynb (instructors only; not in the package or the book).
+
+Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
+"""
+
+import math
+
+
+# %% solution:q1
+def transfer(model, P, link_bandwidth, latency):
+    """(bytes, seconds) of one request's K/V over a link: P tokens x 2 L H_kv d_h x 2 bytes; latency + bytes / bw."""
+    b = P * 2 * model.L * model.H_kv * model.d_h * 2
+    return b, latency + b / link_bandwidth
+
+
+# %% solution:q2
+def goodput_by_hand(runs, ttft_slo, tpot_slo):
+    """Attainment of each run (increasing rate), then the highest rate before the first below 90 %."""
+    attainments = []
+    for run in sorted(runs, key=lambda r: r["rate"]):
+        ok = 0
+        for q in run["requests"]:
+            times = q["token_s"]
+            ttft = times[0] - q["arrival_s"]
+            tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else math.nan
+            ok += ttft <= ttft_slo and (math.isnan(tpot) or tpot <= tpot_slo)
+        attainments.append(ok / len(run["requests"]))
+    best = 0.0
+    for run, a in zip(sorted(runs, key=lambda r: r["rate"]), attainments, strict=True):
+        if a < 0.9:
+            break
+        best = run["rate"]
+    return attainments, best
+
+
+# %% solution:q3
+def choose_ratio(chips, prefill_rate, decode_rate):
+    """The split (N, M) that maximises min(N * prefill_rate, M * decode_rate); ties: fewest prefill chips."""
+    best = None
+    for n in range(1, chips):
+        rate = min(n * prefill_rate, (chips - n) * decode_rate)
+        if best is None or rate > best[0]:
+            best = (rate, n)
+    return best[1], chips - best[1]
+
+
+# %% solution:q4
+def wire_bytes(model, requests):
+    """K/V bytes sent to decode workers: only requests with D > 1 leave their prefill worker."""
+    return sum(P * 2 * model.L * model.H_kv * model.d_h * 2 for P, D in requests if D > 1)

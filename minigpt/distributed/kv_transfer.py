@@ -1,0 +1,125 @@
+"""A request's KV cache out of one paged pool, over `torch.distributed` point-to-point, into another.
+
+This is the KV connector of disaggregated serving (Chapter 19), reduced to its two halves:
+
+- `export_kv(pool, seq, P)`: the first P tokens' keys and values of sequence `seq`, gathered from its
+  blocks through the block table into one contiguous tensor `[2, L, H_kv, P, d_h]` (K then V). It holds
+  exactly P·(Eq. 2.1's bytes per token): no padding of the last block travels.
+- `import_kv(pool, kv)`: a new sequence in another pool, given ⌈P/b⌉ fresh blocks (any free ones: the
+  block ids of the two pools have nothing in common), its K/V written and its length advanced to P.
+- `send_kv` / `recv_kv`: a small int64 header (request, attempt, P, D, first token, element count), the
+  prompt's token ids, then the K/V tensor, each with `dist.send` / `dist.recv` on their own tag, called
+  from a sender thread on the prefill side and a receiver thread per prefill worker on the decode side,
+  so the transfer overlaps both engines' steps. gloo carries CPU tensors, NCCL CUDA tensors: the same
+  calls. (A gloo `irecv` cannot be polled: `is_completed()` stays False until `wait()`, and a `wait`
+  with a timeout closes the connection; a blocking receive in a thread is what works.)
+
+vLLM's P2P NCCL connector sends a request's K/V layer by layer while the prefill runs; its NIXL
+connector lets the decode instance read the prefill's blocks (RDMA) once they are done; SGLang and
+Mooncake move whole pages with a transfer engine. MiniGPT sends once, after the prefill, from a
+gathered copy: simpler, and the copy costs one extra pass over P tokens' K/V on each side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from minigpt.runtime.paged_cache import PagedKVCache
+
+TAG_KV_HEADER, TAG_KV_PROMPT, TAG_KV = 20, 21, 22
+HEADER = 6  # request index, attempt, P, max_new_tokens, first token, K/V elements
+
+
+def export_kv(pool: PagedKVCache, seq: int, P: int) -> torch.Tensor:
+    """Keys and values of the first P tokens of `seq`, contiguous: `[2, L, H_kv, P, d_h]`."""
+    if isinstance(P, bool) or not isinstance(P, int) or not 1 <= P <= pool.length(seq):
+        raise ValueError(f"P must be an integer in 1..{pool.length(seq)} (tokens held by sequence {seq}), got {P!r}")
+    b = pool.block_size
+    n = -(-P // b)
+    table = torch.tensor(pool.block_table(seq)[:n], dtype=torch.long, device=pool.device)
+    out = []
+    for cache in (pool.k, pool.v):  # [L, N, H_kv, b, d_h]
+        blocks = cache.index_select(1, table)  # [L, n, H_kv, b, d_h]
+        L, _, H_kv, _, d_h = blocks.shape
+        out.append(blocks.permute(0, 2, 1, 3, 4).reshape(L, H_kv, n * b, d_h)[:, :, :P])
+    return torch.stack(out).contiguous()
+
+
+def import_kv(pool: PagedKVCache, kv: torch.Tensor) -> int:
+    """A new sequence of `pool` holding the P tokens of `kv` `[2, L, H_kv, P, d_h]`; returns its id.
+    Raises `OutOfBlocks` (and changes nothing) when ⌈P/b⌉ blocks are not free."""
+    c = pool.config
+    if kv.dim() != 5 or kv.shape[0] != 2 or tuple(kv.shape[1:3]) != (c.L, c.H_kv) or kv.shape[4] != c.d_h:
+        raise ValueError(f"kv must be [2, L={c.L}, H_kv={c.H_kv}, P, d_h={c.d_h}], got {tuple(kv.shape)}")
+    P, b = kv.shape[3], pool.block_size
+    n = -(-P // b)
+    seq = pool.add_sequence()
+    try:
+        pool.reserve([seq], P)
+    except Exception:
+        pool.free_sequence(seq)
+        raise
+    table = torch.tensor(pool.block_table(seq)[:n], dtype=torch.long, device=pool.device)
+    for cache, part in zip((pool.k, pool.v), kv.to(device=pool.device, dtype=pool.dtype), strict=True):
+        padded = torch.zeros((c.L, c.H_kv, n * b, c.d_h), dtype=pool.dtype, device=pool.device)
+        padded[:, :, :P] = part
+        cache[:, table] = padded.reshape(c.L, c.H_kv, n, b, c.d_h).permute(0, 2, 1, 3, 4)
+    pool.advance([seq], P)
+    return seq
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One request's K/V as the decode side receives it."""
+
+    index: int
+    attempt: int
+    prompt: list[int]
+    max_new_tokens: int
+    first: int
+    kv: torch.Tensor  # [2, L, H_kv, P, d_h]
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.kv.numel() * self.kv.element_size()
+
+
+def send_kv(dst: int, index: int, attempt: int, prompt: list[int], max_new_tokens: int, first: int,
+            kv: torch.Tensor) -> tuple[int, int]:
+    """Send a request's header, prompt ids and K/V to rank `dst` (blocking: a prefill worker calls it from
+    its sender thread). Returns (K/V bytes, metadata bytes); raises if `dst` is gone."""
+    header = torch.tensor([index, attempt, len(prompt), max_new_tokens, first, kv.numel()], dtype=torch.long,
+                          device=kv.device)
+    ids = torch.tensor(prompt, dtype=torch.long, device=kv.device)
+    dist.send(header, dst, tag=TAG_KV_HEADER)
+    dist.send(ids, dst, tag=TAG_KV_PROMPT)
+    dist.send(kv, dst, tag=TAG_KV)
+    return kv.numel() * kv.element_size(), (header.numel() + ids.numel()) * 8
+
+
+def send_bye(dst: int, device: torch.device | str = "cpu") -> None:
+    """Tell `dst`'s receiver for this rank that no more K/V will come (a header with index −1)."""
+    dist.send(torch.tensor([-1, 0, 0, 0, 0, 0], dtype=torch.long, device=device), dst, tag=TAG_KV_HEADER)
+
+
+def recv_kv(src: int, shape: tuple[int, int, int, int], dtype: torch.dtype,
+            device: torch.device | str = "cpu") -> Transfer | None:
+    """Receive one request's K/V `[2, L, H_kv, P, d_h]` from rank `src` (blocking: a decode worker's
+    receiver thread calls it); None when `src` says bye."""
+    header = torch.empty(HEADER, dtype=torch.long, device=device)
+    dist.recv(header, src, tag=TAG_KV_HEADER)
+    index, attempt, P, max_new, first, numel = (int(x) for x in header.tolist())
+    if index < 0:
+        return None
+    two, L, H_kv, d_h = shape
+    if numel != two * L * H_kv * P * d_h:
+        raise ValueError(f"header from rank {src} announces {numel} K/V elements, expected 2·L·H_kv·P·d_h = "
+                         f"{two * L * H_kv * P * d_h}")
+    ids = torch.empty(P, dtype=torch.long, device=device)
+    dist.recv(ids, src, tag=TAG_KV_PROMPT)
+    kv = torch.empty((two, L, H_kv, P, d_h), dtype=dtype, device=device)
+    dist.recv(kv, src, tag=TAG_KV)
+    return Transfer(index, attempt, ids.tolist(), max_new, first, kv)

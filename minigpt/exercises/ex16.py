@@ -1,0 +1,208 @@
+"""Exercise 16 (Chapter 19, prefill and decode apart): the K/V transfer's bytes and time, the goodput of a small
+set of runs by hand, and the prefill:decode split of a few chips.
+
+The oracles are the package: `costs.kv_transfer_bytes` / `costs.kv_transfer_time` (Eqs. 19.1-19.2),
+`costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), and `costs.best_pd_ratio`
+(Eq. 19.5). Nothing is timed: every answer is exact (or a float to 1e-9).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from minigpt import costs
+from minigpt.costs.preset_types import ModelPreset
+from minigpt.costs.presets import KV_LINKS, MODELS
+from minigpt.exercises.spec import Exercise, Question
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _transfer_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(8):
+        link = rng.choice(list(KV_LINKS.values()))
+        cases.append(dict(model={"$preset": rng.choice(list(MODELS))}, P=rng.randint(1, 32768),
+                          link_bandwidth=link.bandwidth_per_direction,
+                          latency=rng.choice([0.0, 2e-6, float(f"{rng.uniform(1e-6, 5e-5):.3g}")])))
+    return cases
+
+
+def _transfer(model: ModelPreset, P: int, link_bandwidth: float, latency: float) -> tuple[int, float]:
+    kv = dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2, P=P)
+    return costs.kv_transfer_bytes(**kv), costs.kv_transfer_time(**kv, link_bandwidth=link_bandwidth,
+                                                                  link_latency=latency)
+
+
+def _transfer_check(expected: Any, actual: Any) -> str | None:
+    if not isinstance(actual, (tuple, list)) or len(actual) != 2:
+        return f"expected a pair (bytes, seconds), got {_short(actual)}"
+    b, t = actual
+    if isinstance(b, bool) or not isinstance(b, int):
+        return f"bytes must be an int, got {_short(b)}"
+    if b != expected[0]:
+        if b * 2 == expected[0]:
+            return f"bytes {b:,} is half of {expected[0]:,}: a token leaves a key AND a value in every layer"
+        if expected[0] and b % expected[0] == 0:
+            return (f"bytes {b:,} is {b // expected[0]}x too many: which heads keep their own K/V "
+                    f"(H or H_kv)?")
+        return f"expected {expected[0]:,} bytes, got {b:,}: per token, count every layer's keys and values in bf16"
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isclose(t, expected[1], rel_tol=1e-9):
+        return (f"bytes right; expected {expected[1]:.6g} s, got {_short(t)}: the latency is paid once, plus the "
+                f"bytes over the link's bandwidth (bytes per second, one direction)")
+    return None
+
+
+def _goodput_cases(rng: random.Random) -> list[dict]:
+    """Four to six runs at increasing rates; each 10 requests with arrival and token times; SLOs chosen so that
+    attainment falls somewhere along the rates (sometimes at once, sometimes never), and in half the cases a
+    run that misses below one that passes (a noisy measurement)."""
+    cases = []
+    for _ in range(6):
+        ttft_slo, tpot_slo = round(rng.uniform(0.1, 0.5), 3), round(rng.uniform(0.01, 0.05), 3)
+        runs = []
+        rate = round(rng.uniform(0.5, 2.0), 2)
+        n_runs = rng.randint(4, 6)
+        loads = [k / 3 + rng.uniform(-0.1, 0.2) for k in range(n_runs)]
+        if rng.random() < 0.5:  # a noisy run: a miss at a middle rate, a pass above it
+            i = rng.randint(1, n_runs - 3)
+            loads[i], loads[i + 1] = 3.0, -0.2
+        for load in loads:
+            requests = []
+            t = 0.0
+            for _ in range(10):
+                t = round(t + rng.expovariate(rate), 4)
+                ttft = ttft_slo * rng.uniform(0.3, 1.0 + load)
+                n = rng.randint(1, 6)
+                tpot = tpot_slo * rng.uniform(0.5, 1.0 + load)
+                times = [round(t + ttft + i * tpot, 6) for i in range(n)]
+                requests.append({"arrival_s": t, "token_s": times})
+            runs.append({"rate": rate, "requests": requests})
+            rate = round(rate * rng.uniform(1.3, 2.0), 2)
+        rng.shuffle(runs)
+        cases.append(dict(runs=runs, ttft_slo=ttft_slo, tpot_slo=tpot_slo))
+    return cases
+
+
+def _goodput(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[float], float]:
+    ordered = sorted(runs, key=lambda r: r["rate"])
+    att = []
+    for run in ordered:
+        ttft = [q["token_s"][0] - q["arrival_s"] for q in run["requests"]]
+        tpot = [(q["token_s"][-1] - q["token_s"][0]) / (len(q["token_s"]) - 1) if len(q["token_s"]) > 1
+                else math.nan for q in run["requests"]]
+        att.append(costs.slo_attainment(ttft=ttft, tpot=tpot, ttft_slo=ttft_slo, tpot_slo=tpot_slo))
+    return att, costs.goodput(rates=[r["rate"] for r in ordered], attainments=att, target=0.9)
+
+
+def _goodput_check(expected: Any, actual: Any) -> str | None:
+    att, g = expected
+    if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not isinstance(actual[0], (list, tuple)):
+        return f"expected a pair (attainments in increasing rate, goodput), got {_short(actual)}"
+    got, gg = actual
+    if len(got) != len(att):
+        return f"expected {len(att)} attainments, one per run in increasing rate, got {len(got)}"
+    for i, (e, a) in enumerate(zip(att, got, strict=True)):
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isclose(a, e, rel_tol=1e-9,
+                                                                                         abs_tol=1e-12):
+            return (f"the attainment of the run with the {i + 1}-th lowest rate should be {e:.2f}, you have "
+                    f"{_short(a)}: a request attains only if TTFT = first token - arrival <= ttft_slo AND "
+                    f"TPOT = (last - first) / (n - 1) <= tpot_slo (a one-token request has no TPOT)")
+    if isinstance(gg, bool) or not isinstance(gg, (int, float)) or not math.isclose(gg, g, rel_tol=1e-9,
+                                                                                    abs_tol=1e-12):
+        return (f"attainments right; goodput should be {g}, you have {_short(gg)}: the highest rate whose "
+                f"attainment is at least 90 %, counting up from the lowest rate and stopping at the first that "
+                f"misses (0.0 if the lowest misses)")
+    return None
+
+
+def _ratio_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(8):
+        cases.append(dict(chips=rng.randint(2, 16), prefill_rate=round(rng.uniform(0.5, 20), 2),
+                          decode_rate=round(rng.uniform(0.5, 20), 2)))
+    cases.append(dict(chips=4, prefill_rate=3.0, decode_rate=3.0))  # a tie: the fewest prefill chips
+    return cases
+
+
+def _ratio(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, int]:
+    best = costs.best_pd_ratio(chips=chips, prefill_rate=prefill_rate, decode_rate=decode_rate)
+    return best["prefill"], best["decode"]
+
+
+def _ratio_check(expected: Any, actual: Any) -> str | None:
+    if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in actual):
+        return f"expected a pair of ints (N prefill chips, M decode chips), got {_short(actual)}"
+    N, M = actual
+    if N < 1 or M < 1 or N + M != sum(expected):
+        return f"N and M must be >= 1 and add up to {sum(expected)} chips, got {N} + {M}"
+    if tuple(actual) != tuple(expected):
+        return (f"({N}, {M}) is not the best split: the pair serves only as fast as its slower pool, "
+                f"min(N x prefill_rate, M x decode_rate); maximise that, and among equal rates take the fewest "
+                f"prefill chips")
+    return None
+
+
+def _wire_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for _ in range(6):
+        n = rng.randint(1, 8)
+        cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
+                          requests=[[rng.randint(1, 4096), rng.choice([1, 1, rng.randint(2, 512)])]
+                                    for _ in range(n)]))
+    return cases
+
+
+def _wire(model: ModelPreset, requests: list[list[int]]) -> int:
+    kv = dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
+    return sum(costs.kv_transfer_bytes(**kv, P=P) for P, D in requests if D > 1)
+
+
+def _wire_check(expected: Any, actual: Any) -> str | None:
+    if isinstance(actual, bool) or not isinstance(actual, int):
+        return f"expected an int (bytes), got {_short(actual)}"
+    if actual != expected:
+        return (f"expected {expected:,} bytes, got {actual:,}: which requests still need a decode worker once "
+                f"their first token is out? Those, and only those, send their prompt's K/V (Question 1's bytes)")
+    return None
+
+
+EXERCISE = Exercise(
+    id="ex16",
+    notebook="ex16_disaggregation.ipynb",
+    title="Prefill and decode apart",
+    questions=(
+        Question(
+            "q1", "transfer", "transfer(model, P, link_bandwidth, latency) -> (int, float)", _transfer_cases,
+            _transfer, _transfer_check,
+            "the bytes a prompt of P tokens leaves in the cache of `model` in bf16, every layer's keys and values "
+            "for the heads that keep their own; then the seconds: a fixed latency, plus those bytes at the link's "
+            "bandwidth",
+        ),
+        Question(
+            "q2", "goodput_by_hand", "goodput_by_hand(runs, ttft_slo, tpot_slo) -> (list[float], float)",
+            _goodput_cases, _goodput, _goodput_check,
+            "for each run, in increasing rate: the share of its requests whose time to the first token and time "
+            "per later token both meet their objectives; then the goodput: walking up the rates, the last one "
+            "before the first run whose share falls below 90 %",
+        ),
+        Question(
+            "q3", "choose_ratio", "choose_ratio(chips, prefill_rate, decode_rate) -> (int, int)", _ratio_cases,
+            _ratio, _ratio_check,
+            "a chip of the prefill pool serves prefill_rate requests per second within the SLOs, one of the decode "
+            "pool decode_rate; a request needs both, so the pair serves what its slower pool serves; try every "
+            "split of the chips, at least one each side",
+        ),
+        Question(
+            "q4", "wire_bytes", "wire_bytes(model, requests) -> int", _wire_cases, _wire, _wire_check,
+            "requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
+            "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)",
+        ),
+    ),
+)

@@ -1,0 +1,149 @@
+"""Chapter 19: prefill and decode apart. Every request's greedy tokens equal the colocated engine's (fp32,
+B > 1, prompts of different lengths, chunked prefill); the K/V bytes each transfer carries are Eq. (2.1)·P,
+counted by the prefill worker and by the decode worker; a decode worker that dies mid-run costs no request
+(retried on the other decode worker, or failed with the reason when none is left) and leaves no process.
+
+Plausible bugs these catch: a K/V export that sends the padded last block or transposes heads and tokens
+(tokens differ, bytes differ); an import that writes into the wrong blocks; a decode worker that recomputes
+the first token or drops it; a driver that forgets the requests of a dead worker (the run times out), or
+retries them without resetting their tokens (tokens differ)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from minigpt import costs
+from minigpt.config import ModelConfig
+from minigpt.distributed import disagg
+from minigpt.distributed.kv_transfer import export_kv, import_kv
+from minigpt.runtime.checkpoint import load_pretrained
+from minigpt.runtime.paged_cache import PagedKVCache
+from minigpt.serving import Engine, EngineConfig, Request
+from minigpt.serving.trace import poisson_trace
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _trace(n: int = 8, seed: int = 3) -> list[Request]:
+    return poisson_trace(n, rate=40.0, seed=seed, P=(3, 70), D=(2, 24))
+
+
+def _colocated(requests: list[Request]) -> dict[str, list[int]]:
+    torch.set_num_threads(1)
+    engine = Engine.for_model(load_pretrained().model, num_blocks=64, config=EngineConfig(max_batch=8))
+    return {t.request.id: t.tokens for t in engine.run([Request(r.id, r.prompt, r.max_new_tokens) for r in requests])}
+
+
+def test_export_then_import_moves_exactly_the_prompts_kv_into_other_blocks() -> None:
+    c = ModelConfig()
+    src = PagedKVCache(c, num_blocks=8, block_size=4)
+    dst = PagedKVCache(c, num_blocks=8, block_size=4)
+    dst.reserve([dst.add_sequence()], 5)  # the destination's free blocks are not the source's
+    torch.manual_seed(0)
+    src.k.normal_()
+    src.v.normal_()
+    seq = src.add_sequence()
+    src.reserve([seq], 7)
+    src.advance([seq], 7)
+    kv = export_kv(src, seq, 7)
+    assert kv.shape == (2, c.L, c.H_kv, 7, c.d_h)
+    assert kv.numel() * kv.element_size() == costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=4) * 7
+    new = import_kv(dst, kv)
+    assert dst.length(new) == 7 and dst.block_table(new) != src.block_table(seq)[:2]
+    for pos in range(7):
+        for cache_s, cache_d, i in ((src.k, dst.k, 0), (src.v, dst.v, 1)):
+            a = cache_s[:, src.block_table(seq)[pos // 4], :, pos % 4]
+            b = cache_d[:, dst.block_table(new)[pos // 4], :, pos % 4]
+            assert torch.equal(a, b) and torch.equal(kv[i, :, :, pos], a)
+    with pytest.raises(ValueError, match="P must be"):
+        export_kv(src, seq, 8)
+
+
+@pytest.fixture(scope="module")
+def plain_run() -> tuple[list[Request], disagg.DisaggRun]:
+    requests = _trace()
+    cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=1, chunk_size=16, num_blocks=64)
+    return requests, disagg.serve(requests, cfg, timeout_s=90)
+
+
+def test_disaggregated_tokens_equal_the_colocated_engines(plain_run) -> None:
+    requests, run = plain_run
+    want = _colocated(requests)
+    assert len({r.P for r in requests}) >= 5 and max(r.P for r in requests) > 16  # chunked prompts
+    for rec in run.records:
+        assert rec.status == "finished", (rec.id, rec.reason)
+        assert rec.tokens == want[rec.id], rec.id
+        assert len(rec.token_s) == rec.max_new_tokens and rec.ttft_s > 0
+    assert not run.dead and all(not _alive(p) for p in run.pids.values())
+
+
+def test_transfer_bytes_are_eq_2_1_times_P_counted_on_both_sides(plain_run) -> None:
+    requests, run = plain_run
+    c = ModelConfig()
+    per_token = costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=4)
+    for rec in run.records:
+        assert rec.kv_bytes == per_token * rec.P if rec.max_new_tokens > 1 else rec.kv_bytes == 0
+    expected = sum(per_token * r.P for r in requests if r.max_new_tokens > 1)
+    sent = run.workers[1]["kv_bytes_sent"]
+    received = run.workers[2]["kv_bytes_received"]
+    assert sent == received == expected == run.kv_bytes
+    assert sum(line.transfer_bytes for line in run.log) == expected
+    assert sum(line.prompt_tok_s * (line.end_s - line.start_s) for line in run.log) == pytest.approx(
+        sum(r.P for r in requests))
+
+
+def test_a_decode_worker_that_dies_costs_no_request_and_leaves_no_process() -> None:
+    requests = _trace(10, seed=5)
+    cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=2, num_blocks=64, silence_s=3.0,
+                              die_after=(0, 12))
+    run = disagg.serve(requests, cfg, timeout_s=90)
+    want = _colocated(requests)
+    assert list(run.dead) == [2], run.dead  # decode worker 0 is rank 2
+    retried = [r for r in run.records if r.retried]
+    assert retried, "the dead worker held requests; they must have been retried"
+    for rec in run.records:
+        assert rec.status == "finished" and rec.tokens == want[rec.id], (rec.id, rec.status, rec.reason)
+        assert rec.decode_rank == 3 or not rec.retried
+        assert all("rank 2 died" in why for why in rec.retried)
+    assert isinstance(run.workers[2], dict) and run.workers[2]["exitcode"] == 1
+    assert len(run.pids) == 3 and not any(_alive(p) for p in run.pids.values())
+
+
+def test_with_no_decode_worker_left_a_request_fails_with_the_reason() -> None:
+    requests = _trace(6, seed=7)
+    cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=1, num_blocks=64, silence_s=3.0,
+                              die_after=(0, 6))
+    run = disagg.serve(requests, cfg, timeout_s=90)
+    assert set(run.dead) == {2}
+    assert {r.status for r in run.records} <= {"finished", "failed"}
+    failed = [r for r in run.records if r.status == "failed"]
+    assert failed and all("died" in r.reason or "no live decode worker" in r.reason for r in failed)
+    assert not any(_alive(p) for p in run.pids.values())
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"prefill_workers": 0}, "prefill_workers"), ({"decode_workers": 0}, "decode_workers"),
+    ({"retries": -1}, "retries"), ({"silence_s": 0}, "silence_s"), ({"die_after": (3, 1)}, "die_after"),
+])
+def test_bad_config_names_the_parameter(kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        disagg.DisaggConfig(**kwargs)
+
+
+def test_sampled_requests_are_refused_with_a_reason() -> None:
+    from minigpt import Sampling
+    with pytest.raises(ValueError, match="greedy"):
+        disagg.serve([Request("a", (1, 2), 3, sampling=Sampling(temperature=1.0, seed=1))])

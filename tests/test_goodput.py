@@ -1,0 +1,76 @@
+"""Chapter 19's formulas and goodput: Eq. (19.1) is Eq. (2.1)·P, Eq. (19.2) adds the latency once, attainment
+needs both objectives (a one-token request only its TTFT), goodput stops at the first rate that misses, the best
+split maximises the slower pool; the replay of a disaggregated pair gives every request its first token from the
+prefill engine and the rest after the transfer.
+
+Plausible bugs: attainment that counts TTFT or TPOT alone; a one-token request's nan TPOT counted as a miss;
+goodput as the highest passing rate even above a failing one; a replayed decode that starts before the K/V
+arrive (TTFT and the second token too early)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from minigpt import costs
+from minigpt.costs.presets import HARDWARE, KV_LINKS, MODELS
+from minigpt.serving import EngineConfig, Request
+from minigpt.serving import goodput as G
+
+
+def test_transfer_bytes_and_time() -> None:
+    m = MODELS["Llama-2-7B"]
+    per = costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2)
+    assert per == 524288  # 2 · 32 · 32 · 128 · 2: half a MiB per token
+    assert costs.kv_transfer_bytes(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2, P=2048) == 2048 * per
+    t = costs.kv_transfer_time(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2, P=2048, link_bandwidth=50e9, link_latency=1e-5)
+    assert t == pytest.approx(1e-5 + 2048 * per / 50e9)
+    with pytest.raises(ValueError, match="link_bandwidth"):
+        costs.kv_transfer_time(L=1, H_kv=1, d_h=1, s=2, P=1, link_bandwidth=0)
+    with pytest.raises(ValueError, match="link_latency"):
+        costs.kv_transfer_time(L=1, H_kv=1, d_h=1, s=2, P=1, link_bandwidth=1.0, link_latency=-1)
+
+
+def test_attainment_needs_both_objectives_and_one_token_requests_have_no_tpot() -> None:
+    ttft = [0.1, 0.1, 0.5, 0.1]
+    tpot = [0.01, 0.05, 0.01, math.nan]
+    assert costs.slo_attainment(ttft=ttft, tpot=tpot, ttft_slo=0.2, tpot_slo=0.02) == 0.5
+    with pytest.raises(ValueError, match="one value per request"):
+        costs.slo_attainment(ttft=[0.1], tpot=[0.1, 0.2], ttft_slo=1, tpot_slo=1)
+
+
+def test_goodput_stops_at_the_first_rate_that_misses() -> None:
+    assert costs.goodput(rates=[1, 2, 4, 8], attainments=[1.0, 0.95, 0.5, 0.99]) == 2
+    assert costs.goodput(rates=[4, 1, 2], attainments=[0.2, 0.95, 0.91], chips=2) == 1.0
+    assert costs.goodput(rates=[1], attainments=[0.89]) == 0.0
+    with pytest.raises(ValueError, match="target"):
+        costs.goodput(rates=[1], attainments=[1.0], target=0)
+
+
+def test_best_split_maximises_the_slower_pool() -> None:
+    assert costs.best_pd_ratio(chips=5, prefill_rate=3.0, decode_rate=1.0) == {"prefill": 1, "decode": 4}
+    assert costs.best_pd_ratio(chips=4, prefill_rate=3.0, decode_rate=3.0) == {"prefill": 2, "decode": 2}
+    assert costs.best_pd_ratio(chips=3, prefill_rate=1.0, decode_rate=1.0) == {"prefill": 1, "decode": 2}  # tie
+    with pytest.raises(ValueError, match="chips"):
+        costs.best_pd_ratio(chips=1, prefill_rate=1.0, decode_rate=1.0)
+
+
+def test_replayed_pair_decodes_after_the_transfer() -> None:
+    m, hw = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    slow = KV_LINKS["100 GbE"]
+    reqs = [Request(f"r{i}", tuple(range(1000 + 100 * i)), 8, arrival_s=0.5 * i) for i in range(4)]
+    reqs.append(Request("one", (1, 2, 3), 1, arrival_s=0.1))
+    fast = G.replay_disaggregated(reqs, m, hw, KV_LINKS["NVLink 4 (H100 SXM)"], decode_config=EngineConfig())
+    lat = G.replay_disaggregated(reqs, m, hw, slow, decode_config=EngineConfig())
+    for r, a, b in zip(reqs, fast, lat, strict=True):
+        assert len(b.token_s) == r.max_new_tokens
+        assert a.token_s[0] == b.token_s[0]  # the first token does not wait for the link
+        if r.max_new_tokens > 1:
+            move = costs.kv_transfer_time(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2, P=r.P,
+                                          link_bandwidth=slow.bandwidth_per_direction)
+            assert b.token_s[1] - b.token_s[0] >= move  # the second token waits for the K/V
+            assert b.token_s[1] > a.token_s[1]
+    col = G.replay_colocated(reqs, m, hw)
+    assert [len(x.token_s) for x in col] == [r.max_new_tokens for r in reqs]
+    assert G.attainment_of(col, ttft_slo=10.0, tpot_slo=10.0) == 1.0
