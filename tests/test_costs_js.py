@@ -392,6 +392,18 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         calls.append(("best_pd_ratio", dict(chips=chips, prefill_rate=rp, decode_rate=rd), None))
         calls.append(("disagg_rate", dict(prefill_chips=chips - 1, decode_chips=1, prefill_rate=rp,
                                           decode_rate=rd), None))
+    for name, hw, P, D, slo in [("Llama-2-7B", "H100 SXM", 2048, 256, (0.4, 0.025)),
+                                ("Llama-3-8B", "A100 80GB", 512, 64, (0.2, 0.03)),
+                                ("Llama-2-7B", "H100 SXM", 32768, 16, (0.1, 0.02))]:  # Eq. (19.6)
+        m, h = MODELS[name], HARDWARE[hw]
+        chip = dict(L=m.L, d=m.d, N_params=m.N_params, s=2, bandwidth=h.bandwidth, peak_flops=h.peak_flops,
+                    H_kv=m.H_kv, d_h=m.d_h, d_ffn=m.d_ffn, V=m.V, ffn_matrices=m.ffn_matrices)
+        for n, k in [(1, 1), (1, 3), (2, 1)]:
+            calls.append(("disagg_goodput_bound", dict(chip, P=P, D=D, ttft_slo=slo[0], tpot_slo=slo[1],
+                                                       link_bandwidth=50e9, prefill_chips=n, decode_chips=k), None))
+            calls.append(("disagg_goodput_bound", dict(chip, P=P, D=D, ttft_slo=slo[0], tpot_slo=slo[1],
+                                                       link_bandwidth=50e9, prefill_chips=n, decode_chips=k,
+                                                       memory_bytes=h.memory_bytes), None))
     for model in MODELS.values():  # Chapter 20: tensor parallelism counted, Eqs. (20.1)-(20.7)
         for W in (1, 2, 4, 8):
             calls += [("tp_collectives_per_step", dict(L=model.L, W=W), None),

@@ -74,3 +74,31 @@ def test_replayed_pair_decodes_after_the_transfer() -> None:
     col = G.replay_colocated(reqs, m, hw)
     assert [len(x.token_s) for x in col] == [r.max_new_tokens for r in reqs]
     assert G.attainment_of(col, ttft_slo=10.0, tpot_slo=10.0) == 1.0
+
+
+def test_goodput_bound_is_the_slower_pool_at_its_objective() -> None:
+    """Eq. (19.6) by hand: the prefill pool's rate 1/t_pre, the decode pool's B/(D·step) at the largest B
+    whose step (plus the transfer spread over the D − 1 gaps) meets the TPOT objective and whose caches fit.
+    The bugs it catches: a decode rate taken at B_max regardless of the objective, a transfer charged to the
+    TTFT, a memory cap that ignores the weights."""
+    from minigpt.costs.presets import HARDWARE, MODELS
+
+    m, h = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    chip = dict(L=m.L, d=m.d, N_params=m.N_params, s=2, bandwidth=h.bandwidth, peak_flops=h.peak_flops,
+                H_kv=m.H_kv, d_h=m.d_h, d_ffn=m.d_ffn, V=m.V, ffn_matrices=m.ffn_matrices)
+    P, D, ttft, tpot, link = 2048, 256, 0.4, 0.025, 50e9
+    t_pre = costs.mixed_step_time(T=P, **chip)
+    gap = costs.kv_transfer_time(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2, P=P, link_bandwidth=link) / (D - 1)
+    S = P + D // 2
+    fit = int((h.memory_bytes * 0.9 - m.N_params * 2) // (S * costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv,
+                                                                                        d_h=m.d_h, s=2)))
+    B = max(b for b in range(1, fit + 1) if costs.mixed_step_time(B=b, S=S, **chip) + gap <= tpot)
+    decode = B / (D * costs.mixed_step_time(B=B, S=S, **chip))
+    args = dict(chip, P=P, D=D, ttft_slo=ttft, tpot_slo=tpot, link_bandwidth=link, memory_bytes=h.memory_bytes)
+    for n, k in [(1, 1), (1, 3), (3, 1)]:
+        got = costs.disagg_goodput_bound(**args, prefill_chips=n, decode_chips=k)
+        assert got == pytest.approx(min(n / t_pre, k * decode) / (n + k), rel=1e-12)
+    assert costs.disagg_goodput_bound(**dict(args, ttft_slo=0.5 * t_pre), prefill_chips=1, decode_chips=1) == 0
+    assert costs.disagg_goodput_bound(**dict(args, tpot_slo=1e-4), prefill_chips=1, decode_chips=1) == 0
+    with pytest.raises(ValueError, match="D"):
+        costs.disagg_goodput_bound(**dict(args, D=1), prefill_chips=1, decode_chips=1)

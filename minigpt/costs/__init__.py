@@ -38,6 +38,7 @@ from minigpt.costs.attention_kernels import (
 from minigpt.costs.batching import batching_gain, decode_tok_s, ideal_batching_tok_s, kv_read_share
 from minigpt.costs.disaggregation import (
     best_pd_ratio,
+    disagg_goodput_bound,
     disagg_rate,
     goodput,
     kv_transfer_bytes,
@@ -215,7 +216,7 @@ FORMULAS = (
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
     "kv_transfer_bytes", "kv_transfer_time", "slo_attainment", "goodput",  # Chapter 19, Eqs. (19.1)-(19.4)
-    "disagg_rate", "best_pd_ratio",  # Chapter 19, Eq. (19.5)
+    "disagg_rate", "best_pd_ratio", "disagg_goodput_bound",  # Chapter 19, Eqs. (19.5)-(19.6)
     "tp_collectives_per_step", "tp_collective_bytes", "tp_kv_heads_per_rank", "tp_kv_cache_bytes",
     "allreduce_time", "ring_allreduce_beta", "tp_alpha_beta_step_time", "tp_per_gpu_bandwidth",
     "pipeline_time", "tp_replay_step_time",  # Chapter 20, Eqs. (20.1)-(20.7)

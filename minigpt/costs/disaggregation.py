@@ -18,7 +18,8 @@ import math
 from collections.abc import Sequence
 
 from minigpt.costs._check import _int, _positive
-from minigpt.costs.memory import kv_bytes_per_token
+from minigpt.costs.memory import FIT_RESERVE, kv_bytes_per_token
+from minigpt.costs.serving import mixed_step_time
 
 
 def kv_transfer_bytes(*, L: int, H_kv: int, d_h: int, s: int, P: int) -> int:
@@ -92,3 +93,44 @@ def best_pd_ratio(*, chips: int, prefill_rate: float, decode_rate: float) -> dic
     best = max(range(1, total), key=lambda n: (disagg_rate(prefill_chips=n, decode_chips=total - n,
                                                            prefill_rate=prefill_rate, decode_rate=decode_rate), -n))
     return {"prefill": best, "decode": total - best}
+
+
+def disagg_goodput_bound(
+    *, L: int, d: int, N_params: int, s: int, bandwidth: float, peak_flops: float, H_kv: int, d_h: int,
+    P: int, D: int, ttft_slo: float, tpot_slo: float, link_bandwidth: float, prefill_chips: int,
+    decode_chips: int, d_ffn: int | None = None, V: int = 0, ffn_matrices: int = 2, B_max: int = 256,
+    memory_bytes: float | None = None,
+) -> float:
+    """An upper bound on disaggregated goodput per chip, Eq. (19.6), for requests of P prompt and D output
+    tokens: Eq. (19.5) with each pool's rate at its objective, at the roofline, with no queueing.
+
+    A prefill chip serves 1/t_pre requests/s, t_pre = Eq. (7.2)'s step for P tokens, and none if
+    t_pre > ttft_slo. A decode chip runs the largest batch B <= B_max whose step (B decodes at the mean
+    context S = P + D/2) plus the transfer spread over the D − 1 gaps (Eq. 19.2 / (D − 1)) stays within
+    tpot_slo and, given the chip's `memory_bytes`, whose caches fit beside the weights with Eq. (9.4)'s
+    10 % reserve; it serves B / (D · step) requests/s, and none if even B = 1 misses. Queueing only lowers the
+    measured goodput below this bound (DistServe's placement search starts from the same two rates).
+    """
+    if _int("D", D, 2) < 2:
+        raise ValueError(f"D must be >= 2 (a TPOT needs two output tokens), got {D!r}")
+    ttft, tpot = _positive("ttft_slo", ttft_slo), _positive("tpot_slo", tpot_slo)
+    chip = dict(L=L, d=d, N_params=N_params, s=s, bandwidth=bandwidth, peak_flops=peak_flops, H_kv=H_kv,
+                d_h=d_h, d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)
+    t_pre = mixed_step_time(T=_int("P", P, 1), **chip)
+    gap = kv_transfer_time(L=L, H_kv=H_kv, d_h=d_h, s=s, P=P, link_bandwidth=link_bandwidth) / (D - 1)
+    S = P + D // 2
+    top = _int("B_max", B_max, 1)
+    if memory_bytes is not None:
+        room = _positive("memory_bytes", memory_bytes) * (1 - FIT_RESERVE) - N_params * s
+        top = min(top, int(room // (S * kv_bytes_per_token(L=L, H_kv=H_kv, d_h=d_h, s=s))))
+    best = 0.0
+    for B in range(1, top + 1):
+        step = mixed_step_time(B=B, S=S, **chip)
+        if step + gap > tpot:
+            break
+        best = B / (D * step)
+    if t_pre > ttft or best == 0.0:
+        return 0.0
+    chips = _int("prefill_chips", prefill_chips, 1) + _int("decode_chips", decode_chips, 1)
+    return disagg_rate(prefill_chips=prefill_chips, decode_chips=decode_chips, prefill_rate=1 / t_pre,
+                       decode_rate=best) / chips

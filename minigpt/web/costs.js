@@ -872,6 +872,29 @@
     return { prefill: best, decode: total - best };
   };
 
+  C.disagg_goodput_bound = function (a) {
+    const D = N(int(a, "D", 2));
+    const ttft = num(a, "ttft_slo", 0, true), tpot = num(a, "tpot_slo", 0, true);
+    const tPre = C.mixed_step_time(Object.assign({}, a, { T: N(int(a, "P", 1)), B: 0, S: 0, S_prefix: 0 }));
+    const gap = C.kv_transfer_time({ L: a.L, H_kv: a.H_kv, d_h: a.d_h, s: a.s, P: a.P,
+      link_bandwidth: a.link_bandwidth }) / (D - 1);
+    const S = N(a.P) + Math.floor(D / 2);
+    let Bmax = a.B_max === undefined ? 256 : N(int(a, "B_max", 1));
+    if (a.memory_bytes !== undefined && a.memory_bytes !== null) {
+      const room = num(a, "memory_bytes", 0, true) * (1 - 0.10) - N(a.N_params) * N(a.s);
+      Bmax = Math.min(Bmax, Math.floor(room / (S * N(kvToken(a)))));
+    }
+    let best = 0;
+    for (let B = 1; B <= Bmax; B++) {
+      const step = C.mixed_step_time(Object.assign({}, a, { T: 0, B: B, S: S, S_prefix: 0 }));
+      if (step + gap > tpot) break;
+      best = B / (D * step);
+    }
+    if (tPre > ttft || best === 0) return 0;
+    const n = N(int(a, "prefill_chips", 1)), m = N(int(a, "decode_chips", 1));
+    return C.disagg_rate({ prefill_chips: n, decode_chips: m, prefill_rate: 1 / tPre, decode_rate: best }) / (n + m);
+  };
+
   // ---- Chapter 18: the overhead floor (n_ops operators of t_op seconds each) ----
   C.overhead_floor_s = (a) => N(int(a, "n_ops", 1)) * num(a, "t_op", 0, true);
   C.overhead_step_time = function (a) {
