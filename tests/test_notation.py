@@ -20,7 +20,7 @@ ERRATA = ROOT / "appendices" / "errata.md"
 # Keyword arguments of `minigpt.costs` that are switches or plain inputs, not symbols of the book.
 # Options and formatter arguments, not quantities of the book: a fraction kept free, output styles, a label.
 NOT_SYMBOLS = {"reserve", "binary", "n", "biases", "overlap", "digits", "x", "suffix", "exact", "decimals", "seconds",
-               "fit", "scheme", "layout", "path"}
+               "fit", "scheme", "layout", "path", "B_max"}  # B_max: where a search for the largest batch stops
 
 
 def tables(path: Path) -> dict[str, list[list[str]]]:

@@ -258,16 +258,39 @@ def _sender(jobs: queue.Queue, done: queue.Queue) -> None:
             done.put((job, 0, 0, time.monotonic() - start, str(e).splitlines()[0][:120]))
 
 
+class _Senders:
+    """One sender thread per decode worker, created on first use: a transfer stuck on a dead worker (a gloo
+    send to a peer that is gone may block instead of raising) never holds up the transfers to the others."""
+
+    def __init__(self, done: queue.Queue) -> None:
+        self.done = done
+        self.queues: dict[int, queue.Queue] = {}
+        self.threads: list[threading.Thread] = []
+
+    def put(self, job: tuple) -> None:
+        dst = job[0]
+        if dst not in self.queues:
+            self.queues[dst] = queue.Queue()
+            thread = threading.Thread(target=_sender, args=(self.queues[dst], self.done), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        self.queues[dst].put(job)
+
+    def close(self, timeout_s: float) -> None:
+        for jobs in self.queues.values():
+            jobs.put(None)
+        for thread in self.threads:
+            thread.join(timeout=timeout_s)  # a thread stuck on a dead worker is left behind (daemon)
+
+
 def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
     engine = _engine(PrefillEngine, cfg, prefill=True)
     assert isinstance(engine, PrefillEngine)
     engine.handoff = []
     inbox: queue.Queue = queue.Queue()
     listener = _thread(inbox, 0, _recv_ctrl)
-    jobs: queue.Queue = queue.Queue()
     done: queue.Queue = queue.Queue()
-    sender = threading.Thread(target=_sender, args=(jobs, done), daemon=True)
-    sender.start()
+    senders = _Senders(done)
     _report(HELLO, a=os.getpid())
     meta: dict[str, tuple[int, int, int, int]] = {}  # rid -> (index, attempt, max_new_tokens, dst)
     stats = {"role": "prefill", "rank": rank, "pid": os.getpid(), "prompt_tokens": 0, "busy_s": 0.0,
@@ -296,7 +319,7 @@ def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
                 first = t.generated[0]
                 _report(FIRST, index, attempt, first, time.monotonic(), float(max_new == 1))
                 if max_new > 1:
-                    jobs.put((dst, index, attempt, list(t.request.prompt), max_new, first, kv))
+                    senders.put((dst, index, attempt, list(t.request.prompt), max_new, first, kv))
             engine.handoff.clear()
         while not done.empty():
             (dst, index, attempt, *_), kv_bytes, meta_bytes, took, err = done.get()
@@ -312,8 +335,7 @@ def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
             busy = True
         if not busy:
             time.sleep(IDLE_S)
-    jobs.put(None)
-    sender.join()
+    senders.close(timeout_s=10.0)
     while not done.empty():  # transfers that ended after the last look
         (dst, index, attempt, *_), kv_bytes, meta_bytes, took, err = done.get()
         if err is None:
