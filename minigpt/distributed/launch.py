@@ -21,6 +21,8 @@ from __future__ import annotations
 import io
 import os
 import socket
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Collection
@@ -69,13 +71,22 @@ def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, po
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     torch.set_num_threads(threads)
     dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    returned = False
     try:
         out = fn(rank, world_size, *args)
         results.put((rank, _pack(out), None))
+        returned = True
     except BaseException:
         results.put((rank, None, traceback.format_exc()))
         raise
     finally:
+        if returned and any(th.is_alive() for th in threading.enumerate() if th is not threading.main_thread()):
+            # A helper thread of `fn` is still blocked in a receive from a peer that died (gloo cannot cancel
+            # it): destroying the group now would abort the process ("terminate called without an active
+            # exception"). The result is already sent, so end the process here, without the group's teardown.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         dist.destroy_process_group()
 
 
