@@ -17,13 +17,14 @@ NOTEBOOKS = $(wildcard chapters/*.ipynb exercises/*.ipynb decoder_ring/*.ipynb)
 NBVAL_ARGS ?= --nbval-cell-timeout=600
 NB ?=
 
-.PHONY: help install book test unit unit-portable nbval nbval-portable site lint notebooks bench clean
+.PHONY: help install book test unit unit-portable nbval nbval-portable site lint notebooks translations bench clean
 
 help:
-	@echo "make book        build the static site into _build/html (warnings are errors)"
+	@echo "make book        build the static site, English into _build/html, Spanish into _build/html/es (warnings are errors)"
 	@echo "make test        lint, unit tests, nbval over every notebook, book build, browser check"
 	@echo "make nbval-portable  nbval under other float kernels (no AVX, MKL's reproducible path, 1 thread)"
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
+	@echo "make translations  bring the Spanish catalogs and notebooks in step with the English pages"
 	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py, scripts/grade_class_demo.py)"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
@@ -51,8 +52,9 @@ $(VENDOR): package.json package-lock.json scripts/vendor_assets.sh
 $(WEB): $(STAMP) minigpt/data/minigpt.safetensors minigpt/data/minigpt.json minigpt/book/web_export.py $(wildcard minigpt/web/*)
 	$(BIN)/python -m minigpt.book.web_export $(dir $@)
 
+# Both editions, each a strict (-n -W) Jupyter Book build of the same sources (scripts/build_book.py).
 book: $(STAMP) $(VENDOR) $(WEB)
-	$(BIN)/jupyter-book build . -n -W --keep-going
+	$(BIN)/python scripts/build_book.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -87,6 +89,14 @@ test: lint unit nbval nbval-portable book site
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py $(NB)
+	$(BIN)/python scripts/translations.py notebooks
+
+# New and changed English messages into the catalogs (changed ones fuzzy), then the Spanish notebooks
+# (CONTRIBUTING.md, "Translations").
+translations: $(STAMP)
+	$(BIN)/python scripts/translations.py update
+	$(BIN)/python scripts/translations.py notebooks
+	$(BIN)/python scripts/translations.py status
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py

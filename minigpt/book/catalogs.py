@@ -1,0 +1,326 @@
+"""The translation catalogs of the book's other editions: read, update, check (README, "The Spanish edition").
+
+One catalog per page, `locales/<lang>/LC_MESSAGES/<page>.po`, made from the templates Sphinx's gettext
+builder writes (`_build/gettext/<page>.pot`). A message is one block of the page's MyST source (a
+paragraph, a heading, a list item, a table cell, a caption); its translation is MyST too, parsed by the
+same parser when the edition is built. This module holds what the build, the scripts and the tests share:
+
+- `update_catalog`: merge a new template into a catalog the way gettext's `msgmerge` does (babel's
+  `Catalog.update`): a message whose English changed keeps its old translation marked fuzzy, a new one
+  starts empty, a removed one is dropped;
+- `markup_problems`: what a translation must keep from its English (glued values, maths, code, link
+  targets, citations, cross-references), so that every number in a translated sentence is still the
+  computed one;
+- `coverage`: translated, fuzzy and empty messages of a catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCALES = ROOT / "locales"
+TEMPLATES = ROOT / "_build" / "gettext"
+PROJECT = "Prefill & Decode"
+# Headers carry a fixed date, so that a catalog changes only when one of its messages does.
+_FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+# Where the edition's notebooks live for Colab (generated from the catalogs, committed): the English
+# page chapters/x.ipynb becomes locales/<lang>/notebooks/chapters/x.ipynb.
+NOTEBOOKS = "notebooks"
+REPO_BLOB = "github/prefill-decode/prefill-decode-book/blob/main/"
+
+# The markup a translation keeps: every role's target, maths, inline code, link targets.
+_ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
+_MATH = re.compile(r"(?<!\\)\$\$?(?:[^$\\]|\\.)+?\$\$?")
+_CODE = re.compile(r"(?<!`)`([^`]+)`(?!`)")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_ANGLE = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
+# Roles whose text a translation may change as long as the target stays (a term's text is its target
+# when it has no "<...>"; the Spanish then writes {term}`texto <English term>`).
+_TEXT_ROLES = {"term", "ref", "doc", "numref", "download", "eq"}
+
+
+def role_targets(text: str) -> Counter:
+    """The (role, target) pairs of a MyST message, e.g. ('glue:text', 'ch1_L'), ('term', 'Prefill')."""
+    out: Counter = Counter()
+    for role, body in _ROLE.findall(text):
+        target = body
+        if role in _TEXT_ROLES:
+            match = _ANGLE.match(body)
+            target = match.group(2) if match else body
+            if role == "term":
+                target = target.lower()
+        out[(role, target.strip())] += 1
+    return out
+
+
+def _without_roles(text: str) -> str:
+    return _ROLE.sub(" ", text)
+
+
+# Words in maths, `\text{bytes moved}` or an underbrace's `_{\text{decode time}}`, are prose a
+# translation changes; a subscript's one-word text, `b_\text{token}` or `t_{\text{decode}}`, is a name
+# of the notation and stays.
+_MATH_TEXT = re.compile(r"(_\{|\^\{|_|\^)?\\(text|mathrm|textrm|mbox)\{([^{}]*)\}")
+
+
+def _blank_words(match: re.Match) -> str:
+    sub, command, words = match.groups()
+    if sub and not re.search(r"[ ,]", words.strip()):
+        return match.group(0)
+    return f"{sub or ''}\\{command}{{…}}"
+
+
+def is_display_maths(msgid: str) -> bool:
+    """A message that is a display equation's LaTeX (no `$`, a command, and a relation or a line break)."""
+    if "$" in msgid or re.search(r"\\[a-zA-Z]+", msgid) is None:
+        return False
+    return msgid.startswith("\n") or re.search(r"=|\\(?:le|ge|approx|tag|propto|sim)\b", msgid) is not None
+
+
+def maths(text: str) -> Counter:
+    """The inline and display maths of a message, as written (their words, outside subscripts, aside)."""
+    found = [text.strip()] if is_display_maths(text) else _MATH.findall(_without_roles(text))
+    return Counter(_MATH_TEXT.sub(_blank_words, m) for m in found)
+
+
+def code_spans(text: str) -> Counter:
+    """The inline code spans of a message (outside roles and maths)."""
+    return Counter(_CODE.findall(_MATH.sub(" ", _without_roles(text))))
+
+
+def link_targets(text: str) -> Counter:
+    """The targets of the message's Markdown links, `[text](target)`."""
+    return Counter(_LINK.findall(text))
+
+
+def colab_target(english: str, lang: str) -> str:
+    """The link target of the edition's Colab notebook for an English Colab link target."""
+    return english.replace(REPO_BLOB, f"{REPO_BLOB}locales/{lang}/{NOTEBOOKS}/")
+
+
+def markup_problems(msgid: str, msgstr: str, lang: str = "es") -> list[str]:
+    """What the translation `msgstr` lost or added against `msgid`; empty when it keeps all the markup.
+
+    Glued values, citations and cross-references must keep their targets (a term's text may change,
+    its target may not); maths and inline code are kept as written; links keep their targets, except a
+    Colab link, which points to the edition's notebook.
+    """
+    problems = []
+    checks = (
+        ("roles", role_targets),
+        ("maths", maths),
+        ("inline code", code_spans),
+    )
+    for name, count in checks:
+        want, got = count(msgid), count(msgstr)
+        if want != got:
+            lost, added = want - got, got - want
+            parts = []
+            if lost:
+                parts.append("lost " + ", ".join(map(str, sorted(lost))))
+            if added:
+                parts.append("added " + ", ".join(map(str, sorted(added))))
+            problems.append(f"{name}: " + "; ".join(parts))
+    want_links = Counter(colab_target(t, lang) if "colab" in t else t for t in link_targets(msgid).elements())
+    if want_links != link_targets(msgstr):
+        problems.append(
+            f"links: want {sorted(want_links.elements())}, got {sorted(link_targets(msgstr).elements())}"
+        )
+    return problems
+
+
+def catalog_path(page: str, lang: str = "es") -> Path:
+    """`locales/<lang>/LC_MESSAGES/<page>.po` for a page name such as 'chapters/01_prefill_vs_decode'."""
+    return LOCALES / lang / "LC_MESSAGES" / f"{page}.po"
+
+
+def pages(lang: str = "es") -> list[str]:
+    """The page names that have a catalog in `lang`, sorted."""
+    base = LOCALES / lang / "LC_MESSAGES"
+    return sorted(p.relative_to(base).with_suffix("").as_posix() for p in base.rglob("*.po"))
+
+
+def read(path: Path) -> Catalog:
+    """A catalog (or template) from disk."""
+    with open(path, "rb") as fh:
+        return read_po(fh)
+
+
+def write(catalog: Catalog, path: Path) -> None:
+    """Write a catalog without line wrapping (one message, one line: diffs show whole sentences)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    catalog.header_comment = f"# {PROJECT}: the {catalog.locale_identifier or ''} edition's messages."
+    catalog.creation_date = catalog.revision_date = _FIXED_DATE
+    catalog.project, catalog.version = PROJECT, ""
+    catalog.fuzzy = False
+    catalog.last_translator = catalog.language_team = ""
+    tmp = path.with_suffix(".po.tmp")
+    with open(tmp, "wb") as fh:
+        write_po(fh, catalog, width=0, omit_header=False, ignore_obsolete=True, include_previous=True)
+    tmp.replace(path)
+
+
+def needs_no_translation(msgid: str) -> bool:
+    """A message with nothing to translate: maths, glued values, code, names and numbers only."""
+    rest = _LINK.sub(" ", _CODE.sub(" ", _MATH.sub(" ", _without_roles(msgid))))
+    rest = re.sub(r"<[^>]+>", " ", rest)  # HTML tags
+    words = re.findall(r"[A-Za-z]{2,}", rest)
+    names = {"MiniGPT", "GPT", "KV", "MHA", "GQA", "MQA", "MLA", "FLOPs", "FLOP", "GiB", "MiB", "KiB", "ms"}
+    return all(w in names for w in words)
+
+
+def autofill(msgid: str, lang: str = "es") -> str | None:
+    """The translation of a message that needs no translator, else None (Colab links point to the edition's)."""
+    if "colab.research.google.com" in msgid and msgid.startswith("<a href="):
+        return colab_target(msgid, lang).replace('alt="Open In Colab"', 'alt="Abrir en Colab"')
+    if needs_no_translation(msgid):
+        return msgid
+    return None
+
+
+def update_catalog(template: Catalog, old: Catalog | None, lang: str = "es") -> Catalog:
+    """The catalog for a new template: old translations kept, changed ones fuzzy, trivial ones filled."""
+    if old is None:
+        old = Catalog(locale=lang)
+    old.update(template, no_fuzzy_matching=False, update_header_comment=False)
+    old.obsolete.clear()
+    for message in old:
+        if not message.id:
+            continue
+        fill = autofill(message.id, lang)
+        if fill is not None and (not message.string or message.fuzzy):
+            message.string = fill
+            message.flags.discard("fuzzy")
+            message.previous_id = []
+    return old
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of one catalog is translated."""
+
+    total: int
+    translated: int
+    fuzzy: int
+    empty: int
+    words: int  # English words still to translate (empty or fuzzy)
+
+    @property
+    def done(self) -> bool:
+        return self.translated == self.total
+
+
+def coverage(catalog: Catalog) -> Coverage:
+    """Translated (non-empty, not fuzzy), fuzzy and empty messages of a catalog."""
+    total = translated = fuzzy = empty = words = 0
+    for message in catalog:
+        if not message.id:
+            continue
+        total += 1
+        if message.fuzzy:
+            fuzzy += 1
+            words += len(message.id.split())
+        elif not message.string:
+            empty += 1
+            words += len(message.id.split())
+        else:
+            translated += 1
+    return Coverage(total, translated, fuzzy, empty, words)
+
+
+# ---- The edition's notebooks (for Colab): the English notebook, each markdown block translated ----
+
+# Where a message may start in a markdown cell: a line's start after indentation, quote marks, a list
+# marker or a heading's hashes; a table cell; a directive's argument (an admonition's title).
+_BLOCK_START = (
+    r"(?:(?<=\n)|^)[ \t>]*(?:[-*+][ \t]+|\d+[.)][ \t]+|#{1,6}[ \t]+|\$\$)?|(?<=\|)[ \t]*|(?<=\})[ \t]+"
+)
+# Where it may end: the end of a line (and so of the paragraph's last line), a table cell's bar, or
+# the closing `$$` of a one-line display equation.
+_BLOCK_END = r"(?=[ \t]*(?:\n|$|\||\$\$))"
+
+
+def _message_pattern(msgid: str) -> re.Pattern:
+    """A message as it stands in Markdown: its words, with any run of spaces or a line break between."""
+    words = [re.escape(w) for w in msgid.split(" ") if w]
+    gap = r"(?:[ \t]*\n[ \t>]*|[ \t]+)"
+    return re.compile(f"(?:{_BLOCK_START})({gap.join(words)}){_BLOCK_END}")
+
+
+def translate_markdown(source: str, translations: dict[str, str]) -> tuple[str, set[str]]:
+    """A markdown cell with every message of `translations` (English -> edition) replaced.
+
+    Longer messages first, each replaced by a placeholder until the end, so that a short message
+    ("layers") is never found inside a longer one's translation. Returns the new source and the set of
+    messages placed.
+    """
+    placed: set[str] = set()
+    held: list[str] = []
+
+    def hold(text: str) -> str:
+        held.append(text)
+        return f"\x00{len(held) - 1}\x00"
+
+    for msgid in sorted(translations, key=len, reverse=True):
+        if not msgid.strip():
+            continue
+        pattern = _message_pattern(msgid.strip())
+        if pattern.search(source) is None:
+            continue
+        placed.add(msgid)
+        text = translations[msgid]
+        source = pattern.sub(lambda m, text=text: m.group(0)[: m.start(1) - m.start(0)] + hold(text), source)
+    for i, text in enumerate(held):
+        source = source.replace(f"\x00{i}\x00", text)
+    return source, placed
+
+
+def translate_notebook(notebook: dict, catalog: Catalog) -> tuple[dict, set[str]]:
+    """A copy of a notebook (nbformat JSON) whose markdown cells are translated; code and outputs kept.
+
+    Returns the notebook and the messages of the catalog that no markdown cell holds (empty when the
+    notebook is fully translated). Markdown that a code cell prints (a table in a `text/markdown`
+    output) is a message of the page too, but an output: it stays as it is, like every output.
+    """
+    import copy
+
+    translations = {m.id: m.string for m in catalog if m.id and m.string and not m.fuzzy}
+    out = copy.deepcopy(notebook)
+    placed: set[str] = set()
+    for cell in out["cells"]:
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if figure.get("caption") in translations:  # a code cell's figure caption (myst-nb cell metadata)
+            placed.add(figure["caption"])
+            figure["caption"] = translations[figure["caption"]]
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        new, got = translate_markdown(source, translations)
+        placed |= got
+        cell["source"] = new.splitlines(keepends=True)
+    printed = " ".join(
+        "".join(o.get("data", {}).get("text/markdown", "")).replace("\n", " ")
+        for cell in notebook["cells"]
+        for o in cell.get("outputs", [])
+    )
+    printed = " ".join(printed.split())
+    missing = {
+        m.id
+        for m in catalog
+        if m.id and m.id not in placed and m.string != m.id and " ".join(m.id.split()) not in printed
+    }
+    return out, missing
+
+
+def edition_notebook_path(page: str, lang: str = "es") -> Path:
+    """`locales/<lang>/notebooks/<page>.ipynb`: where Colab opens the edition's notebook of a page."""
+    return LOCALES / lang / NOTEBOOKS / f"{page}.ipynb"

@@ -1,0 +1,184 @@
+"""Sphinx extension for the book's editions (README, "The Spanish edition"); listed in `_config.yml`.
+
+In every edition it adds the language switch: a link at the top of each page to the same page in the
+other edition, and `<link rel="alternate" hreflang>` in its head. English is the site's root, Spanish
+is `es/` below it.
+
+In a translated edition (Sphinx's `language` other than "en") it also
+
+- lets a translated message paste glued values (`_patch_glue_lookup`);
+- writes every glued value the edition's way (`editions.localize_glued`: numbers, and the few glued
+  strings with words);
+- warns about every message of a page that has no translation, or only a fuzzy one, so that the
+  strict build (`-W`) fails until the catalog is complete (coverage is a build error, not a report);
+- points the Colab launch buttons to the edition's generated notebooks (`catalogs.NOTEBOOKS`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+from sphinx.util.nodes import extract_messages
+
+from minigpt.book import catalogs, editions
+
+logger = logging.getLogger(__name__)
+
+def _patch_glue_lookup() -> None:
+    """myst-nb's glue lookup, falling back to the page's glue data for a translated message.
+
+    Sphinx parses a translated message as a small document of its own, where myst-nb finds no
+    notebook and so no glue data. The page's glue data is already on disk by then: myst-nb writes it
+    (`<docname>.glue.json` in its output folder) when it parses the notebook, before Sphinx translates.
+    """
+    from myst_nb.core.variables import VariableOutput
+    from myst_nb.ext.glue import crossref, directives, roles, utils
+
+    original = utils.retrieve_glue_data
+    if getattr(original, "_minigpt_editions", False):
+        return
+
+    def retrieve_glue_data(document: nodes.document, key: str):  # type: ignore[no-untyped-def]
+        try:
+            return original(document, key)
+        except utils.RetrievalError:
+            env = getattr(document.settings, "env", None)
+            if env is None or not str(document.get("source", "")).endswith("<translated>"):
+                raise
+            data = crossref.read_glue_cache(env.mystnb_config.output_folder, env.docname)
+            if key not in data:
+                raise
+            return VariableOutput(
+                data=data[key]["data"], metadata=data[key].get("metadata", {}), nb_renderer=None, vtype="glue"
+            )
+
+    retrieve_glue_data._minigpt_editions = True  # type: ignore[attr-defined]
+    for module in (utils, roles, directives):
+        if hasattr(module, "retrieve_glue_data"):
+            module.retrieve_glue_data = retrieve_glue_data
+
+
+class LocalizeGlued(SphinxPostTransform):
+    """Glued text written the edition's way (runs after glue from other pages is pasted, priority 5)."""
+
+    default_priority = 900
+
+    def run(self, **kwargs: Any) -> None:
+        lang = self.config.language
+        for node in list(self.document.findall(nodes.inline)):
+            if "pasted-text" not in node.get("classes", []):
+                continue
+            text = node.astext()
+            try:
+                new = editions.localize_glued(text, lang)
+            except editions.UntranslatedGlue as exc:
+                logger.warning(
+                    "glued text with English words and no entry in locales/%s/glued.yml: %r",
+                    lang,
+                    exc.args[0],
+                    location=node,
+                    type="minigpt",
+                    subtype="glue",
+                )
+                continue
+            if new != text:
+                node.children = [nodes.Text(new)]
+
+
+def _catalog_index(lang: str, docname: str) -> dict[str, tuple[str, bool]]:
+    path = catalogs.catalog_path(docname, lang)
+    if not path.exists():
+        return {}
+    return {m.id: (m.string, m.fuzzy) for m in catalogs.read(path) if m.id}
+
+
+def check_translated(app: Sphinx, doctree: nodes.document) -> None:
+    """Warn for every message of the page left in English (no translation, an empty or a fuzzy one)."""
+    lang = app.config.language
+    docname = app.env.docname
+    index = _catalog_index(lang, docname)
+    missing = 0
+    first = ""
+    for node, msg in extract_messages(doctree):
+        if node.get("translated") or not msg.strip():
+            continue  # translated, or an empty message (a toctree without a caption)
+        string, fuzzy = index.get(msg, ("", False))
+        if string and not fuzzy:
+            continue  # translated as itself (maths, a name)
+        missing += 1
+        first = first or msg
+    if missing:
+        logger.warning(
+            "%d message(s) of %s have no %s translation (or a fuzzy one), e.g. %r: run `make translations`"
+            " and translate them in %s",
+            missing,
+            docname,
+            lang,
+            first[:80],
+            catalogs.catalog_path(docname, lang).relative_to(catalogs.ROOT),
+            location=docname,
+            type="minigpt",
+            subtype="untranslated",
+        )
+
+
+def _other_edition(pagename: str, lang: str) -> tuple[str, str]:
+    """(language, relative URL) of the same page in the other edition."""
+    up = "../" * pagename.count("/")
+    if lang == "en":
+        return "es", f"{up}es/{pagename}.html"
+    return "en", f"../{up}{pagename}.html"
+
+
+def add_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """The language switch: a link to the same page in the other edition, and hreflang in the head."""
+    lang = app.config.language or "en"
+    other, url = _other_edition(pagename, lang)
+    name = editions.LANG_NAMES[other]
+    label = {"en": "Read this page in", "es": "Lee esta página en"}[lang]
+    link = (
+        f'<p class="minigpt-lang-switch" style="text-align:right;margin:0 0 0.5em 0;font-size:0.9em">'
+        f'{label} <a href="{html.escape(url)}" hreflang="{other}" lang="{other}">{name}</a></p>\n'
+    )
+    context["body"] = link + context.get("body", "")
+    context["metatags"] = context.get("metatags", "") + (
+        f'<link rel="alternate" hreflang="{other}" href="{html.escape(url)}" />\n'
+    )
+
+
+def point_launch_buttons(app: Sphinx, config: Any) -> None:
+    """Colab buttons of a translated edition open its notebooks, generated from the catalogs."""
+    if (config.language or "en") == "en":
+        return
+    options = dict(config.html_theme_options or {})
+    options["path_to_docs"] = f"locales/{config.language}/{catalogs.NOTEBOOKS}"
+    config.html_theme_options = options
+
+
+def add_ui_strings(app: Sphinx) -> None:
+    """The edition's table of interface strings (explorers, MiniGPT live), for the page scripts.
+
+    `globalThis.MiniGPTStrings = {lang, strings}` in every page's head, from `locales/<lang>/ui.yml`;
+    `minigpt/web/explorer.js` and `minigpt_live.js` look their English strings up in it.
+    """
+    lang = app.config.language
+    table = editions.ui_strings(lang)
+    payload = json.dumps({"lang": lang, "strings": table}, ensure_ascii=False, sort_keys=True)
+    app.add_js_file(None, body="globalThis.MiniGPTStrings = " + payload.replace("</", "<\\/") + ";", priority=200)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", point_launch_buttons)
+    app.connect("html-page-context", add_switch)
+    if (app.config.language or "en") != "en":
+        add_ui_strings(app)
+        _patch_glue_lookup()
+        app.add_post_transform(LocalizeGlued)
+        app.connect("doctree-read", check_translated)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
