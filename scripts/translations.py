@@ -121,6 +121,13 @@ def edition_notebook(page: str, lang: str) -> tuple[str, set[str]]:
     english = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
     notebook, missing = catalogs.translate_notebook(english, catalogs.read(catalogs.catalog_path(page, lang)))
     notebook.setdefault("metadata", {})["language_info"] = english.get("metadata", {}).get("language_info", {})
+    if page.startswith("exercises/ex"):
+        # The graded exercises' feedback in the notebook's language: a cell after the (unchanged) setup cell.
+        first_code = next(i for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code")
+        notebook["cells"].insert(first_code + 1, {
+            "cell_type": "code", "execution_count": None, "id": f"minigpt-lang-{lang}", "metadata": {}, "outputs": [],
+            "source": ["import os\n", "\n", f'os.environ["MINIGPT_LANG"] = "{lang}"  # check() responde en español'],
+        })
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", missing
 
 

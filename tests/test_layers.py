@@ -68,6 +68,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "minigpt"
 #: may import, it may import too. `exercises` (the questions) sits below `grading` (the grader that runs them).
 LAYERS: dict[str, set[str]] = {
     "config": set(),
+    "i18n": set(),
     "costs": {"config"},
     "runtime": {"config", "costs"},
     "serving": {"runtime", "costs"},
@@ -76,7 +77,8 @@ LAYERS: dict[str, set[str]] = {
     "interop": {"config", "runtime"},
     "distributed": {"runtime", "serving", "measure", "costs"},
     "book": {"costs", "runtime", "serving"},
-    "exercises": {"config", "costs", "runtime", "serving", "corpus", "measure", "interop", "book", "distributed"},
+    "exercises": {"config", "i18n", "costs", "runtime", "serving", "corpus", "measure", "interop", "book",
+                  "distributed"},
     "grading": {"exercises"},
 }
 
@@ -136,7 +138,9 @@ def _layer(module: str) -> str | None:
     parts = module.split(".")
     if len(parts) < 2:
         return None  # the package root: lazy names only
-    return "config" if parts[1] == "config" else parts[1] if parts[1] in LAYERS else None
+    if parts[1] in ("config", "i18n"):
+        return parts[1]
+    return parts[1] if parts[1] in LAYERS else None
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:

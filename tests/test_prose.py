@@ -312,6 +312,13 @@ def box_problems() -> list[str]:
     return problems
 
 
+def explicit_labels(page: str) -> set[str]:
+    """The page's MyST targets, `(name)=` above a heading: anchors that hold in every language (a heading's
+    slug changes with its translated text)."""
+    text = " ".join(block.text for block in book_text.page_blocks(page))
+    return set(re.findall(r"\(([A-Za-z0-9_-]+)\)=", text))
+
+
 def shown_in_problems() -> list[str]:
     """Each "Shown in" link must name the page that holds its box (or heading), and every box must be listed."""
     boxes = {b.name: b for b in book_text.erratum_boxes() if b.name}
@@ -337,6 +344,13 @@ def shown_in_problems() -> list[str]:
                     elif text != book_text.page_title(box.page):
                         problems.append(f"row {row[0]}: [{text}](#{name}) is in {book_text.page_title(box.page)}"
                                         " (run `python scripts/book_text.py --write`)")
+                    continue
+                if address.startswith("#"):  # a MyST target `(name)=` above a heading, valid in every language
+                    holders = [p for p in pages if address[1:] in explicit_labels(p)]
+                    if len(holders) != 1:
+                        problems.append(f"row {row[0]}: {address} is the target of {len(holders)} pages")
+                    elif text != (title := book_text.page_title(holders[0])):
+                        problems.append(f"row {row[0]}: [{text}]({address}) should say {title!r}")
                     continue
                 path, _, anchor = address.partition("#")
                 root = book_text.ROOT.resolve()

@@ -324,3 +324,22 @@ def translate_notebook(notebook: dict, catalog: Catalog) -> tuple[dict, set[str]
 def edition_notebook_path(page: str, lang: str = "es") -> Path:
     """`locales/<lang>/notebooks/<page>.ipynb`: where Colab opens the edition's notebook of a page."""
     return LOCALES / lang / NOTEBOOKS / f"{page}.ipynb"
+
+
+def _raw_maths(text: str, display: bool) -> Counter:
+    return Counter([text.strip()] if display else _MATH.findall(_without_roles(text)))
+
+
+def pages_with_own_maths(lang: str = "es") -> list[str]:
+    """The pages whose translated maths differ from the English (a `\\text{}` whose words were translated).
+
+    Everywhere else the edition's maths is the English page's, character for character.
+    """
+    out = []
+    for page in pages(lang):
+        for m in read(catalog_path(page, lang)):
+            display = bool(m.id) and is_display_maths(m.id)
+            if m.id and m.string and _raw_maths(m.id, display) != _raw_maths(m.string, display):
+                out.append(page)
+                break
+    return out

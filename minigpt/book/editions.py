@@ -75,10 +75,7 @@ def needs_words(text: str) -> bool:
 @cache
 def glued_table(lang: str) -> dict[str, str]:
     """English template -> the edition's template, from `locales/<lang>/glued.yml` (empty for English)."""
-    path = ROOT / "locales" / lang / "glued.yml"
-    if lang == "en" or not path.exists():
-        return {}
-    return {str(k): str(v) for k, v in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items()}
+    return _table(lang, "glued.yml")
 
 
 class UntranslatedGlue(KeyError):
@@ -102,10 +99,48 @@ def localize_glued(text: str, lang: str) -> str:
     return table[template].format(*(localize_numbers(n, lang) for n in numbers))
 
 
-@cache
-def ui_strings(lang: str) -> dict[str, str]:
-    """English -> the edition's string for the page scripts' interface, from `locales/<lang>/ui.yml`."""
-    path = ROOT / "locales" / lang / "ui.yml"
+def _table(lang: str, name: str) -> dict[str, str]:
+    """One of the edition's YAML tables, `locales/<lang>/<name>` (empty for English or when absent)."""
+    path = ROOT / "locales" / lang / name
     if lang == "en" or not path.exists():
         return {}
     return {str(k): str(v) for k, v in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items()}
+
+
+@cache
+def ui_strings(lang: str) -> dict[str, str]:
+    """English -> the edition's string for the page scripts' interface, from `locales/<lang>/ui.yml`."""
+    return _table(lang, "ui.yml")
+
+
+@cache
+def theme_strings(lang: str) -> dict[str, str]:
+    """English -> the edition's string for the site's own interface, from `locales/<lang>/theme.yml`."""
+    return _table(lang, "theme.yml")
+
+
+# The bibliography's own words: the `note` and `howpublished` fields of references.bib.
+_BIB_FIELD = re.compile(r"(?P<head>\b(?:note|howpublished)\s*=\s*\{)(?P<value>(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+_BIB_NAME_ONLY = re.compile(r"arXiv:[\d.v]+(?: \(\d{4}\))?")
+
+
+def translate_bibliography(text: str, lang: str) -> tuple[str, list[str]]:
+    """references.bib with its `note`/`howpublished` words in the edition's language.
+
+    Returns the new text and the fields with words that `locales/<lang>/bibliography.yml` lacks.
+    Titles, authors and venues are left as published.
+    """
+    if lang == "en":
+        return text, []
+    table = _table(lang, "bibliography.yml")
+    missing: list[str] = []
+
+    def field(match: re.Match) -> str:
+        value = " ".join(match.group("value").split())
+        if value in table:
+            return match.group("head") + table[value] + "}"
+        if re.search(r"[A-Za-z]{3,}", value) and not _BIB_NAME_ONLY.fullmatch(value):
+            missing.append(value)
+        return match.group(0)
+
+    return _BIB_FIELD.sub(field, text), missing

@@ -11,17 +11,24 @@ In a translated edition (Sphinx's `language` other than "en") it also
   strings with words);
 - warns about every message of a page that has no translation, or only a fuzzy one, so that the
   strict build (`-W`) fails until the catalog is complete (coverage is a build error, not a report);
-- points the Colab launch buttons to the edition's generated notebooks (`catalogs.NOTEBOOKS`).
+- points the Colab launch buttons to the edition's generated notebooks (`catalogs.NOTEBOOKS`);
+- translates the parts' captions, the site's title and author, and the theme's own strings
+  (`locales/<lang>/theme.yml`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
@@ -152,13 +159,83 @@ def add_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doc
     )
 
 
-def point_launch_buttons(app: Sphinx, config: Any) -> None:
-    """Colab buttons of a translated edition open its notebooks, generated from the catalogs."""
-    if (config.language or "en") == "en":
+EDITION_TITLES = {"es": ("Prefill & Decode — un libro ejecutable", "los autores de Prefill & Decode")}
+
+
+def configure_edition(app: Sphinx, config: Any) -> None:
+    """A translated edition's settings: its title and author, and Colab buttons opening its notebooks."""
+    lang = config.language or "en"
+    if lang == "en":
         return
     options = dict(config.html_theme_options or {})
-    options["path_to_docs"] = f"locales/{config.language}/{catalogs.NOTEBOOKS}"
+    options["path_to_docs"] = f"locales/{lang}/{catalogs.NOTEBOOKS}"
+    table = editions.theme_strings(lang)
+    if "search_bar_text" in options:
+        options["search_bar_text"] = table.get(options["search_bar_text"], options["search_bar_text"])
     config.html_theme_options = options
+    if lang in EDITION_TITLES:
+        config.html_title, config.author = EDITION_TITLES[lang]
+    # Sphinx re-reads every page when a config value changes: the tables count as configuration.
+    tables = sorted((catalogs.LOCALES / lang).glob("*.yml"))
+    config.minigpt_edition_tables = hashlib.sha256(b"".join(p.read_bytes() for p in tables)).hexdigest()
+    bibfiles = []
+    for name in config.bibtex_bibfiles or []:
+        text, missing = editions.translate_bibliography((Path(app.srcdir) / name).read_text(encoding="utf-8"), lang)
+        if missing:
+            raise ExtensionError(
+                f"{name}: fields with words and no {lang} translation in locales/{lang}/bibliography.yml: {missing}"
+            )
+        out = Path(app.srcdir) / "_build" / "bib" / f"{Path(name).stem}.{lang}.bib"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if not out.exists() or out.read_text(encoding="utf-8") != text:
+            out.write_text(text, encoding="utf-8")
+        bibfiles.append(str(out))
+    config.bibtex_bibfiles = bibfiles
+
+
+class TranslateToctreeCaptions(SphinxTransform):
+    """The parts' captions of the table of contents, from the root page's catalog.
+
+    sphinx-external-toc inserts the toctrees (priority 100) after Sphinx translated the page (20), so
+    their captions are translated here, from the same messages the gettext builder extracted.
+    """
+
+    default_priority = 150
+
+    def apply(self, **kwargs: Any) -> None:
+        index = None
+        for node in self.document.findall(addnodes.toctree):
+            caption = node.get("caption")
+            if not caption:
+                continue
+            index = index if index is not None else _catalog_index(self.config.language, self.env.docname)
+            string, fuzzy = index.get(caption, ("", False))
+            if string and not fuzzy:
+                node["caption"] = string
+
+
+def translate_chrome(app: Sphinx, exception: Exception | None) -> None:
+    """The theme's own strings in the built pages and scripts (`locales/<lang>/theme.yml`).
+
+    Titles, aria-labels, placeholders and button texts that the theme's catalog lacks or that its
+    templates and scripts hard-code; written over each page once it is built.
+    """
+    if exception is not None or app.builder.format != "html":
+        return
+    table = editions.theme_strings(app.config.language)
+    out = Path(app.outdir)
+    for path in [*out.rglob("*.html"), *(out / "_static").glob("*.js")]:
+        text = path.read_text(encoding="utf-8")
+        new = text
+        for english, spanish in table.items():
+            if path.suffix == ".js":
+                new = new.replace(f'"{english}"', f'"{spanish}"').replace(f"'{english}'", f"'{spanish}'")
+                continue
+            for attribute in ("title", "aria-label", "placeholder", "data-bs-title"):
+                new = new.replace(f'{attribute}="{html.escape(english)}"', f'{attribute}="{html.escape(spanish)}"')
+            new = new.replace(f">{html.escape(english, quote=False)}<", f">{html.escape(spanish, quote=False)}<")
+        if new != text:
+            path.write_text(new, encoding="utf-8")
 
 
 def add_ui_strings(app: Sphinx) -> None:
@@ -174,10 +251,13 @@ def add_ui_strings(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("config-inited", point_launch_buttons)
+    app.add_config_value("minigpt_edition_tables", "", "env")
+    app.connect("config-inited", configure_edition)
     app.connect("html-page-context", add_switch)
     if (app.config.language or "en") != "en":
         add_ui_strings(app)
+        app.add_transform(TranslateToctreeCaptions)
+        app.connect("build-finished", translate_chrome)
         _patch_glue_lookup()
         app.add_post_transform(LocalizeGlued)
         app.connect("doctree-read", check_translated)

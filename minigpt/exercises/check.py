@@ -5,6 +5,9 @@ with ``check(..., seed=...)``), so only a function that computes the answer pass
 number fails. This is a learning aid that a notebook can fool (redefine it, patch the package); the
 instructor's grader (`minigpt.grading`) does not use it: it runs the functions in a sandbox without
 the answers and compares in its own process, so nothing a notebook does changes the grade.
+
+The messages are in the language of ``MINIGPT_LANG`` when `check` runs (``es``: Spanish, from the catalog of
+`minigpt.i18n`; unset: English); the PASS / FAIL tokens, the call and the replay line's code stay as they are.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from minigpt.exercises import wire
 from minigpt.exercises.registry import question
 from minigpt.exercises.spec import UnsupportedOutput, build_case, describe_call, encode
+from minigpt.i18n import _, translate_known
 
 GRADING_ENV = "MINIGPT_GRADING"
 
@@ -34,11 +39,13 @@ class CheckResult:
 
 def run_check(qid: str, function: Callable[..., Any], *, seed: int | None = None) -> CheckResult:
     """Check `function` for question `qid` ("ex01.q1") on random cases; return the verdict (prints nothing)."""
-    _, q = question(qid)
+    q = question(qid)[1]
     label = f"{qid} {q.function}"
     seed = random.SystemRandom().getrandbits(32) if seed is None else seed
     if not callable(function):
-        return CheckResult("fail", f"FAIL {label}: expected a function, got {type(function).__name__}", seed)
+        return CheckResult("fail", _("FAIL {label}: expected a function, got {type}").format(
+            label=label, type=type(function).__name__), seed)
+    hint = _("hint: {hint}")
     cases = q.cases(random.Random(seed))
     for i, case in enumerate(cases):
         call = describe_call(q.function, case)
@@ -46,25 +53,29 @@ def run_check(qid: str, function: Callable[..., Any], *, seed: int | None = None
             actual = encode(function(**build_case(case)))
         except NotImplementedError:
             if i == 0:
-                return CheckResult("not implemented", f"{label}: not implemented yet", seed)
-            return CheckResult("fail", f"FAIL {label}: {call} raised NotImplementedError", seed)
+                return CheckResult("not implemented", _("{label}: not implemented yet").format(label=label), seed)
+            return CheckResult("fail", _("FAIL {label}: {call} raised NotImplementedError").format(
+                label=label, call=call), seed)
         except UnsupportedOutput as err:
-            return CheckResult("fail", f"FAIL {label}: {call} {err}\n  hint: {q.hint}", seed)
+            text = f"FAIL {label}: {call} {translate_known(str(err), wire.MESSAGES)}"
+            return CheckResult("fail", f"{text}\n  {hint.format(hint=_(q.hint))}", seed)
         except Exception as err:  # noqa: BLE001 - the student's code may raise anything
-            return CheckResult("fail", f"FAIL {label}: {call} raised {type(err).__name__}: {err}\n  hint: {q.hint}",
-                               seed)
+            text = _("FAIL {label}: {call} raised {type}: {error}").format(
+                label=label, call=call, type=type(err).__name__, error=translate_known(str(err), wire.MESSAGES))
+            return CheckResult("fail", f"{text}\n  {hint.format(hint=_(q.hint))}", seed)
         problem = q.compare(q.expected(case), actual)
         if problem:
-            text = (f"FAIL {label}: {call}\n  {problem}\n  hint: {q.hint}\n"
-                    f"  (replay this case with check({qid!r}, {q.function}, seed={seed}))")
+            replay = _("(replay this case with {call})").format(call=f"check({qid!r}, {q.function}, seed={seed})")
+            text = f"FAIL {label}: {call}\n  {problem}\n  {hint.format(hint=_(q.hint))}\n  {replay}"
             return CheckResult("fail", text, seed)
-    return CheckResult("pass", f"PASS {label}: {len(cases)} random cases agree with the package", seed)
+    return CheckResult("pass", _("PASS {label}: {n} random cases agree with the package").format(
+        label=label, n=len(cases)), seed)
 
 
 def check(qid: str, function: Callable[..., Any], *, seed: int | None = None) -> None:
     """Print whether `function` answers question `qid` ("ex01.q1"): PASS, FAIL with expected vs actual and a
     hint, or "not implemented yet" while its body still raises NotImplementedError."""
     if os.environ.get(GRADING_ENV) == "1":
-        print(f"{qid}: check skipped while grading")
+        print(_("{qid}: check skipped while grading").format(qid=qid))
         return
     print(run_check(qid, function, seed=seed).message)

@@ -7,7 +7,7 @@ import random
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int
+from minigpt.exercises.spec import N_, Exercise, Question, close, exact_int
 
 _REAL = [name for name in MODELS if name != "MiniGPT"]
 
@@ -69,29 +69,29 @@ EXERCISE = Exercise(
         Question(
             "q1", "kv_bytes_per_token", "kv_bytes_per_token(L, H_kv, d_h, s) -> int", _per_token_cases,
             lambda L, H_kv, d_h, s: costs.kv_bytes_per_token(L=L, H_kv=H_kv, d_h=d_h, s=s), exact_int,
-            "Eq. (2.1): one key and one value (the 2) per layer per KV head, each d_h values of s bytes.",
+            N_("Eq. (2.1): one key and one value (the 2) per layer per KV head, each d_h values of s bytes."),
         ),
         Question(
             "q2", "kv_cache_gib", "kv_cache_gib(model, S, B, s) -> float", _gib_cases, _gib, close(1e-9),
-            "Eq. (2.2), B·S·(bytes per token), in GiB = 2**30 bytes (binary units, not 10**9). Read L, H_kv "
-            "and d_h from the preset (model.L, model.H_kv, model.d_h).",
+            N_("Eq. (2.2), B·S·(bytes per token), in GiB = 2**30 bytes (binary units, not 10**9). Read L, H_kv "
+               "and d_h from the preset (model.L, model.H_kv, model.d_h)."),
         ),
         Question(
             "q3", "max_context", "max_context(hardware, model, s, B) -> int",
             lambda rng: _budget_cases(rng, "B"), _max_context, exact_int,
-            "weights N·s (model.N_params) plus B·S·(bytes per token) must fit in hardware.memory_bytes; "
-            "the largest integer S, or 0 when not even the weights fit. Use integer division (//).",
+            N_("weights N·s (model.N_params) plus B·S·(bytes per token) must fit in hardware.memory_bytes; "
+               "the largest integer S, or 0 when not even the weights fit. Use integer division (//)."),
         ),
         Question(
             "q4", "max_batch", "max_batch(hardware, model, s, S) -> int",
             lambda rng: _budget_cases(rng, "S"), _max_batch, exact_int,
-            "the same budget as q3 solved for B: ⌊(memory − N·s) / (S·bytes per token)⌋, 0 when the weights "
-            "alone do not fit.",
+            N_("the same budget as q3 solved for B: ⌊(memory − N·s) / (S·bytes per token)⌋, 0 when the weights "
+               "alone do not fit."),
         ),
         Question(
             "q5", "kv_equals_weights", "kv_equals_weights(model, B) -> float", _crossover_cases, _crossover,
             close(1e-9),
-            "solve N·s = B·S·2·L·H_kv·d_h·s for S: the bytes per value s cancels.",
+            N_("solve N·s = B·S·2·L·H_kv·d_h·s for S: the bytes per value s cancels."),
         ),
     ),
 )

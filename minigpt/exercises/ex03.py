@@ -7,7 +7,7 @@ import random
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, boolean, close
+from minigpt.exercises.spec import N_, Exercise, Question, boolean, close
 
 
 def _intensity_cases(rng: random.Random) -> list[dict]:
@@ -60,34 +60,34 @@ EXERCISE = Exercise(
             "q1", "decode_intensity", "decode_intensity(L, S, d, s, N_params, B) -> float", _intensity_cases,
             lambda L, S, d, s, N_params, B: costs.decode_intensity(L=L, S=S, d=d, s=s, N_params=N_params, B=B),
             close(1e-9),
-            "Eq. (3.1) for one decode step: FLOPs of Eq. (1.3) in the 2-FLOP convention (MHA, d_ffn = 4d, no "
-            "LM head: B·L·(24·d² + 4·d·(S+1))) over the bytes of Eq. (3.5): N·s + B·S·2·L·d·s.",
+            N_("Eq. (3.1) for one decode step: FLOPs of Eq. (1.3) in the 2-FLOP convention (MHA, d_ffn = 4d, no "
+               "LM head: B·L·(24·d² + 4·d·(S+1))) over the bytes of Eq. (3.5): N·s + B·S·2·L·d·s."),
         ),
         Question(
             "q2", "attainable_flops", "attainable_flops(intensity, peak_flops, bandwidth) -> float", _roofline_cases,
             lambda intensity, peak_flops, bandwidth: costs.attainable_flops(
                 intensity=intensity, peak_flops=peak_flops, bandwidth=bandwidth),
             close(1e-9),
-            "Eq. (3.3), the roofline: the smaller of the compute roof and intensity × bandwidth.",
+            N_("Eq. (3.3), the roofline: the smaller of the compute roof and intensity × bandwidth."),
         ),
         Question(
             "q3", "decode_ceiling", "decode_ceiling(hardware, model, s, S, B) -> float", _ceiling_cases, _ceiling,
             close(1e-9),
-            "Eq. (3.4) with Eq. (3.5): B·bandwidth / (N·s + B·S·2·L·H_kv·d_h·s) tokens per second "
-            "(hardware.bandwidth, model.N_params, model.L, model.H_kv, model.d_h).",
+            N_("Eq. (3.4) with Eq. (3.5): B·bandwidth / (N·s + B·S·2·L·H_kv·d_h·s) tokens per second "
+               "(hardware.bandwidth, model.N_params, model.L, model.H_kv, model.d_h)."),
         ),
         Question(
             "q4", "achieved_bandwidth", "achieved_bandwidth(tok_s, N_params, s) -> float", _achieved_cases,
             lambda tok_s, N_params, s: tok_s * costs.weight_bytes(N_params=N_params, s=s), close(1e-9),
-            "at B = 1 each decode step reads every weight once (N·s bytes; the KV cache is left out), "
-            "so bytes/s = steps/s × bytes per step.",
+            N_("at B = 1 each decode step reads every weight once (N·s bytes; the KV cache is left out), "
+               "so bytes/s = steps/s × bytes per step."),
         ),
         Question(
             "q5", "is_memory_bound", "is_memory_bound(intensity, peak_flops, bandwidth) -> bool", _bound_cases,
             lambda intensity, peak_flops, bandwidth: intensity < costs.ridge_point(
                 peak_flops=peak_flops, bandwidth=bandwidth),
             boolean,
-            "compare the intensity with the ridge point of Eq. (3.2), peak_flops / bandwidth; return a bool.",
+            N_("compare the intensity with the ridge point of Eq. (3.2), peak_flops / bandwidth; return a bool."),
         ),
     ),
 )

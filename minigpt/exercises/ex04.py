@@ -7,7 +7,7 @@ import random
 import numpy as np
 
 from minigpt import costs
-from minigpt.exercises.spec import Exercise, Question, close, pair
+from minigpt.exercises.spec import N_, Exercise, Question, close, pair
 from minigpt.runtime.meters import RequestMeters
 
 
@@ -57,25 +57,25 @@ EXERCISE = Exercise(
         Question(
             "q1", "wall_clock_s", "wall_clock_s(P, D, prefill_tok_s, decode_tok_s) -> float", _clock_cases,
             lambda **kw: costs.wall_clock(**kw).total_s, close(1e-9),
-            "Eq. (4.1): P / prefill_tok_s (TTFT) + D / decode_tok_s.",
+            N_("Eq. (4.1): P / prefill_tok_s (TTFT) + D / decode_tok_s."),
         ),
         Question(
             "q2", "decode_share", "decode_share(P, D, prefill_tok_s, decode_tok_s) -> float", _clock_cases,
             lambda **kw: costs.wall_clock(**kw).decode_share, close(1e-9),
-            "the decode term of Eq. (4.1) divided by the total (a fraction between 0 and 1, not a percentage).",
+            N_("the decode term of Eq. (4.1) divided by the total (a fraction between 0 and 1, not a percentage)."),
         ),
         Question(
             "q3", "rates_from_meters",
             "rates_from_meters(prompt_tokens, prefill_s, decode_steps, decode_s) -> (prefill_tok_s, decode_tok_s)",
             _meter_cases, _rates, pair(close(1e-9), close(1e-9), ("prefill_tok_s", "decode_tok_s")),
-            "prefill rate = prompt tokens / prefill seconds; decode rate = decode steps / decode seconds "
-            "(the tokens the decode steps produced, not the generated total). Return a tuple of two floats.",
+            N_("prefill rate = prompt tokens / prefill seconds; decode rate = decode steps / decode seconds "
+               "(the tokens the decode steps produced, not the generated total). Return a tuple of two floats."),
         ),
         Question(
             "q4", "fit_rates", "fit_rates(P, D, total_s) -> (prefill_tok_s, decode_tok_s)", _fit_cases, _fit,
             pair(close(1e-6), close(1e-6), ("prefill_tok_s", "decode_tok_s")),
-            "Eq. (4.1) is linear in 1/prefill_tok_s and 1/decode_tok_s: fit total_s ≈ a·P + b·D by least "
-            "squares with no intercept (np.linalg.lstsq on the columns P and D), then return (1/a, 1/b).",
+            N_("Eq. (4.1) is linear in 1/prefill_tok_s and 1/decode_tok_s: fit total_s ≈ a·P + b·D by least "
+               "squares with no intercept (np.linalg.lstsq on the columns P and D), then return (1/a, 1/b)."),
         ),
     ),
 )

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from minigpt import costs
-from minigpt.exercises.spec import Exercise, Question, argmax_of, close, exact_int, model_spec, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, argmax_of, close, exact_int, model_spec, randn, tensor
 
 
 def _param_cases(rng: random.Random) -> list[dict]:
@@ -64,25 +64,25 @@ EXERCISE = Exercise(
         Question(
             "q1", "param_count", "param_count(L, d, V, S_max, d_ffn) -> int", _param_cases,
             lambda **kw: costs.param_count(**kw), exact_int,
-            "GPT-2-style MiniGPT with biases and a tied LM head: token (V·d) and position (S_max·d) "
-            "embeddings; per layer QKV (3d² + 3d), output (d² + d), MLP (2·d·d_ffn + d_ffn + d), two "
-            "LayerNorms (2·2d); one final LayerNorm (2d).",
+            N_("GPT-2-style MiniGPT with biases and a tied LM head: token (V·d) and position (S_max·d) "
+               "embeddings; per layer QKV (3d² + 3d), output (d² + d), MLP (2·d·d_ffn + d_ffn + d), two "
+               "LayerNorms (2·2d); one final LayerNorm (2d)."),
         ),
         Question(
             "q2", "next_token", "next_token(model, tokens) -> int", _token_cases, _logits, argmax_of(1e-4),
-            "run the model on the whole list (a [1, T] long tensor), take the logits at the last position "
-            "and return the argmax as a Python int.",
+            N_("run the model on the whole list (a [1, T] long tensor), take the logits at the last position "
+               "and return the argmax as a Python int."),
         ),
         Question(
             "q3", "sequence_loss", "sequence_loss(model, tokens) -> float", _token_cases, _loss, close(1e-5, 1e-5),
-            "the training loss: the mean cross-entropy (natural log) of predicting tokens[1:] from "
-            "tokens[:-1]; F.cross_entropy(logits, targets) with logits [T−1, V].",
+            N_("the training loss: the mean cross-entropy (natural log) of predicting tokens[1:] from "
+               "tokens[:-1]; F.cross_entropy(logits, targets) with logits [T−1, V]."),
         ),
         Question(
             "q4", "top_k_probs", "top_k_probs(logits, k, temperature) -> tensor [V]", _topk_cases, _topk,
             tensor(1e-6, 1e-5),
-            "divide the logits by the temperature, keep the k largest (set the others to −inf), then softmax: "
-            "the other V−k probabilities are exactly 0.",
+            N_("divide the logits by the temperature, keep the k largest (set the others to −inf), then softmax: "
+               "the other V−k probabilities are exactly 0."),
         ),
     ),
 )

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from minigpt.config import ModelConfig
-from minigpt.exercises.spec import Exercise, Question, close, int_list, model_spec, pair, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, close, int_list, model_spec, pair, randn, tensor
 from minigpt.runtime.generate import generate
 from minigpt.runtime.kv_cache import KVCache
 
@@ -102,32 +102,32 @@ EXERCISE = Exercise(
         Question(
             "q1", "cache_write", "cache_write(k_cache, v_cache, k_new, v_new, S) -> (k_valid, v_valid)", _write_cases,
             _write, pair(tensor(0, 0), tensor(0, 0), ("k_valid", "v_valid")),
-            "write k_new, v_new ([B, H_kv, T, d_h]) into rows S..S+T−1 of the preallocated [B, H_kv, S_max, d_h] "
-            "tensors (in place, k_cache[:, :, S:S+T] = k_new) and return the valid prefixes [:, :, :S+T].",
+            N_("write k_new, v_new ([B, H_kv, T, d_h]) into rows S..S+T−1 of the preallocated [B, H_kv, S_max, d_h] "
+               "tensors (in place, k_cache[:, :, S:S+T] = k_new) and return the valid prefixes [:, :, :S+T]."),
         ),
         Question(
             "q2", "attend", "attend(q, k, v) -> tensor [B, H, d_h]", _attend_cases, _attend, tensor(1e-5, 1e-4),
-            "one query per head, q [B, H, d_h], over S cached keys and values [B, H_kv, S, d_h]: "
-            "softmax(q·kᵀ / √d_h)·v. With GQA, query heads h·g … h·g+g−1 (g = H / H_kv) share KV head h "
-            "(k.repeat_interleave(g, dim=1)).",
+            N_("one query per head, q [B, H, d_h], over S cached keys and values [B, H_kv, S, d_h]: "
+               "softmax(q·kᵀ / √d_h)·v. With GQA, query heads h·g … h·g+g−1 (g = H / H_kv) share KV head h "
+               "(k.repeat_interleave(g, dim=1))."),
         ),
         Question(
             "q3", "decode_logits", "decode_logits(model, prompt, token) -> tensor [B, V]", _decode_cases, _decode,
             tensor(1e-4, 1e-4),
-            "prefill the prompt [B, P] into a fresh cache (model.new_cache(B)), then one decode step with "
-            "token [B] at position P: model(token.view(-1, 1), cache) — or your own loop over model.blocks — "
-            "and return the logits of that step, [B, V].",
+            N_("prefill the prompt [B, P] into a fresh cache (model.new_cache(B)), then one decode step with "
+               "token [B] at position P: model(token.view(-1, 1), cache) — or your own loop over model.blocks — "
+               "and return the logits of that step, [B, V]."),
         ),
         Question(
             "q4", "greedy_generate", "greedy_generate(model, prompt, D) -> list[int]", _generate_cases, _generate,
             int_list,
-            "D new tokens: one prefill gives token 1, then D−1 decode steps, each feeding back the argmax. "
-            "Return a list of D Python ints (not including the prompt).",
+            N_("D new tokens: one prefill gives token 1, then D−1 decode steps, each feeding back the argmax. "
+               "Return a list of D Python ints (not including the prompt)."),
         ),
         Question(
             "q5", "fitted_slope", "fitted_slope(S_values, step_s) -> float", _slope_cases, _slope, close(1e-6),
-            "least-squares straight line step_s ≈ a + b·S (np.polyfit(S, t, 1)); return the slope b in seconds "
-            "per cached token.",
+            N_("least-squares straight line step_s ≈ a + b·S (np.polyfit(S, t, 1)); return the slope b in seconds "
+               "per cached token."),
         ),
     ),
 )

@@ -12,7 +12,7 @@ from minigpt import costs
 from minigpt.costs import roofline
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, pair, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, _, close, exact_int, fmt_num, pair, tensor
 
 _REAL = [name for name in MODELS if name != "MiniGPT"]
 _GPUS = [name for name in HARDWARE if HARDWARE[name].memory_bytes >= 16 * 2**30]
@@ -65,16 +65,19 @@ def _critical(model: ModelPreset, hardware: HardwarePreset, S: int) -> int | Non
 def exact_int_or_none(expected: Any, actual: Any) -> str | None:
     """The same integer, or None where the expected answer is None (no such batch)."""
     if expected is None:
-        return None if actual is None else f"expected None (no batch reaches the ridge point), got {actual!r}"
+        return None if actual is None else _("expected None (no batch reaches the ridge point), got {actual}").format(
+            actual=repr(actual))
     if actual is None:
-        return f"expected the integer {expected:,}, got None"
+        return _("expected the integer {expected}, got None").format(expected=fmt_num(expected))
     return exact_int(expected, actual)
 
 
 def _bound_name(expected: Any, actual: Any) -> str | None:
     if actual not in ("memory", "compute"):
-        return f"expected the string {expected!r} ('memory' or 'compute'), got {actual!r}"
-    return None if actual == expected else f"expected {expected!r}, got {actual!r}"
+        return _("expected the string {expected} ('memory' or 'compute'), got {actual}").format(
+            expected=repr(expected), actual=repr(actual))
+    return None if actual == expected else _("expected {expected}, got {actual}").format(expected=repr(expected),
+                                                                                        actual=repr(actual))
 
 
 def _cap_cases(rng: random.Random) -> list[dict]:
@@ -110,7 +113,7 @@ def _crossover(model: ModelPreset, S: int) -> float:
 
 def _frontier_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         Bs = sorted(rng.sample(range(1, 2049), rng.randint(3, 10)))
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
                           hardware={"$hardware": rng.choice(list(HARDWARE))}, S=rng.randint(0, 16384), Bs=Bs))
@@ -130,36 +133,37 @@ EXERCISE = Exercise(
         Question(
             "q1", "decode_step_time", "decode_step_time(model, hardware, S, B, overlap) -> float", _step_cases,
             _step_time, close(1e-9),
-            "bf16 (s = 2). FLOPs F(B, S) = B·(L·(2d(d + 2·H_kv·d_h) + 2d² + 2·ffn_matrices·d·d_ffn + 4(S+1)d) + 2dV); "
-            "bytes N·s + B·S·2·L·H_kv·d_h·s. overlap=True, Eq. (7.2): max(bytes/bandwidth, F(B, S)/peak_flops). "
-            "overlap=False, Eq. (7.3): max(N·s/bandwidth, F(B, 0)/peak_flops) + "
-            "max(B·S·b_token/bandwidth, (F(B, S) − F(B, 0))/peak_flops).",
+            N_("bf16 (s = 2). FLOPs F(B, S) = B·(L·(2d(d + 2·H_kv·d_h) + 2d² + 2·ffn_matrices·d·d_ffn + "
+               "4(S+1)d) + 2dV); "
+               "bytes N·s + B·S·2·L·H_kv·d_h·s. overlap=True, Eq. (7.2): max(bytes/bandwidth, F(B, S)/peak_flops). "
+               "overlap=False, Eq. (7.3): max(N·s/bandwidth, F(B, 0)/peak_flops) + "
+               "max(B·S·b_token/bandwidth, (F(B, S) − F(B, 0))/peak_flops)."),
         ),
         Question(
             "q2", "critical_batch", "critical_batch(model, hardware, S) -> int | None", _crit_cases, _critical,
             exact_int_or_none,
-            "bf16. With R = peak_flops / bandwidth, decode intensity B·F(1, S) / (N·s + B·S·b_token) reaches R at "
-            "B = ceil(R·N·s / (F(1, S) − R·S·b_token)) (at least 1); return None when F(1, S) <= R·S·b_token. "
-            "F(1, S) includes the LM head (2dV), as in question 1.",
+            N_("bf16. With R = peak_flops / bandwidth, decode intensity B·F(1, S) / (N·s + B·S·b_token) reaches R at "
+               "B = ceil(R·N·s / (F(1, S) − R·S·b_token)) (at least 1); return None when F(1, S) <= R·S·b_token. "
+               "F(1, S) includes the LM head (2dV), as in question 1."),
         ),
         Question(
             "q3", "batch_cap", "batch_cap(model, hardware, S, reserve) -> (B, 'memory' | 'compute')", _cap_cases, _cap,
             pair(exact_int, _bound_name, ("B", "bound")),
-            "bf16. B_max = floor((floor(memory_bytes·(1 − reserve)) − N·s) / (S·b_token)), 0 if the weights do not "
-            "fit; B_crit from question 2. The batch stops paying at B_crit if it exists and is <= B_max "
-            "(return (B_crit, 'compute')), otherwise at B_max (return (B_max, 'memory')).",
+            N_("bf16. B_max = floor((floor(memory_bytes·(1 − reserve)) − N·s) / (S·b_token)), 0 if the weights do not "
+               "fit; B_crit from question 2. The batch stops paying at B_crit if it exists and is <= B_max "
+               "(return (B_crit, 'compute')), otherwise at B_max (return (B_max, 'memory'))."),
         ),
         Question(
             "q4", "kv_crossover_batch", "kv_crossover_batch(model, S) -> float", _crossover_cases, _crossover,
             close(1e-9),
-            "bf16. B_× = N·s / (S·b_token): the batch at which the KV reads of a step equal its weight reads "
-            "(b_token = 2·L·H_kv·d_h·s; a float, not rounded).",
+            N_("bf16. B_× = N·s / (S·b_token): the batch at which the KV reads of a step equal its weight reads "
+               "(b_token = 2·L·H_kv·d_h·s; a float, not rounded)."),
         ),
         Question(
             "q5", "frontier", "frontier(model, hardware, S, Bs) -> [(tok_s_per_user, total_tok_s), ...]",
             _frontier_cases, _frontier, tensor(atol=0.0, rtol=1e-9),
-            "for each B in Bs, t = Eq. (7.2) (overlap=True) in bf16; each user receives 1/t tokens/s and the "
-            "batch B/t in total. Return a list with one (per_user, total) pair per B, in the order of Bs.",
+            N_("for each B in Bs, t = Eq. (7.2) (overlap=True) in bf16; each user receives 1/t tokens/s and the "
+               "batch B/t in total. Return a list with one (per_user, total) pair per B, in the order of Bs."),
         ),
     ),
 )

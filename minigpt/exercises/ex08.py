@@ -9,13 +9,13 @@ from typing import Any
 import torch
 
 from minigpt import costs
-from minigpt.exercises.spec import Exercise, Question, close, pair, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, _, close, pair, tensor
 from minigpt.measure import sweeps
 
 
 def _probe_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
+    for _k in range(8):
         bandwidth, peak = 10 ** rng.uniform(10, 12.6), 10 ** rng.uniform(10.5, 15)
         copy_bytes, n = rng.choice([64, 256, 512]) * 2**20, rng.choice([512, 1024, 4096])
         copy_s = [2 * copy_bytes / bandwidth * rng.uniform(1.0, 1.5) for _ in range(rng.randint(3, 9))]
@@ -31,7 +31,7 @@ def _probes(copy_bytes: int, copy_s: list[float], n: int, matmul_s: list[float])
 
 def _predict_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
+    for _k in range(8):
         N = rng.randint(10**5, 10**10)
         cases.append(dict(P=rng.randint(1, 8192), prefill_flops=2 * N * rng.randint(1, 8192) + rng.randint(0, 10**9),
                           N_params=N, kv_bytes_per_token=rng.choice([2, 4]) * rng.randint(1, 200) * 1024,
@@ -69,7 +69,7 @@ def _rows(rng: random.Random, bandwidth: float, peak: float) -> list[dict[str, A
 
 def _table_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         bandwidth, peak = 10 ** rng.uniform(10, 12.6), 10 ** rng.uniform(10.5, 15)
         cases.append(dict(rows=_rows(rng, bandwidth, peak), bandwidth=bandwidth, peak_flops=peak))
     return cases
@@ -84,7 +84,7 @@ def _ratios(rows: list[dict[str, Any]], bandwidth: float, peak_flops: float) -> 
 
 def _floor_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         rows = _rows(rng, 10 ** rng.uniform(10, 12.6), 1e12)
         cases.append(dict(decode_bytes=[r["decode_bytes"] for r in rows], step_s=[r["decode_step_s"] for r in rows]))
     return cases
@@ -114,10 +114,13 @@ def _first(rows: list[dict[str, Any]], bandwidth: float, threshold: float) -> st
 def name_or_none(expected: Any, actual: Any) -> str | None:
     """The same model name (a string), or None where no model qualifies."""
     if expected is None:
-        return None if actual is None else f"expected None (no model reaches the threshold), got {actual!r}"
+        return None if actual is None else _("expected None (no model reaches the threshold), got {actual}").format(
+            actual=repr(actual))
     if not isinstance(actual, str):
-        return f"expected the model name {expected!r}, got {actual!r}"
-    return None if actual == expected else f"expected {expected!r}, got {actual!r}"
+        return _("expected the model name {expected}, got {actual}").format(expected=repr(expected),
+                                                                           actual=repr(actual))
+    return None if actual == expected else _("expected {expected}, got {actual}").format(expected=repr(expected),
+                                                                                        actual=repr(actual))
 
 
 EXERCISE = Exercise(
@@ -128,34 +131,37 @@ EXERCISE = Exercise(
         Question(
             "q1", "roofline_from_probes", "roofline_from_probes(copy_bytes, copy_s, n, matmul_s) -> (bandwidth, "
             "peak_flops)", _probe_cases, _probes, pair(close(1e-9), close(1e-9), ("bandwidth", "peak_flops")),
-            "a copy of copy_bytes reads and writes every byte (2·copy_bytes moved); an n×n @ n×n matmul is 2·n³ FLOPs. "
-            "Other processes can only slow a probe down: use the best (smallest) time of each list.",
+            N_("a copy of copy_bytes reads and writes every byte (2·copy_bytes moved); an n×n @ n×n matmul is "
+               "2·n³ FLOPs. "
+               "Other processes can only slow a probe down: use the best (smallest) time of each list."),
         ),
         Question(
             "q2", "predict_rates", "predict_rates(P, prefill_flops, N_params, kv_bytes_per_token, S, s, bandwidth, "
             "peak_flops) -> (prefill_tok_s, decode_tok_s)", _predict_cases, _predict,
             pair(close(1e-9), close(1e-9), ("prefill_tok_s", "decode_tok_s")),
-            "Eq. (8.1): prefill P·peak_flops / prefill_flops; decode bandwidth / (N·s + S·kv_bytes_per_token), B = 1.",
+            N_("Eq. (8.1): prefill P·peak_flops / prefill_flops; decode bandwidth / (N·s + "
+               "S·kv_bytes_per_token), B = 1."),
         ),
         Question(
             "q3", "measured_over_predicted", "measured_over_predicted(rows, bandwidth, peak_flops) -> "
             "[(prefill_ratio, decode_ratio), ...]", _table_cases, _ratios, tensor(atol=0.0, rtol=1e-9),
-            "for each row (in the given order): measured prefill rate P / prefill_s over Eq. (8.1)'s prediction, and "
-            "measured decode rate 1 / decode_step_s over bandwidth / decode_bytes. Use the best times (prefill_s, "
-            "decode_step_s), not the medians.",
+            N_("for each row (in the given order): measured prefill rate P / prefill_s over Eq. (8.1)'s "
+               "prediction, and "
+               "measured decode rate 1 / decode_step_s over bandwidth / decode_bytes. Use the best times (prefill_s, "
+               "decode_step_s), not the medians."),
         ),
         Question(
             "q4", "overhead_floor", "overhead_floor(decode_bytes, step_s) -> (t0, bw_eff)", _floor_cases,
             lambda decode_bytes, step_s: sweeps.fit_step_overhead(decode_bytes, step_s),
             pair(close(1e-6), close(1e-6), ("t0", "bw_eff")),
-            "Eq. (8.2): fit step_s ≈ t0 + decode_bytes / bw_eff by least squares with weights 1/step_s "
-            "(np.polyfit(decode_bytes, step_s, 1, w=1 / step_s) gives (slope, t0)); bw_eff = 1 / slope.",
+            N_("Eq. (8.2): fit step_s ≈ t0 + decode_bytes / bw_eff by least squares with weights 1/step_s "
+               "(np.polyfit(decode_bytes, step_s, 1, w=1 / step_s) gives (slope, t0)); bw_eff = 1 / slope."),
         ),
         Question(
             "q5", "first_bandwidth_bound", "first_bandwidth_bound(rows, bandwidth, threshold) -> str | None",
             _first_cases, _first, name_or_none,
-            "sort the rows by decode_bytes (smallest first) and return the name of the first whose decode ratio "
-            "(measured 1 / decode_step_s over bandwidth / decode_bytes) is >= threshold; None if none is.",
+            N_("sort the rows by decode_bytes (smallest first) and return the name of the first whose decode ratio "
+               "(measured 1 / decode_step_s over bandwidth / decode_bytes) is >= threshold; None if none is."),
         ),
     ),
 )

@@ -9,7 +9,7 @@ import torch
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, close, exact_int, randn, tensor
 from minigpt.runtime.model import attention, causal_visible
 
 
@@ -81,29 +81,29 @@ EXERCISE = Exercise(
         Question(
             "q1", "grouped_attention", "grouped_attention(q, k, v) -> tensor", _attention_cases, _grouped_attention,
             tensor(atol=1e-5, rtol=1e-5),
-            "each K/V head serves g = H / H_kv consecutive query heads (query heads 0 … g − 1 read K/V head 0, "
-            "and so on); the scores are scaled by 1/√d_h; causal: query i sees keys 0 … i and no later one.",
+            N_("each K/V head serves g = H / H_kv consecutive query heads (query heads 0 … g − 1 read K/V head 0, "
+               "and so on); the scores are scaled by 1/√d_h; causal: query i sees keys 0 … i and no later one."),
         ),
         Question(
             "q2", "mean_pool_kv", "mean_pool_kv(w, H_kv, d_h) -> tensor", _pool_cases, _mean_pool,
             tensor(atol=1e-6, rtol=1e-6),
-            "w holds the old heads one after the other, d_h rows each; new head j averages g consecutive old "
-            "heads (j·g up to j·g + g − 1), row by row, so row r of new head j is the mean of row r of each of "
-            "them. The result keeps d_in columns and has H_kv·d_h rows.",
+            N_("w holds the old heads one after the other, d_h rows each; new head j averages g consecutive old "
+               "heads (j·g up to j·g + g − 1), row by row, so row r of new head j is the mean of row r of each of "
+               "them. The result keeps d_in columns and has H_kv·d_h rows."),
         ),
         Question(
             "q3", "gqa_decode_gain", "gqa_decode_gain(model, S, B, s) -> float", _gain_cases, _gain, close(1e-9),
-            "Eq. (9.2): a decode step reads the weights once and every sequence's cache. The MHA twin differs in "
-            "both: its cache holds H K/V heads instead of H_kv, and its K and V projections have H·d_h output "
-            "rows instead of H_kv·d_h in every layer, so its weights are larger too.",
+            N_("Eq. (9.2): a decode step reads the weights once and every sequence's cache. The MHA twin differs in "
+               "both: its cache holds H K/V heads instead of H_kv, and its K and V projections have H·d_h output "
+               "rows instead of H_kv·d_h in every layer, so its weights are larger too."),
         ),
         Question(
             "q4", "max_batch_with_heads", "max_batch_with_heads(hardware, model, H_kv, S) -> int", _batch_cases,
             _max_batch, exact_int,
-            "the bf16 weights of the model rebuilt with H_kv K/V heads (its K and V projections change size, "
-            "as in Question 3) and B caches of S tokens, each token holding a key and a value per K/V head per "
-            "layer, must fit in 90 % of hardware.memory_bytes (rounded down); B is a whole number, 0 when the "
-            "weights alone do not fit.",
+            N_("the bf16 weights of the model rebuilt with H_kv K/V heads (its K and V projections change size, "
+               "as in Question 3) and B caches of S tokens, each token holding a key and a value per K/V head per "
+               "layer, must fit in 90 % of hardware.memory_bytes (rounded down); B is a whole number, 0 when the "
+               "weights alone do not fit."),
         ),
     ),
 )

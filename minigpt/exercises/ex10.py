@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, pair, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, close, exact_int, pair, randn, tensor
 from minigpt.runtime.quantized_cache import dequantize, dequantize_per_channel, quantize, quantize_per_channel
 
 
@@ -105,37 +105,37 @@ EXERCISE = Exercise(
         Question(
             "q1", "int8_round_trip", "int8_round_trip(x) -> tensor", _round_trip_cases, _round_trip,
             tensor(atol=1e-5, rtol=1e-5),
-            "Eq. (10.1) per vector (last dimension): scale = (max|x| / 127) stored as fp16 (.half()), codes = "
-            "round(x / scale) clamped to ±127, read back as codes·scale in fp32.",
+            N_("Eq. (10.1) per vector (last dimension): scale = (max|x| / 127) stored as fp16 (.half()), codes = "
+               "round(x / scale) clamped to ±127, read back as codes·scale in fp32."),
         ),
         Question(
             "q2", "quantized_bytes_per_token", "quantized_bytes_per_token(L, H_kv, d_h, bits, group_size) -> int",
             _bytes_cases, _bytes, exact_int,
-            "count what one token stores: a key and a value vector for every K/V head of every layer, each as "
-            "d_h codes of `bits` bits plus one 2-byte fp16 scale per group of group_size values.",
+            N_("count what one token stores: a key and a value vector for every K/V head of every layer, each as "
+               "d_h codes of `bits` bits plus one 2-byte fp16 scale per group of group_size values."),
         ),
         Question(
             "q3", "mean_kl", "mean_kl(p_logits, q_logits) -> float", _kl_cases, _kl, close(1e-6, 1e-9),
-            "each row is one position: the divergence of the cache's next-token distribution from the baseline's "
-            "(p from p_logits is the baseline), in nats, computed from log-probabilities for stability; return the "
-            "mean over rows as a float.",
+            N_("each row is one position: the divergence of the cache's next-token distribution from the baseline's "
+               "(p from p_logits is the baseline), in nats, computed from log-probabilities for stability; return the "
+               "mean over rows as a float."),
         ),
         Question(
             "q4", "quantized_decode_gain", "quantized_decode_gain(model, S, B, bits, group_size) -> float",
             _gain_cases, _gain, close(1e-9),
-            "a memory-bound step's time follows its bytes: the bf16 weights once plus every sequence's cache; with "
-            "a fused kernel the quantized cache is read as stored (q2's bytes per token). Return the bf16-cache "
-            "step's bytes over the quantized one's.",
+            N_("a memory-bound step's time follows its bytes: the bf16 weights once plus every sequence's cache; with "
+               "a fused kernel the quantized cache is read as stored (q2's bytes per token). Return the bf16-cache "
+               "step's bytes over the quantized one's."),
         ),
         Question(
             "q5", "keys_per_channel", "keys_per_channel(k, token_group, outliers, factor) -> (keys, scales)",
             _channel_cases, _per_channel, pair(tensor(atol=1e-5, rtol=1e-5), tensor(atol=1e-6, rtol=1e-3),
                                                ("keys", "scales")),
-            "first multiply the channels listed in outliers by factor (in a copy of k). Then int8 absmax as in q1, "
-            "but each scale is shared by one channel (last dimension) over one block of token_group consecutive "
-            "tokens (the dimension before it), not by one token's vector: scales have one row per block and one "
-            "column per channel, stored in fp16 and returned as fp32. Return the keys read back (fp32, the shape "
-            "of k) and the scales.",
+            N_("first multiply the channels listed in outliers by factor (in a copy of k). Then int8 absmax as in q1, "
+               "but each scale is shared by one channel (last dimension) over one block of token_group consecutive "
+               "tokens (the dimension before it), not by one token's vector: scales have one row per block and one "
+               "column per channel, stored in fp16 and returned as fp32. Return the keys read back (fp32, the shape "
+               "of k) and the scales."),
         ),
     ),
 )

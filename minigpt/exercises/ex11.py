@@ -12,7 +12,7 @@ from typing import Any
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.exercises.spec import Compare, Exercise, Question, close, exact_int, int_list
+from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, close, exact_int, int_list
 from minigpt.measure import kv_memory
 from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
 
@@ -23,7 +23,7 @@ def _slack_cases(rng: random.Random) -> list[dict]:
 
 def _slot_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
+    for _k in range(8):
         b = rng.choice([2, 4, 16])
         table = rng.sample(range(200), rng.randint(1, 8))
         cases.append(dict(table=table, p=rng.randrange(len(table) * b), block_size=b))
@@ -36,7 +36,7 @@ def _slot(table: list[int], p: int, block_size: int) -> list[int]:
 
 def _utilisation_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         S_max = rng.choice([64, 256, 2048])
         requests = [[r.P, r.D] for r in kv_memory.request_lengths(rng.randint(1, 12), S_max=S_max,
                                                                   P_median=S_max / 16, D_median=S_max / 8,
@@ -201,13 +201,16 @@ def _trace_compare(names: tuple[str, ...]) -> Compare:
 
     def compare(expected: Any, actual: Any) -> str | None:
         if not isinstance(actual, list) or len(actual) != len(expected):
-            return f"expected a list of {len(expected)} states (one after each operation), got {_brief(actual)}"
+            return _("expected a list of {n} states (one after each operation), got {actual}").format(
+                n=len(expected), actual=_brief(actual))
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             if not isinstance(a, list) or len(a) != len(e):
-                return f"after operation {i}: expected [{', '.join(names)}], got {_brief(a)}"
+                return _("after operation {i}: expected {names}, got {actual}").format(
+                    i=i, names=f"[{', '.join(names)}]", actual=_brief(a))
             for name, e_x, a_x in zip(names, e, a, strict=True):
                 if e_x != a_x:
-                    return f"after operation {i}: {name} expected {_brief(e_x)}, got {_brief(a_x)}"
+                    return _("after operation {i}: {name} expected {expected}, got {actual}").format(
+                        i=i, name=name, expected=_brief(e_x), actual=_brief(a_x))
         return None
 
     return compare
@@ -221,41 +224,41 @@ EXERCISE = Exercise(
         Question(
             "q1", "paged_slack", "paged_slack(S, block_size) -> int", _slack_cases,
             lambda S, block_size: costs.paged_slack_tokens(S=S, block_size=block_size), exact_int,
-            "Eq. (11.1): count the blocks the S tokens need (a partly filled block counts), the slots "
-            "they have, and the slots left empty; an empty sequence holds no block.",
+            N_("Eq. (11.1): count the blocks the S tokens need (a partly filled block counts), the slots "
+               "they have, and the slots left empty; an empty sequence holds no block."),
         ),
         Question(
             "q2", "physical_slot", "physical_slot(table, p, block_size) -> [block, row]", _slot_cases, _slot,
             int_list,
-            "token p is in the sequence's logical block number p / b rounded down; the table maps that "
-            "to a physical block, and the row is p's offset inside its block. Return the two ints as a list.",
+            N_("token p is in the sequence's logical block number p / b rounded down; the table maps that "
+               "to a physical block, and the row is p's offset inside its block. Return the two ints as a list."),
         ),
         Question(
             "q3", "utilisation", "utilisation(requests, policy, S_max, block_size) -> float", _utilisation_cases,
             _utilisation, close(1e-9),
-            "Eq. (11.2): sum the tokens held and the slots reserved over every decode step of every request, "
-            "then divide; each policy reserves differently (the whole S_max, the request's final length, or "
-            "whole blocks of what it holds at that step).",
+            N_("Eq. (11.2): sum the tokens held and the slots reserved over every decode step of every request, "
+               "then divide; each policy reserves differently (the whole S_max, the request's final length, or "
+               "whole blocks of what it holds at that step)."),
         ),
         Question(
             "q4", "fork_saved_blocks", "fork_saved_blocks(P, n, block_size) -> int", _saved_cases,
             lambda P, n, block_size: costs.paged_fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
-            "Eq. (11.3): only blocks the prompt fills completely stay shared (a partly filled last block is "
-            "copied at its owner's first write); count what each extra sample does not have to hold.",
+            N_("Eq. (11.3): only blocks the prompt fills completely stay shared (a partly filled last block is "
+               "copied at its owner's first write); count what each extra sample does not have to hold."),
         ),
         Question(
             "q5", "grow_block_tables", "grow_block_tables(ops, num_blocks, block_size) -> list", _grow_cases, _grow,
             _trace_compare(("table", "free blocks")),
-            "a sequence takes a new block only when its next token does not fit in its last one; the free list "
-            "is a stack (block 0 on top at the start, a freed block pushed on top, a sequence's blocks freed "
-            "first to last); an append that lacks blocks allocates none and leaves the sequence as it was.",
+            N_("a sequence takes a new block only when its next token does not fit in its last one; the free list "
+               "is a stack (block 0 on top at the start, a freed block pushed on top, a sequence's blocks freed "
+               "first to last); an append that lacks blocks allocates none and leaves the sequence as it was."),
         ),
         Question(
             "q6", "fork_and_write", "fork_and_write(ops, num_blocks, block_size) -> list", _cow_cases, _cow,
             _trace_compare(("table", "tokens", "free blocks")),
-            "a fork copies the table and adds one reference to each block; before writing into a partly filled "
-            "last block that has another owner, take a free block, copy the rows and drop one reference to the "
-            "old one (only then grow); a block returns to the free list when its last reference goes.",
+            N_("a fork copies the table and adds one reference to each block; before writing into a partly filled "
+               "last block that has another owner, take a free block, copy the rows and drop one reference to the "
+               "old one (only then grow); a block returns to the free list when its last reference goes."),
         ),
     ),
 )

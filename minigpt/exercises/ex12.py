@@ -10,7 +10,7 @@ import random
 
 from minigpt import costs
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, close, exact_int, int_list, pair
+from minigpt.exercises.spec import N_, Exercise, Question, close, exact_int, int_list, pair
 from minigpt.serving import Engine, EngineConfig, Request
 
 LLAMA, H100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
@@ -103,30 +103,30 @@ EXERCISE = Exercise(
         Question(
             "q1", "prefix_hit_tokens", "prefix_hit_tokens(prompts, block_size) -> list[int]", _hit_cases, _hits,
             int_list,
-            "requests run one after the other; after each, every full block of its prompt is cached. A request "
-            "finds the longest run of leading full blocks (block i = tokens i·b .. i·b+b−1, compared with every "
-            "token before it) cached, S = blocks·b tokens, but at most P − 1 (its last token always runs).",
+            N_("requests run one after the other; after each, every full block of its prompt is cached. A request "
+               "finds the longest run of leading full blocks (block i = tokens i·b .. i·b+b−1, compared with every "
+               "token before it) cached, S = blocks·b tokens, but at most P − 1 (its last token always runs)."),
         ),
         Question(
             "q2", "batching_steps", "batching_steps(max_new_tokens, max_batch) -> (static, continuous)",
             _step_cases, _steps, pair(exact_int, exact_int, ("static", "continuous")),
-            "all requests (1-token prompts) arrive at once, in order. A step gives every running request one token "
-            "(a new request's first token comes from its prefill, in the step it joins). static: take the next "
-            "max_batch requests, run until all are done, repeat. continuous: at the start of each step, requests "
-            "that finished leave and waiting ones join while fewer than max_batch run.",
+            N_("all requests (1-token prompts) arrive at once, in order. A step gives every running request one token "
+               "(a new request's first token comes from its prefill, in the step it joins). static: take the next "
+               "max_batch requests, run until all are done, repeat. continuous: at the start of each step, requests "
+               "that finished leave and waiting ones join while fewer than max_batch run."),
         ),
         Question(
             "q3", "chunk_steps", "chunk_steps(P, chunk_size, decodes) -> int", _chunk_cases, _chunk_steps, exact_int,
-            "a step processes at most chunk_size tokens: the `decodes` running requests first (1 token each), then "
-            "as much of the long prompt as is left of the budget. Count the steps until the prompt's first token "
-            "(the step that prefills its last chunk samples it): how many prompt tokens fit in each step?",
+            N_("a step processes at most chunk_size tokens: the `decodes` running requests first (1 token each), then "
+               "as much of the long prompt as is left of the budget. Count the steps until the prompt's first token "
+               "(the step that prefills its last chunk samples it): how many prompt tokens fit in each step?"),
         ),
         Question(
             "q4", "preemption_costs", "preemption_costs(model, S, mfu, link_bandwidth) -> (recompute_s, swap_s)",
             _preempt_cases, _preempt, pair(close(1e-9), close(1e-9), ("recompute_s", "swap_s")),
-            "recompute is a prefill of S tokens on the roofline of Chapter 3: it reads the bf16 weights once and "
-            "does the FLOPs of Eq. (1.2), with compute at mfu of the peak, and takes as long as the slower of "
-            "the two. swap: the request's K/V (Eq. (2.1) per token, bf16) crosses the host link twice.",
+            N_("recompute is a prefill of S tokens on the roofline of Chapter 3: it reads the bf16 weights once and "
+               "does the FLOPs of Eq. (1.2), with compute at mfu of the peak, and takes as long as the slower of "
+               "the two. swap: the request's K/V (Eq. (2.1) per token, bf16) crosses the host link twice."),
             formulas=("evaluate", "prefill_flops", "kv_bytes_per_token"),
         ),
     ),

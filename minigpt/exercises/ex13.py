@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from minigpt import costs
-from minigpt.exercises.spec import Compare, Exercise, Question, exact_int, pair, randn, tensor, uniform
+from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, exact_int, pair, randn, tensor, uniform
 from minigpt.runtime.attention import combine_chunks
 
 
@@ -98,7 +98,8 @@ def _triple(names: tuple[str, str, str], compares: tuple[Compare, Compare, Compa
 
     def compare(expected: Any, actual: Any) -> str | None:
         if not isinstance(actual, list) or len(actual) != 3:
-            return f"expected a tuple ({', '.join(names)}), got {type(actual).__name__}"
+            return _("expected a tuple {names}, got {type}").format(names=f"({', '.join(names)})",
+                                                                   type=type(actual).__name__)
         for name, cmp, e, a in zip(names, compares, expected, actual, strict=True):
             message = cmp(e, a)
             if message:
@@ -116,33 +117,33 @@ EXERCISE = Exercise(
         Question(
             "q1", "combine_chunks", "combine_chunks(m, l, o) -> tensor [B, H, d_h]", _combine_cases, _combine,
             tensor(atol=1e-5, rtol=1e-5),
-            "each chunk's l and o are relative to that chunk's own largest score: bring every chunk to one common "
-            "reference (the largest m over the chunks, or log space) before weighting its o by its share of the "
-            "total sum of exponentials. Never exponentiate a raw m: with scores in the hundreds it is inf in fp32.",
+            N_("each chunk's l and o are relative to that chunk's own largest score: bring every chunk to one common "
+               "reference (the largest m over the chunks, or log space) before weighting its o by its share of the "
+               "total sum of exponentials. Never exponentiate a raw m: with scores in the hundreds it is inf in fp32."),
         ),
         Question(
             "q2", "tiled_flops", "tiled_flops(T, S, d_h, block_q, block_k, causal) -> int", _flops_cases, _flops,
             exact_int,
-            "walk the query tiles (the last one may be shorter). With causal, a tile stops after the key tile "
-            "holding the last key its last row may see, and computes that whole key tile, masked scores included "
-            "(but no key beyond the S + T that exist); without causal it sees every key. Count rows × keys per "
-            "tile; each score costs 4·d_h FLOPs.",
+            N_("walk the query tiles (the last one may be shorter). With causal, a tile stops after the key tile "
+               "holding the last key its last row may see, and computes that whole key tile, masked scores included "
+               "(but no key beyond the S + T that exist); without causal it sees every key. Count rows × keys per "
+               "tile; each score costs 4·d_h FLOPs."),
         ),
         Question(
             "q3", "online_softmax_attention", "online_softmax_attention(q, k, v, block_k) -> (o, lse)", _online_cases,
             _online, pair(tensor(atol=1e-4, rtol=1e-4), tensor(atol=1e-4, rtol=1e-5), ("o", "lse")),
-            "per query row keep three running values: the largest score so far, the sum of exp(score − that "
-            "largest) and the same weights times the values. When a tile raises the largest score, both sums were "
-            "weighted for the old one: scale them by exp(old − new) before adding the tile. Divide at the end; "
-            "lse is the largest score plus the log of the sum.",
+            N_("per query row keep three running values: the largest score so far, the sum of exp(score − that "
+               "largest) and the same weights times the values. When a tile raises the largest score, both sums were "
+               "weighted for the old one: scale them by exp(old − new) before adding the tile. Divide at the end; "
+               "lse is the largest score plus the log of the sum."),
         ),
         Question(
             "q4", "split_kv_partials", "split_kv_partials(q, k, v, splits) -> (m, l, o)", _partial_cases, _partials,
             _triple(("m", "l", "o"), (tensor(atol=1e-4, rtol=1e-5), tensor(atol=1e-5, rtol=1e-4),
                                       tensor(atol=1e-4, rtol=1e-4))),
-            "each chunk is a softmax of its own: its m is the largest score in that chunk only, its l sums "
-            "exp(score − m) over that chunk, and its o is normalised by that l. Chunks hold ⌈S / splits⌉ keys "
-            "each (the last may hold fewer); query head h reads K/V head h // g.",
+            N_("each chunk is a softmax of its own: its m is the largest score in that chunk only, its l sums "
+               "exp(score − m) over that chunk, and its o is normalised by that l. Chunks hold ⌈S / splits⌉ keys "
+               "each (the last may hold fewer); query head h reads K/V head h // g."),
         ),
     ),
 )

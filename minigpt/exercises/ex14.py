@@ -21,7 +21,21 @@ import torch
 import torch.nn.functional as F
 
 from minigpt import costs
-from minigpt.exercises.spec import Compare, Exercise, Question, build, close, exact_int, int_list, pair, randn, tensor
+from minigpt.exercises.spec import (
+    N_,
+    Compare,
+    Exercise,
+    Question,
+    _,
+    build,
+    close,
+    exact_int,
+    fmt_num,
+    int_list,
+    pair,
+    randn,
+    tensor,
+)
 from minigpt.runtime import speculative
 from minigpt.runtime.speculative import accept_drafts, acceptance_probability, residual_distribution
 
@@ -151,20 +165,22 @@ def _sampled_round_cases(rng: random.Random) -> list[dict]:
 def _tokens(expected: Any, actual: Any) -> str | None:
     """The round's tokens, with what is wrong said in words."""
     if not isinstance(actual, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in actual):
-        return f"expected a list of token ids (ints), got {actual!r}"
+        return _("expected a list of token ids (ints), got {actual}").format(actual=repr(actual))
     if actual == expected:
         return None
     kept = len(expected) - 1
     if len(actual) == len(expected) - 1 and actual == expected[: len(actual)]:
-        return (f"expected {expected}, got {actual}: the final token is missing (a round always ends with one "
-                "token drawn from the target's side, after the kept drafts)")
+        return _("expected {expected}, got {actual}: the final token is missing (a round always ends with one "
+                 "token drawn from the target's side, after the kept drafts)").format(expected=expected, actual=actual)
     if len(actual) != len(expected):
-        return (f"expected {expected}, got {actual}: the rule keeps {kept} draft(s) here and you kept "
-                f"{max(len(actual) - 1, 0)} (compare each u[j] with the chance the rule keeps draft j)")
+        return _("expected {expected}, got {actual}: the rule keeps {kept} draft(s) here and you kept "
+                 "{yours} (compare each u[j] with the chance the rule keeps draft j)").format(
+            expected=expected, actual=actual, kept=kept, yours=max(len(actual) - 1, 0))
     if actual[:-1] != expected[:-1]:
-        return f"expected {expected}, got {actual}: the kept drafts are returned as they were proposed"
-    return (f"expected {expected}, got {actual}: the kept drafts agree; the last token does not (it is drawn "
-            "with u[γ] from the distribution the round ends on)")
+        return _("expected {expected}, got {actual}: the kept drafts are returned as they were proposed").format(
+            expected=expected, actual=actual)
+    return _("expected {expected}, got {actual}: the kept drafts agree; the last token does not (it is drawn "
+             "with u[γ] from the distribution the round ends on)").format(expected=expected, actual=actual)
 
 
 def round_law_error(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0
@@ -219,35 +235,37 @@ EXERCISE = Exercise(
         Question(
             "q1", "greedy_round", "greedy_round(drafts, target_argmax) -> list[list[int]]", _greedy_cases,
             _greedy_round, int_list,
-            "sequence b accepts the leading drafts with drafts[b][i] == target_argmax[b][i] (n_b of them); the batch "
-            "keeps n = min over b of n_b, and each sequence emits drafts[b][:n] and then target_argmax[b][n]: "
-            "n + 1 tokens each (γ + 1 when every draft of every sequence is accepted).",
+            N_("sequence b accepts the leading drafts with drafts[b][i] == target_argmax[b][i] (n_b of them); "
+               "the batch "
+               "keeps n = min over b of n_b, and each sequence emits drafts[b][:n] and then target_argmax[b][n]: "
+               "n + 1 tokens each (γ + 1 when every draft of every sequence is accepted)."),
         ),
         Question(
             "q2", "rejection_rule", "rejection_rule(target_logits, draft_logits, temperature, x) -> (accept, residual)",
             _rule_cases, _rule, pair(_number(close(1e-5, 1e-7)), tensor(atol=1e-6, rtol=1e-5), ("accept", "residual")),
-            "p and q are the two models' softmax distributions at this temperature. accept: the chance that the "
-            "rule keeps a token x the draft proposed, so that x is never emitted more often than the target would "
-            "emit it (a float); residual: the distribution the replacement is drawn from after a rejection, which "
-            "puts mass only where the target wants more than the draft proposes (a tensor of shape [V], summing "
-            "to 1). Together they make the emitted token distributed exactly as p.",
+            N_("p and q are the two models' softmax distributions at this temperature. accept: the chance that the "
+               "rule keeps a token x the draft proposed, so that x is never emitted more often than the target would "
+               "emit it (a float); residual: the distribution the replacement is drawn from after a rejection, which "
+               "puts mass only where the target wants more than the draft proposes (a tensor of shape [V], summing "
+               "to 1). Together they make the emitted token distributed exactly as p."),
         ),
         Question(
             "q3", "speculative_round", "speculative_round(target_logits, draft_logits, drafts, u) -> list[int]",
             _sampled_round_cases, _sampled_round, _tokens,
-            "row j of target_logits gives the target's distribution at draft j's position (row γ: after the last "
-            "draft), row j of draft_logits the distribution draft j was drawn from. Walk the drafts in order and "
-            "keep draft j while u[j] is below the chance the rule keeps it; at the first draft not kept the round "
-            "ends with one token drawn, with u[γ] and the inverse CDF, from the distribution that makes up for "
-            "what the draft over-proposed there; if every draft is kept, the target's pass has already given the "
-            "distribution after the last draft: draw one more token from it. Return the kept drafts and that token.",
+            N_("row j of target_logits gives the target's distribution at draft j's position (row γ: after the last "
+               "draft), row j of draft_logits the distribution draft j was drawn from. Walk the drafts in order and "
+               "keep draft j while u[j] is below the chance the rule keeps it; at the first draft not kept the round "
+               "ends with one token drawn, with u[γ] and the inverse CDF, from the distribution that makes up for "
+               "what the draft over-proposed there; if every draft is kept, the target's pass has already given the "
+               "distribution after the last draft: draw one more token from it. Return the kept drafts and that "
+               "token."),
         ),
         Question(
             "q4", "best_gamma", "best_gamma(alpha, cost_ratio, verify_ratio, gamma_max) -> int", _best_cases, _best,
             exact_int,
-            "the number of drafts per round, from 1 to gamma_max, that makes a round's expected tokens per unit of "
-            "cost largest (Chapter 17: a round costs γ draft steps and one verify pass, in target steps); on an "
-            "exact tie, the smallest such γ.",
+            N_("the number of drafts per round, from 1 to gamma_max, that makes a round's expected tokens per unit of "
+               "cost largest (Chapter 17: a round costs γ draft steps and one verify pass, in target steps); on an "
+               "exact tie, the smallest such γ."),
         ),
     ),
 )
@@ -258,15 +276,16 @@ def round_law_report(speculative_round: Callable[..., list[int]], V: int = 3, ga
     try:
         err = round_law_error(speculative_round, V=V, gamma=gamma, seed=seed)
     except NotImplementedError:
-        print("speculative_round: not implemented yet")
+        print(_("{label}: not implemented yet").format(label="speculative_round"))
         return math.nan
     sequences = V ** (gamma + 1)
     if err < 1e-6:
-        print(f"the law of your rounds, continued by the target, equals the target's over all {sequences} "
-              f"sequences of {gamma + 1} tokens (largest difference {err:.1e}): emitted tokens are distributed "
-              "as p")
+        print(_("the law of your rounds, continued by the target, equals the target's over all {sequences} "
+                "sequences of {tokens} tokens (largest difference {err}): emitted tokens are distributed "
+                "as p").format(sequences=sequences, tokens=gamma + 1, err=fmt_num(err, ".1e")))
     else:
-        print(f"the law of your rounds differs from the target's by up to {err:.4f} in the probability of one of "
-              f"the {sequences} sequences of {gamma + 1} tokens: some token is emitted more or less often than "
-              "the target would emit it (check which distribution each of your draws uses)")
+        print(_("the law of your rounds differs from the target's by up to {err} in the probability of one of "
+                "the {sequences} sequences of {tokens} tokens: some token is emitted more or less often than "
+                "the target would emit it (check which distribution each of your draws uses)").format(
+            err=fmt_num(err, ".4f"), sequences=sequences, tokens=gamma + 1))
     return err

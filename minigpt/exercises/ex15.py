@@ -17,7 +17,7 @@ from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
-from minigpt.exercises.spec import Exercise, Question, exact_int, model_spec, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, _, exact_int, model_spec, tensor
 from minigpt.measure.overhead import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.static_cache import StaticKVCache
@@ -26,7 +26,7 @@ from minigpt.runtime.static_cache import StaticKVCache
 def _count_cases(rng: random.Random) -> list[dict]:
     """Small random MiniGPTs of 1 to 4 layers (the count grows with L), S cached tokens of at most 30 (S_max 32)."""
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         spec = model_spec(rng)
         spec["$model"]["L"] = rng.randint(1, 4)
         cases.append(dict(model=spec, S=rng.randint(1, 30)))
@@ -49,7 +49,7 @@ _KERNELS = ("aten.addmm", "aten.mm", "aten.bmm", "aten.add", "aten.mul", "aten.d
 def _classify_cases(rng: random.Random) -> list[dict]:
     """Six lists of 8 to 16 operator names, views, kernels and the host sync mixed, in random order."""
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         names = rng.sample(_VIEWS, rng.randint(3, 7)) + rng.sample(_KERNELS, rng.randint(3, 8))
         names += [HOST_SYNC_OP] * rng.randint(0, 1)
         rng.shuffle(names)
@@ -64,11 +64,13 @@ def _classify(names: list[str]) -> list[str]:
 def _kinds(expected: Any, actual: Any) -> str | None:
     """The same list of "kernel" / "view" / "sync", operator by operator; the first mismatch in words."""
     if not isinstance(actual, list) or len(actual) != len(expected):
-        return f"expected a list of {len(expected)} strings, one per name, got {_short(actual)}"
+        return _("expected a list of {n} strings, one per name, got {actual}").format(n=len(expected),
+                                                                                     actual=_short(actual))
     for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
         if a != e:
-            return (f"operator {i} is a {e!r}, you said {a!r} (a view only writes a new shape and "
-                    f"strides over the same storage: does the schema say the output aliases an input?)")
+            return _("operator {i} is a {expected}, you said {actual} (a view only writes a new shape and "
+                     "strides over the same storage: does the schema say the output aliases an input?)").format(
+                i=i, expected=repr(e), actual=repr(a))
     return None
 
 
@@ -98,17 +100,18 @@ def _bound(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, n_ops: 
 
 def _which(expected: Any, actual: Any) -> str | None:
     if actual not in ("overhead", "traffic"):
-        return f'expected the string "overhead" or "traffic", got {_short(actual)}'
+        return _('expected the string "overhead" or "traffic", got {actual}').format(actual=_short(actual))
     if actual != expected:
-        return (f"expected {expected!r}, got {actual!r}: compare the floor n_ops·t_op with the step's traffic "
-                f"time, the larger of its bytes over the bandwidth and its FLOPs over the peak (weights and "
-                f"cache in bf16, the cache of all B sequences, the LM head included)")
+        return _("expected {expected}, got {actual}: compare the floor n_ops·t_op with the step's traffic "
+                 "time, the larger of its bytes over the bandwidth and its FLOPs over the peak (weights and "
+                 "cache in bf16, the cache of all B sequences, the LM head included)").format(expected=repr(expected),
+                                                                                             actual=repr(actual))
     return None
 
 
 def _mask_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
+    for _k in range(8):
         S_max = rng.randint(1, 40)
         T = rng.randint(1, min(4, S_max))
         start = rng.randint(0, S_max - T)
@@ -125,7 +128,8 @@ def _bool_tensor(expected: Any, actual: Any) -> str | None:
     if isinstance(actual, dict) and "$tensor" in actual:
         leaves = _leaves(actual["$tensor"])
         if not all(isinstance(x, bool) for x in leaves):
-            return f"expected a torch.bool tensor, got values like {leaves[:4]} (a comparison gives one: rows <= p)"
+            message = _("expected a torch.bool tensor, got values like {values} (a comparison gives one: rows <= p)")
+            return message.format(values=leaves[:4])
     return tensor(atol=0.0, rtol=0.0)(expected, actual)
 
 
@@ -140,31 +144,33 @@ EXERCISE = Exercise(
     questions=(
         Question(
             "q1", "count_decode_ops", "count_decode_ops(model, S) -> int", _count_cases, _count, exact_int,
-            "a TorchDispatchMode subclass whose __torch_dispatch__(self, func, types, args=(), kwargs=None) adds one "
-            "to a counter and returns func(*args, **(kwargs or {})). Outside the mode: cache = model.new_cache(1, "
-            "S_max=S + 1); prefill(model, any [1, S] long prompt, cache); token = torch.zeros(1, 1, dtype=torch.long). "
-            "Inside it, only decode_step(model, token, cache) (from minigpt.runtime.generate). Count every aten "
-            "operator, views included.",
+            N_("a TorchDispatchMode subclass whose __torch_dispatch__(self, func, types, args=(), kwargs=None) "
+               "adds one "
+               "to a counter and returns func(*args, **(kwargs or {})). Outside the mode: cache = model.new_cache(1, "
+               "S_max=S + 1); prefill(model, any [1, S] long prompt, cache); token = torch.zeros(1, 1, "
+               "dtype=torch.long). "
+               "Inside it, only decode_step(model, token, cache) (from minigpt.runtime.generate). Count every aten "
+               "operator, views included."),
             runtime=("runtime/generate.py",),
         ),
         Question(
             "q2", "classify_ops", "classify_ops(names) -> list[str]", _classify_cases, _classify, _kinds,
-            "for each name look up the operator (torch.ops.aten.<name>, its default overload or its only one) and "
-            "ask whether it launches device work: an operator whose output is an alias of an input writes only a "
-            "tensor header; _unsafe_view does too, although its schema does not say so; reading a value back to "
-            "the host is neither",
+            N_("for each name look up the operator (torch.ops.aten.<name>, its default overload or its only one) and "
+               "ask whether it launches device work: an operator whose output is an alias of an input writes only a "
+               "tensor header; _unsafe_view does too, although its schema does not say so; reading a value back to "
+               "the host is neither"),
         ),
         Question(
             "q3", "binding_term", "binding_term(model, hardware, S, B, n_ops, t_op) -> str", _bound_cases, _bound,
             _which,
-            "the floor is what the operators cost; the traffic time is what the chip needs for the step's bytes "
-            "or its FLOPs, whichever takes longer; the larger of the two binds (a tie counts as overhead)",
+            N_("the floor is what the operators cost; the traffic time is what the chip needs for the step's bytes "
+               "or its FLOPs, whichever takes longer; the larger of the two binds (a tie counts as overhead)"),
         ),
         Question(
             "q4", "static_mask", "static_mask(S_max, input_pos) -> torch.Tensor", _mask_cases, _mask, _bool_tensor,
-            "a boolean tensor of shape [1, T, S_max]: a query sees its own row and every earlier one, never a "
-            "later one; build it with one comparison of two tensors shaped to broadcast, so that its shape "
-            "never depends on a Python number that changes from step to step",
+            N_("a boolean tensor of shape [1, T, S_max]: a query sees its own row and every earlier one, never a "
+               "later one; build it with one comparison of two tensors shaped to broadcast, so that its shape "
+               "never depends on a Python number that changes from step to step"),
         ),
     ),
 )

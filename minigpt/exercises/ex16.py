@@ -15,7 +15,7 @@ from typing import Any
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import KV_LINKS, MODELS
-from minigpt.exercises.spec import Exercise, Question
+from minigpt.exercises.spec import N_, Exercise, Question, _, fmt_num
 
 
 def _short(value: Any) -> str:
@@ -25,7 +25,7 @@ def _short(value: Any) -> str:
 
 def _transfer_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
+    for _k in range(8):
         link = rng.choice(list(KV_LINKS.values()))
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))}, P=rng.randint(1, 32768),
                           link_bandwidth=link.bandwidth_per_direction,
@@ -41,20 +41,23 @@ def _transfer(model: ModelPreset, P: int, link_bandwidth: float, latency: float)
 
 def _transfer_check(expected: Any, actual: Any) -> str | None:
     if not isinstance(actual, (tuple, list)) or len(actual) != 2:
-        return f"expected a pair (bytes, seconds), got {_short(actual)}"
+        return _("expected a pair (bytes, seconds), got {actual}").format(actual=_short(actual))
     b, t = actual
     if isinstance(b, bool) or not isinstance(b, int):
-        return f"bytes must be an int, got {_short(b)}"
+        return _("bytes must be an int, got {actual}").format(actual=_short(b))
     if b != expected[0]:
         if b * 2 == expected[0]:
-            return f"bytes {b:,} is half of {expected[0]:,}: a token leaves a key AND a value in every layer"
+            return _("bytes {got} is half of {expected}: a token leaves a key AND a value in every layer").format(
+                got=fmt_num(b), expected=fmt_num(expected[0]))
         if expected[0] and b % expected[0] == 0:
-            return (f"bytes {b:,} is {b // expected[0]}x too many: which heads keep their own K/V "
-                    f"(H or H_kv)?")
-        return f"expected {expected[0]:,} bytes, got {b:,}: per token, count every layer's keys and values in bf16"
+            return _("bytes {got} is {times}x too many: which heads keep their own K/V (H or H_kv)?").format(
+                got=fmt_num(b), times=b // expected[0])
+        return _("expected {expected} bytes, got {got}: per token, count every layer's keys and values in "
+                 "bf16").format(expected=fmt_num(expected[0]), got=fmt_num(b))
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isclose(t, expected[1], rel_tol=1e-9):
-        return (f"bytes right; expected {expected[1]:.6g} s, got {_short(t)}: the latency is paid once, plus the "
-                f"bytes over the link's bandwidth (bytes per second, one direction)")
+        return _("bytes right; expected {expected} s, got {actual}: the latency is paid once, plus the bytes over "
+                 "the link's bandwidth (bytes per second, one direction)").format(
+            expected=fmt_num(expected[1], ".6g"), actual=_short(t))
     return None
 
 
@@ -63,7 +66,7 @@ def _goodput_cases(rng: random.Random) -> list[dict]:
     attainment falls somewhere along the rates (sometimes at once, sometimes never), and in half the cases a
     run that misses below one that passes (a noisy measurement)."""
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         ttft_slo, tpot_slo = round(rng.uniform(0.1, 0.5), 3), round(rng.uniform(0.01, 0.05), 3)
         runs = []
         rate = round(rng.uniform(0.5, 2.0), 2)
@@ -75,7 +78,7 @@ def _goodput_cases(rng: random.Random) -> list[dict]:
         for load in loads:
             requests = []
             t = 0.0
-            for _ in range(10):
+            for _k in range(10):
                 t = round(t + rng.expovariate(rate), 4)
                 ttft = ttft_slo * rng.uniform(0.3, 1.0 + load)
                 n = rng.randint(1, 6)
@@ -103,27 +106,30 @@ def _goodput(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[f
 def _goodput_check(expected: Any, actual: Any) -> str | None:
     att, g = expected
     if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not isinstance(actual[0], (list, tuple)):
-        return f"expected a pair (attainments in increasing rate, goodput), got {_short(actual)}"
+        return _("expected a pair (attainments in increasing rate, goodput), got {actual}").format(
+            actual=_short(actual))
     got, gg = actual
     if len(got) != len(att):
-        return f"expected {len(att)} attainments, one per run in increasing rate, got {len(got)}"
+        return _("expected {n} attainments, one per run in increasing rate, got {n_got}").format(n=len(att),
+                                                                                              n_got=len(got))
     for i, (e, a) in enumerate(zip(att, got, strict=True)):
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isclose(a, e, rel_tol=1e-9,
                                                                                          abs_tol=1e-12):
-            return (f"the attainment of the run with the {i + 1}-th lowest rate should be {e:.2f}, you have "
-                    f"{_short(a)}: a request attains only if TTFT = first token - arrival <= ttft_slo AND "
-                    f"TPOT = (last - first) / (n - 1) <= tpot_slo (a one-token request has no TPOT)")
+            return _("the attainment of the run with the {rank}-th lowest rate should be {expected}, you have "
+                     "{actual}: a request attains only if TTFT = first token - arrival <= ttft_slo AND "
+                     "TPOT = (last - first) / (n - 1) <= tpot_slo (a one-token request has no TPOT)").format(
+                rank=i + 1, expected=fmt_num(e, ".2f"), actual=_short(a))
     if isinstance(gg, bool) or not isinstance(gg, (int, float)) or not math.isclose(gg, g, rel_tol=1e-9,
                                                                                     abs_tol=1e-12):
-        return (f"attainments right; goodput should be {g}, you have {_short(gg)}: the highest rate whose "
-                f"attainment is at least 90 %, counting up from the lowest rate and stopping at the first that "
-                f"misses (0.0 if the lowest misses)")
+        return _("attainments right; goodput should be {expected}, you have {actual}: the highest rate whose "
+                 "attainment is at least 90 %, counting up from the lowest rate and stopping at the first that "
+                 "misses (0.0 if the lowest misses)").format(expected=g, actual=_short(gg))
     return None
 
 
 def _ratio_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(8):
+    for _k in range(8):
         cases.append(dict(chips=rng.randint(2, 16), prefill_rate=round(rng.uniform(0.5, 20), 2),
                           decode_rate=round(rng.uniform(0.5, 20), 2)))
     cases.append(dict(chips=4, prefill_rate=3.0, decode_rate=3.0))  # a tie: the fewest prefill chips
@@ -138,20 +144,22 @@ def _ratio(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, in
 def _ratio_check(expected: Any, actual: Any) -> str | None:
     if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not all(
             isinstance(x, int) and not isinstance(x, bool) for x in actual):
-        return f"expected a pair of ints (N prefill chips, M decode chips), got {_short(actual)}"
+        return _("expected a pair of ints (N prefill chips, M decode chips), got {actual}").format(
+            actual=_short(actual))
     N, M = actual
     if N < 1 or M < 1 or N + M != sum(expected):
-        return f"N and M must be >= 1 and add up to {sum(expected)} chips, got {N} + {M}"
+        return _("N and M must be >= 1 and add up to {chips} chips, got {N} + {M}").format(chips=sum(expected), N=N,
+                                                                                          M=M)
     if tuple(actual) != tuple(expected):
-        return (f"({N}, {M}) is not the best split: the pair serves only as fast as its slower pool, "
-                f"min(N x prefill_rate, M x decode_rate); maximise that, and among equal rates take the fewest "
-                f"prefill chips")
+        return _("{split} is not the best split: the pair serves only as fast as its slower pool, "
+                 "min(N x prefill_rate, M x decode_rate); maximise that, and among equal rates take the fewest "
+                 "prefill chips").format(split=f"({N}, {M})")
     return None
 
 
 def _wire_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         n = rng.randint(1, 8)
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
                           requests=[[rng.randint(1, 4096), rng.choice([1, 1, rng.randint(2, 512)])]
@@ -166,10 +174,11 @@ def _wire(model: ModelPreset, requests: list[list[int]]) -> int:
 
 def _wire_check(expected: Any, actual: Any) -> str | None:
     if isinstance(actual, bool) or not isinstance(actual, int):
-        return f"expected an int (bytes), got {_short(actual)}"
+        return _("expected an int (bytes), got {actual}").format(actual=_short(actual))
     if actual != expected:
-        return (f"expected {expected:,} bytes, got {actual:,}: which requests still need a decode worker once "
-                f"their first token is out? Those, and only those, send their prompt's K/V (Question 1's bytes)")
+        return _("expected {expected} bytes, got {got}: which requests still need a decode worker once "
+                 "their first token is out? Those, and only those, send their prompt's K/V (Question 1's "
+                 "bytes)").format(expected=fmt_num(expected), got=fmt_num(actual))
     return None
 
 
@@ -181,28 +190,28 @@ EXERCISE = Exercise(
         Question(
             "q1", "transfer", "transfer(model, P, link_bandwidth, latency) -> (int, float)", _transfer_cases,
             _transfer, _transfer_check,
-            "the bytes a prompt of P tokens leaves in the cache of `model` in bf16, every layer's keys and values "
-            "for the heads that keep their own; then the seconds: a fixed latency, plus those bytes at the link's "
-            "bandwidth",
+            N_("the bytes a prompt of P tokens leaves in the cache of `model` in bf16, every layer's keys and values "
+               "for the heads that keep their own; then the seconds: a fixed latency, plus those bytes at the link's "
+               "bandwidth"),
         ),
         Question(
             "q2", "goodput_by_hand", "goodput_by_hand(runs, ttft_slo, tpot_slo) -> (list[float], float)",
             _goodput_cases, _goodput, _goodput_check,
-            "for each run, in increasing rate: the share of its requests whose time to the first token and time "
-            "per later token both meet their objectives; then the goodput: walking up the rates, the last one "
-            "before the first run whose share falls below 90 %",
+            N_("for each run, in increasing rate: the share of its requests whose time to the first token and time "
+               "per later token both meet their objectives; then the goodput: walking up the rates, the last one "
+               "before the first run whose share falls below 90 %"),
         ),
         Question(
             "q3", "choose_ratio", "choose_ratio(chips, prefill_rate, decode_rate) -> (int, int)", _ratio_cases,
             _ratio, _ratio_check,
-            "a chip of the prefill pool serves prefill_rate requests per second within the SLOs, one of the decode "
-            "pool decode_rate; a request needs both, so the pair serves what its slower pool serves; try every "
-            "split of the chips, at least one each side",
+            N_("a chip of the prefill pool serves prefill_rate requests per second within the SLOs, one of the decode "
+               "pool decode_rate; a request needs both, so the pair serves what its slower pool serves; try every "
+               "split of the chips, at least one each side"),
         ),
         Question(
             "q4", "wire_bytes", "wire_bytes(model, requests) -> int", _wire_cases, _wire, _wire_check,
-            "requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
-            "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)",
+            N_("requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
+               "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)"),
         ),
     ),
 )

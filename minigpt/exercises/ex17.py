@@ -20,12 +20,12 @@ from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.distributed.tensor_parallel import qkv_rows
-from minigpt.exercises.spec import Exercise, Question, exact_int, int_list, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, _, exact_int, int_list, randn, tensor
 
 
 def _partials_cases(rng: random.Random) -> list[dict]:
     cases = []
-    for _ in range(6):
+    for _k in range(6):
         W, k = rng.choice([1, 2, 3, 4]), rng.randint(1, 5)
         lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
         cases.append(dict(x=randn([*lead, W * k], rng), w=randn([rng.randint(1, 7), W * k], rng), W=W))
@@ -69,13 +69,14 @@ def _record(L: int, B: int, T: int, d: int, V: int, s: int, W: int) -> list[list
 def _records(expected: Any, actual: Any) -> str | None:
     """The same list of [kind, bytes] pairs, in order; the message says where they part."""
     if not isinstance(actual, list):
-        return f"expected a list of [kind, nbytes] pairs, got {type(actual).__name__}"
+        return _("expected a list of [kind, nbytes] pairs, got {type}").format(type=type(actual).__name__)
     got = [list(a) if isinstance(a, (list, tuple)) else a for a in actual]
     if len(got) != len(expected):
-        return f"expected {len(expected)} collectives, got {len(got)}"
+        return _("expected {n} collectives, got {n_got}").format(n=len(expected), n_got=len(got))
     for i, (e, a) in enumerate(zip(expected, got, strict=True)):
         if a != e:
-            return f"collective {i} (counting from 0): expected {e}, got {a}"
+            return _("collective {i} (counting from 0): expected {expected}, got {actual}").format(
+                i=i, expected=e, actual=a)
     return None
 
 
@@ -115,34 +116,34 @@ EXERCISE = Exercise(
         Question(
             "q1", "row_parallel_partials", "row_parallel_partials(x, w, W) -> tensor", _partials_cases, _partials,
             tensor(atol=1e-5, rtol=1e-5),
-            "rank r holds a contiguous block of the weight's input columns, the r-th of W equal blocks, and the "
-            "matching block of the last dimension of x; its partial product has the full output width. "
-            "Stack the W partials along a new first dimension, rank 0 first: their sum is the whole product.",
+            N_("rank r holds a contiguous block of the weight's input columns, the r-th of W equal blocks, and the "
+               "matching block of the last dimension of x; its partial product has the full output width. "
+               "Stack the W partials along a new first dimension, rank 0 first: their sum is the whole product."),
         ),
         Question(
             "q2", "qkv_rows_for_rank", "qkv_rows_for_rank(H, H_kv, d_h, W, rank) -> list[int]", _rows_cases,
             _rows, int_list,
-            "the fused weight holds all query heads, then all key heads, then all value heads, d_h rows per "
-            "head. A rank keeps H/W consecutive query heads, then the key rows and then the value rows of the "
-            "K/V heads those query heads read: H_kv/W of them, or, when H_kv < W, the one head of their group "
-            "(several ranks keep a copy of it).",
+            N_("the fused weight holds all query heads, then all key heads, then all value heads, d_h rows per "
+               "head. A rank keeps H/W consecutive query heads, then the key rows and then the value rows of the "
+               "K/V heads those query heads read: H_kv/W of them, or, when H_kv < W, the one head of their group "
+               "(several ranks keep a copy of it)."),
         ),
         Question(
             "q3", "collectives_of_forward", "collectives_of_forward(L, B, T, d, V, s, W) -> list", _record_cases,
             _record, _records,
-            "in the order the forward issues them: the vocabulary-split embedding's sum, then two sums per "
-            "layer (after attention, after the MLP), then the gather of the LM head's vocabulary slices. A sum "
-            "carries the activations of the B·T tokens; the gather's payload is the full logits. One rank "
-            "sends nothing.",
+            N_("in the order the forward issues them: the vocabulary-split embedding's sum, then two sums per "
+               "layer (after attention, after the MLP), then the gather of the LM head's vocabulary slices. A sum "
+               "carries the activations of the B·T tokens; the gather's payload is the full logits. One rank "
+               "sends nothing."),
         ),
         Question(
             "q4", "smallest_tp", "smallest_tp(model, hardware, S, B) -> int", _fit_cases, _smallest_tp,
             exact_int,
-            "try W = 1, 2, 4, 8, 16 in turn, skipping a W that does not divide H or that neither divides nor is "
-            "divided by H_kv. One rank holds its share of the bf16 weights (rounded up to whole bytes) and its "
-            "own cache of B sequences of S tokens, with a whole K/V head copied when there are fewer K/V heads "
-            "than ranks; it must fit in 90 % of the chip's memory (rounded down). Return 0 when even 16 is not "
-            "enough.",
+            N_("try W = 1, 2, 4, 8, 16 in turn, skipping a W that does not divide H or that neither divides nor is "
+               "divided by H_kv. One rank holds its share of the bf16 weights (rounded up to whole bytes) and its "
+               "own cache of B sequences of S tokens, with a whole K/V head copied when there are fewer K/V heads "
+               "than ranks; it must fit in 90 % of the chip's memory (rounded down). Return 0 when even 16 is not "
+               "enough."),
         ),
     ),
 )

@@ -19,7 +19,7 @@ from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import MODELS
-from minigpt.exercises.spec import Exercise, Question, exact_int, int_list, randn, tensor, uniform
+from minigpt.exercises.spec import N_, Exercise, Question, exact_int, int_list, randn, tensor, uniform
 from minigpt.runtime.eviction import H2OCache
 from minigpt.runtime.mla import LatentAttention, LatentCache
 from minigpt.runtime.window_cache import WindowKVCache
@@ -126,36 +126,36 @@ EXERCISE = Exercise(
         Question(
             "q1", "absorbed_decode", "absorbed_decode(x, c, w_q, w_uk, w_uv, w_o) -> tensor", _absorbed_cases,
             _naive, tensor(atol=1e-4, rtol=1e-4),
-            "never rebuild the keys or values of the cached tokens. For each head, carry its query into the "
-            "latent space with the transpose of that head's key up-projection, score it against every latent, "
-            "scale by one over the square root of d_h (the head width, as the naive path does, not d_c), take "
-            "the softmax, and average the latents with those weights; that head's value up-projection then "
-            "takes the average back to d_h, and the head's columns of the output projection to d. Sum the "
-            "heads. The checker compares with the naive path, which decompresses keys and values first.",
+            N_("never rebuild the keys or values of the cached tokens. For each head, carry its query into the "
+               "latent space with the transpose of that head's key up-projection, score it against every latent, "
+               "scale by one over the square root of d_h (the head width, as the naive path does, not d_c), take "
+               "the softmax, and average the latents with those weights; that head's value up-projection then "
+               "takes the average back to d_h, and the head's columns of the output projection to d. Sum the "
+               "heads. The checker compares with the naive path, which decompresses keys and values first."),
         ),
         Question(
             "q2", "h2o_keep", "h2o_keep(positions, scores, budget, recent) -> list[int]", _keep_cases,
             _h2o_keep, int_list,
-            "if the row holds at most budget tokens nothing goes. Otherwise the recent newest positions stay "
-            "whatever their score, and the remaining budget - recent places go to the highest accumulated "
-            "scores among the older tokens only (a recent token must not take a heavy hitter's place). Return "
-            "the kept positions in increasing order, budget of them.",
+            N_("if the row holds at most budget tokens nothing goes. Otherwise the recent newest positions stay "
+               "whatever their score, and the remaining budget - recent places go to the highest accumulated "
+               "scores among the older tokens only (a recent token must not take a heavy hitter's place). Return "
+               "the kept positions in increasing order, budget of them."),
         ),
         Question(
             "q3", "h2o_step_bytes", "h2o_step_bytes(model, S, B, budget) -> int", _bytes_cases, _h2o_step_bytes,
             exact_int,
-            "the step reads every weight once (bf16, 2 bytes each) and, for each of the B sequences, the keys "
-            "and values of every layer and K/V head of the tokens its attention sees. H2O evicts after the "
-            "step, so attention sees the budget held plus the step's own token, or all S tokens while S is "
-            "smaller than that.",
+            N_("the step reads every weight once (bf16, 2 bytes each) and, for each of the B sequences, the keys "
+               "and values of every layer and K/V head of the tokens its attention sees. H2O evicts after the "
+               "step, so attention sees the budget held plus the step's own token, or all S tokens while S is "
+               "smaller than that."),
         ),
         Question(
             "q4", "window_slots", "window_slots(S, window, sinks) -> list[int]", _slot_cases, _window_slots,
             int_list,
-            "the cache has sinks + window slots. The first sinks tokens take the first slots and never move; "
-            "every later token goes into the ring of window slots after them, in turn, overwriting the token "
-            "that came window positions earlier. Return, slot by slot, the position held after the first S "
-            "tokens were written, or -1 where a slot is still empty.",
+            N_("the cache has sinks + window slots. The first sinks tokens take the first slots and never move; "
+               "every later token goes into the ring of window slots after them, in turn, overwriting the token "
+               "that came window positions earlier. Return, slot by slot, the position held after the first S "
+               "tokens were written, or -1 where a slot is still empty."),
         ),
     ),
 )

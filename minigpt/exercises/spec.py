@@ -23,6 +23,7 @@ import torch
 from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.exercises import wire
 from minigpt.exercises.wire import UnsupportedOutput, build_model, encode  # noqa: F401 - re-exported here
+from minigpt.i18n import N_, _, fmt_num, language  # noqa: F401 - N_ re-exported for the exercises' hints
 
 Case = dict[str, Any]
 Compare = Callable[[Any, Any], "str | None"]
@@ -128,18 +129,22 @@ def describe_call(function: str, case: Case) -> str:
 # Outputs: objects -> JSON, and comparison
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, literal: bool = False) -> str:
+    """A returned value in a message: numbers as the language writes them (`fmt_num`), or as Python literals when
+    `literal` (the items of a list outside English, where a decimal comma would read as a separator)."""
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):
-        return f"{value:,}"
+        return str(value) if literal else fmt_num(value)
     if isinstance(value, float):
-        return f"{value:.8g}"
+        return format(value, ".8g") if literal else fmt_num(value, ".8g")
     if isinstance(value, dict) and "$tensor" in value:
         flat = torch.tensor(value["$tensor"], dtype=torch.float64).flatten()[:6].tolist()
-        return f"tensor of shape {value['shape']}, first values {[round(x, 5) for x in flat]}"
+        return _("tensor of shape {shape}, first values {values}").format(shape=value["shape"],
+                                                                          values=[round(x, 5) for x in flat])
     if isinstance(value, list):
-        text = "[" + ", ".join(_show(v) for v in value[:8]) + (", ...]" if len(value) > 8 else "]")
+        literal = literal or language() != "en"
+        text = "[" + ", ".join(_show(v, literal) for v in value[:8]) + (", ...]" if len(value) > 8 else "]")
         return text
     return repr(value)[:200]
 
@@ -151,11 +156,12 @@ def _is_number(x: Any) -> bool:
 def exact_int(expected: Any, actual: Any) -> str | None:
     """The same integer (an integer-valued float is accepted only if it is exactly equal)."""
     if not _is_number(actual):
-        return f"expected the integer {_show(expected)}, got {_show(actual)}"
+        return _("expected the integer {expected}, got {actual}").format(expected=_show(expected), actual=_show(actual))
     if isinstance(actual, float) and (not math.isfinite(actual) or not actual.is_integer()):
-        return f"expected {_show(expected)}, got {_show(actual)} (not an integer)"
+        return _("expected {expected}, got {actual} (not an integer)").format(expected=_show(expected),
+                                                                             actual=_show(actual))
     if int(actual) != expected:
-        return f"expected {_show(expected)}, got {_show(int(actual))}"
+        return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=_show(int(actual)))
     return None
 
 
@@ -164,11 +170,13 @@ def close(rel: float = 1e-9, abs_: float = 0.0) -> Compare:
 
     def compare(expected: Any, actual: Any) -> str | None:
         if not _is_number(actual):
-            return f"expected a number close to {_show(expected)}, got {_show(actual)}"
+            return _("expected a number close to {expected}, got {actual}").format(expected=_show(expected),
+                                                                                  actual=_show(actual))
         if not (isinstance(actual, int) or math.isfinite(actual)):
-            return f"expected {_show(expected)}, got {_show(actual)}"
+            return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=_show(actual))
         if not math.isclose(float(actual), float(expected), rel_tol=rel, abs_tol=abs_):
-            return f"expected {_show(expected)}, got {_show(actual)} (tolerance: relative {rel:g})"
+            return _("expected {expected}, got {actual} (tolerance: relative {rel})").format(
+                expected=_show(expected), actual=_show(actual), rel=fmt_num(rel, "g"))
         return None
 
     return compare
@@ -177,17 +185,19 @@ def close(rel: float = 1e-9, abs_: float = 0.0) -> Compare:
 def boolean(expected: Any, actual: Any) -> str | None:
     """The same truth value, as a bool."""
     if not isinstance(actual, bool):
-        return f"expected a bool ({expected}), got {_show(actual)}"
-    return None if actual == expected else f"expected {expected}, got {actual}"
+        return _("expected a bool ({expected}), got {actual}").format(expected=expected, actual=_show(actual))
+    return None if actual == expected else _("expected {expected}, got {actual}").format(expected=expected,
+                                                                                        actual=actual)
 
 
 def int_list(expected: Any, actual: Any) -> str | None:
     """The same list of integers."""
     if not isinstance(actual, list) and not (isinstance(actual, dict) and "$tensor" in actual):
-        return f"expected a list of ints {_show(expected)}, got {_show(actual)}"
+        return _("expected a list of ints {expected}, got {actual}").format(expected=_show(expected),
+                                                                           actual=_show(actual))
     values = actual["$tensor"] if isinstance(actual, dict) else actual
     if values != expected:
-        return f"expected {_show(expected)}, got {_show(values)}"
+        return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=_show(values))
     return None
 
 
@@ -199,11 +209,13 @@ def tensor(atol: float = 1e-5, rtol: float = 1e-5) -> Compare:
             try:
                 actual = {"$tensor": actual, "shape": list(torch.tensor(actual).shape)}
             except (ValueError, TypeError):
-                return "expected a tensor, got a ragged list"
+                return _("expected a tensor, got a ragged list")
         if not isinstance(actual, dict) or "$tensor" not in actual:
-            return f"expected a tensor of shape {expected['shape']}, got {_show(actual)}"
+            return _("expected a tensor of shape {shape}, got {actual}").format(shape=expected["shape"],
+                                                                               actual=_show(actual))
         if actual["shape"] != expected["shape"]:
-            return f"expected a tensor of shape {expected['shape']}, got shape {actual['shape']}"
+            return _("expected a tensor of shape {shape}, got shape {got}").format(shape=expected["shape"],
+                                                                                  got=actual["shape"])
         e = torch.tensor(expected["$tensor"], dtype=torch.float64)
         a = torch.tensor(actual["$tensor"], dtype=torch.float64)
         if not torch.allclose(a, e, atol=atol, rtol=rtol):
@@ -211,8 +223,10 @@ def tensor(atol: float = 1e-5, rtol: float = 1e-5) -> Compare:
             diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
             i = int(diff.flatten().argmax())
             index = tuple(int(x) for x in torch.unravel_index(torch.tensor(i), e.shape)) if e.dim() else ()
-            return (f"values differ: at index {list(index)} expected {e.flatten()[i].item():.6g}, "
-                    f"got {a.flatten()[i].item():.6g} (tolerance atol={atol:g}, rtol={rtol:g})")
+            message = _("values differ: at index {index} expected {expected}, got {actual} (tolerance {tolerance})")
+            return message.format(
+                index=list(index), expected=fmt_num(e.flatten()[i].item(), ".6g"),
+                actual=fmt_num(a.flatten()[i].item(), ".6g"), tolerance=f"atol={atol:g}, rtol={rtol:g}")
         return None
 
     return compare
@@ -223,7 +237,8 @@ def pair(first: Compare, second: Compare, names: tuple[str, str]) -> Compare:
 
     def compare(expected: Any, actual: Any) -> str | None:
         if not isinstance(actual, list) or len(actual) != 2:
-            return f"expected a tuple ({names[0]}, {names[1]}), got {_show(actual)}"
+            return _("expected a tuple ({first}, {second}), got {actual}").format(first=names[0], second=names[1],
+                                                                                 actual=_show(actual))
         for name, cmp, e, a in zip(names, (first, second), expected, actual, strict=True):
             message = cmp(e, a)
             if message:
@@ -240,12 +255,14 @@ def argmax_of(tol: float = 1e-4) -> Compare:
         values = expected["$tensor"]
         best = max(range(len(values)), key=values.__getitem__)
         if isinstance(actual, bool) or not isinstance(actual, int):
-            return f"expected the token id {best} (an int), got {_show(actual)}"
+            return _("expected the token id {best} (an int), got {actual}").format(best=best, actual=_show(actual))
         if not 0 <= actual < len(values):
-            return f"expected the token id {best}, got {actual} (out of range 0..{len(values) - 1})"
+            return _("expected the token id {best}, got {actual} (out of range {first}..{last})").format(
+                best=best, actual=actual, first=0, last=len(values) - 1)
         if values[actual] < values[best] - tol:
-            return (f"expected the token id {best} (logit {values[best]:.5f}), got {actual} "
-                    f"(logit {values[actual]:.5f})")
+            return _("expected the token id {best} (logit {best_logit}), got {actual} (logit {logit})").format(
+                best=best, best_logit=fmt_num(values[best], ".5f"), actual=actual,
+                logit=fmt_num(values[actual], ".5f"))
         return None
 
     return compare

@@ -19,6 +19,43 @@ import torch
 from minigpt.config import ModelConfig
 
 Lookup = Callable[[dict[str, Any]], Any]
+
+
+def N_(message: str) -> str:  # noqa: N802 - gettext's name for a message marked for the catalog, translated later
+    """Mark `message` for the catalog (`minigpt.i18n`). This module also runs in the grading sandbox, which holds
+    no catalog: its messages stay English here and are translated where they are shown (`check`, the grader)."""
+    return message
+
+
+# Every message of this module (templates): `minigpt.i18n.translate_known` recognises them in a text made here.
+NO_FIELD = N_("{record} has no field {name}; its fields are {fields}")
+READ_ONLY = N_("{record} is read-only")
+RAGGED = N_("the returned tensor is ragged")
+TOO_MANY = N_("the returned tensor has {n} elements (too many)")
+COMPLEX = N_("the returned tensor is complex")
+TOO_DEEP = N_("the returned value is nested too deeply")
+TOO_LARGE = N_("the returned integer is too large")
+OBJECTS = N_("the returned array holds Python objects")
+TOO_LONG = N_("the returned sequence is too long")
+RETURNED = N_("returned a {type}, expected a number, bool, list or tensor")
+NESTED = N_("nested too deeply")
+SHAPE_GOT_SHAPE = N_("expected a tensor of shape {shape}, got shape {got}")
+SHAPE_GOT_OTHER = N_("expected a tensor of shape {shape}, got another shape")
+SHAPE_GOT = N_("expected a tensor of shape {shape}, got {kind}")
+SEQ_GOT_TENSOR = N_("expected a sequence of {n} values, got a tensor")
+SEQ_GOT_LENGTH = N_("expected a sequence of {n} values, got {n_got}")
+SEQ_GOT = N_("expected a sequence of {n} values, got {kind}")
+NUMBER_GOT = N_("expected a number, got {kind}")
+TEXT_GOT = N_("expected a short text or None, got {kind}")
+NO_KIND = N_("expected no value of this kind")
+KIND_TENSOR = N_("a tensor")
+KIND_SEQUENCE = N_("a sequence of {n} values")
+KIND_NUMBER = N_("a number")
+KIND_OTHER = N_("a value of another kind")
+MESSAGES: tuple[str, ...] = (NO_FIELD, READ_ONLY, RAGGED, TOO_MANY, COMPLEX, TOO_DEEP, TOO_LARGE, OBJECTS, TOO_LONG,
+                             RETURNED, NESTED, SHAPE_GOT_SHAPE, SHAPE_GOT_OTHER, SHAPE_GOT, SEQ_GOT_TENSOR,
+                             SEQ_GOT_LENGTH, SEQ_GOT, NUMBER_GOT, TEXT_GOT, NO_KIND, KIND_TENSOR, KIND_SEQUENCE,
+                             KIND_NUMBER, KIND_OTHER)
 SYMBOLS = ("L", "H_kv", "d_h", "d", "d_ffn", "V", "ffn_matrices")  # what ModelPreset.symbols() returns
 
 
@@ -35,10 +72,11 @@ class Record:
         try:
             return self._fields[name]
         except KeyError:
-            raise AttributeError(f"{self._kind} has no field {name!r}; its fields are {sorted(self._fields)}") from None
+            raise AttributeError(NO_FIELD.format(record=self._kind, name=repr(name),
+                                                 fields=sorted(self._fields))) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{self._kind} is read-only")
+        raise AttributeError(READ_ONLY.format(record=self._kind))
 
     def symbols(self) -> dict[str, Any]:
         """The model symbols `minigpt.costs.evaluate` reads (the fields of a ModelPreset's ``symbols()``)."""
@@ -118,10 +156,10 @@ def _shape_of(data: Any) -> list[int]:
     def walk(x: Any, depth: int) -> None:
         if depth == len(shape):
             if isinstance(x, list):
-                raise UnsupportedOutput("the returned tensor is ragged")
+                raise UnsupportedOutput(RAGGED)
             return
         if not isinstance(x, list) or len(x) != shape[depth]:
-            raise UnsupportedOutput("the returned tensor is ragged")
+            raise UnsupportedOutput(RAGGED)
         for item in x:
             walk(item, depth + 1)
     walk(data, 0)
@@ -132,10 +170,10 @@ def _encode_tensor(value: torch.Tensor) -> dict[str, Any]:
     t = torch.Tensor.as_subclass(value, torch.Tensor)
     numel = torch.Tensor.numel(t)
     if numel > MAX_ELEMENTS:
-        raise UnsupportedOutput(f"the returned tensor has {numel} elements (too many)")
+        raise UnsupportedOutput(TOO_MANY.format(n=numel))
     t = torch.Tensor.cpu(torch.Tensor.detach(t))
     if torch.Tensor.is_complex(t):
-        raise UnsupportedOutput("the returned tensor is complex")
+        raise UnsupportedOutput(COMPLEX)
     if torch.Tensor.is_floating_point(t):
         t = torch.Tensor.double(t)
     elif t.dtype != torch.bool:
@@ -153,14 +191,14 @@ def encode(value: Any, depth: int = 0) -> Any:
     ``torch.Tensor``'s own methods, and the shape is measured on the converted data).
     """
     if depth > 8:
-        raise UnsupportedOutput("the returned value is nested too deeply")
+        raise UnsupportedOutput(TOO_DEEP)
     if value is None or isinstance(value, str):
         return None if value is None else str.__str__(value)[:MAX_TEXT]
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
         if int.bit_length(value) > MAX_INT_BITS:
-            raise UnsupportedOutput("the returned integer is too large")
+            raise UnsupportedOutput(TOO_LARGE)
         return int.__int__(value)
     if isinstance(value, float):
         return float.__float__(value)
@@ -172,7 +210,7 @@ def encode(value: Any, depth: int = 0) -> Any:
 
         if isinstance(value, np.ndarray):
             if value.dtype == object:
-                raise UnsupportedOutput("the returned array holds Python objects")
+                raise UnsupportedOutput(OBJECTS)
             return encode(torch.from_numpy(np.array(value, copy=True)), depth + 1)
         if isinstance(value, np.bool_):
             return bool(value)
@@ -184,9 +222,9 @@ def encode(value: Any, depth: int = 0) -> Any:
         items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
         n = list.__len__(value) if isinstance(value, list) else tuple.__len__(value)
         if n > 100_000:
-            raise UnsupportedOutput("the returned sequence is too long")
+            raise UnsupportedOutput(TOO_LONG)
         return [encode(v, depth + 1) for v in items]
-    raise UnsupportedOutput(f"returned a {type(value).__name__}, expected a number, bool, list or tensor")
+    raise UnsupportedOutput(RETURNED.format(type=type(value).__name__))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +272,7 @@ def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
     list for a tensor of the same shape (and a tensor for a list), an int token id for a vector of logits.
     """
     if depth > 8:
-        return "nested too deeply"
+        return NESTED
     if isinstance(expected, dict) and "$tensor" in expected:
         shape = list(expected["shape"])
         if _is_scalar(actual) and len(shape) == 1:
@@ -242,45 +280,45 @@ def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
         if type(actual) is dict:
             if set(actual) != {"$tensor", "shape"} or actual["shape"] != shape:
                 got = actual.get("shape") if type(actual.get("shape")) is list else "?"
-                return f"expected a tensor of shape {shape}, got shape {str(got)[:60]}"
+                return SHAPE_GOT_SHAPE.format(shape=shape, got=str(got)[:60])
             data = actual["$tensor"]
         elif type(actual) is list:
             data = actual
         else:
-            return f"expected a tensor of shape {shape}, got {_kind(actual)}"
-        return None if _rect(data, shape) else f"expected a tensor of shape {shape}, got another shape"
+            return SHAPE_GOT.format(shape=shape, kind=_kind(actual))
+        return None if _rect(data, shape) else SHAPE_GOT_OTHER.format(shape=shape)
     if type(expected) is list:
         if type(actual) is dict and set(actual) == {"$tensor", "shape"}:
             shape = actual["shape"]
             if shape == [len(expected)] and all(_is_scalar(e) for e in expected) and _rect(actual["$tensor"], shape):
                 return None
-            return f"expected a sequence of {len(expected)} values, got a tensor"
+            return SEQ_GOT_TENSOR.format(n=len(expected))
         if type(actual) is not list:
-            return f"expected a sequence of {len(expected)} values, got {_kind(actual)}"
+            return SEQ_GOT.format(n=len(expected), kind=_kind(actual))
         if len(actual) != len(expected):
-            return f"expected a sequence of {len(expected)} values, got {len(actual)}"
+            return SEQ_GOT_LENGTH.format(n=len(expected), n_got=len(actual))
         for e, a in zip(expected, actual, strict=True):
             problem = conforms(a, e, depth + 1)
             if problem:
                 return problem
         return None
     if _is_scalar(expected):
-        return None if _is_scalar(actual) else f"expected a number, got {_kind(actual)}"
+        return None if _is_scalar(actual) else NUMBER_GOT.format(kind=_kind(actual))
     if expected is None or type(expected) is str:  # a name or nothing (str | None answers): small values only
         if actual is None or _is_scalar(actual) or (type(actual) is str and len(actual) <= MAX_TEXT):
             return None
-        return f"expected a short text or None, got {_kind(actual)}"
-    return "expected no value of this kind"
+        return TEXT_GOT.format(kind=_kind(actual))
+    return NO_KIND
 
 
 def _kind(x: Any) -> str:
     if type(x) is dict:
-        return "a tensor"
+        return KIND_TENSOR
     if type(x) is list:
-        return f"a sequence of {len(x)} values"
+        return KIND_SEQUENCE.format(n=len(x))
     if _is_scalar(x):
-        return "a number"
-    return "a value of another kind" if x is not None else "None"
+        return KIND_NUMBER
+    return KIND_OTHER if x is not None else "None"
 
 
 def skeleton(expected: Any) -> Any:

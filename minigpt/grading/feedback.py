@@ -4,13 +4,17 @@ Everything the child reports about an error is untrusted text. Before it reaches
 the student-visible Gradescope ``results.json`` it is cut down to the exception's type name and at
 most `MESSAGE_CAP` characters of its message, with terminal escape sequences and control characters
 removed and anything that looks like a file path, an environment assignment or a long number/hex string
-replaced by ``…``.
+replaced by ``…``. The texts are in the language of ``MINIGPT_LANG`` (`minigpt.i18n`); a message the child made
+from the wire format's templates (`minigpt.exercises.wire.MESSAGES`) is translated before it is sanitized.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
+from minigpt.i18n import N_, _, fmt_num, translate_known
 
 MESSAGE_CAP = 120
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?"
@@ -46,26 +50,31 @@ def exception_type(name: Any) -> str:
 def describe(error: Any, timeout: float) -> str:
     """The student-visible text for an error the child reported (see `minigpt.grading.child.describe_error`)."""
     if not isinstance(error, dict):
-        return "failed (no usable description)"
+        return _(NO_DESCRIPTION)
     kind = error.get("kind")
     if kind == "timeout":
-        return f"timed out after {timeout:g} s"
+        return _("timed out after {seconds} s").format(seconds=fmt_num(timeout, "g"))
     if kind == "exit":
         code = error.get("code")
         if isinstance(code, int) and not isinstance(code, bool):
-            return f"called sys.exit({max(-999, min(code, 999))})"
-        return "called sys.exit(...)" if error.get("has_code") else "called sys.exit()"
+            return _("called {call}").format(call=f"sys.exit({max(-999, min(code, 999))})")
+        return _("called {call}").format(call="sys.exit(...)" if error.get("has_code") else "sys.exit()")
     if kind == "not_implemented":
-        return "not implemented (the stub still raises NotImplementedError)"
+        return _("not implemented (the stub still raises NotImplementedError)")
     if kind == "syntax":
         line = error.get("line")
-        where = f" (line {line})" if isinstance(line, int) and not isinstance(line, bool) else ""
-        return f"SyntaxError: {sanitize(error.get('message'))}{where}"
-    if kind == "unsupported":
-        return sanitize(error.get("message"))
-    if kind == "unsaveable":
-        return "its output could not be sent to the grader"
-    if kind == "exception":
         message = sanitize(error.get("message"))
+        if isinstance(line, int) and not isinstance(line, bool):
+            return _("SyntaxError: {message} (line {line})").format(message=message, line=line)
+        return _("SyntaxError: {message}").format(message=message)
+    if kind == "unsupported":
+        return sanitize(translate_known(error.get("message"), WIRE_MESSAGES))
+    if kind == "unsaveable":
+        return _("its output could not be sent to the grader")
+    if kind == "exception":
+        message = sanitize(translate_known(error.get("message"), WIRE_MESSAGES))
         return f"{exception_type(error.get('type'))}: {message}" if message else exception_type(error.get("type"))
-    return "failed (no usable description)"
+    return _(NO_DESCRIPTION)
+
+
+NO_DESCRIPTION = N_("failed (no usable description)")

@@ -34,6 +34,7 @@ from minigpt.grading.grader import BUDGET_S, grade_notebook
 from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult, atomic_write, write_tables
 from minigpt.grading.runner import Isolation
+from minigpt.i18n import _
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _HASHED = re.compile(r".*-[0-9a-f]{10}")
@@ -56,11 +57,11 @@ def refusal(folder: Path, path: Path) -> str | None:
     try:
         real = path.resolve(strict=True)
     except (OSError, RuntimeError):
-        return "refused: the submission is a broken link"
+        return _("refused: the submission is a broken link")
     if real != root and root not in real.parents:
-        return "refused: the submission is a link to a file outside the class folder"
+        return _("refused: the submission is a link to a file outside the class folder")
     if not real.is_file():
-        return "refused: the submission is not a regular file"
+        return _("refused: the submission is not a regular file")
     return None
 
 
@@ -158,7 +159,7 @@ def _grade_all(exercise_id: str, seed: int, isolation: Isolation, notes: dict[st
             raise RuntimeError(f"slug {slug!r} leaves the output folder")
         reason = refusal(submissions, path)
         if slug.lower() in colliding:
-            reason = "refused: two submissions have the same name once made safe; rename one and grade again"
+            reason = _("refused: two submissions have the same name once made safe; rename one and grade again")
         if reason:
             result = _refused(exercise_id, slug, reason)
         else:

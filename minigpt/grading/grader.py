@@ -14,6 +14,10 @@ so that nothing larger than the answer is ever read into an array. The verdict s
 holds an expected value. Student code never runs in this process, and nothing the parent reads or writes
 (the submissions, the output folder, the staged runtime) is writable from a sandbox. A whole class is
 `minigpt.grading.folder`.
+
+Every text the student reads is in the language of ``MINIGPT_LANG`` (`minigpt.i18n`); the messages the child
+makes (the wire format's, the notebook parser's) arrive in English and are translated here. What the grader
+decides from a text (a missing function, a timeout) reads the same in every language.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ from typing import Any
 
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.exercises.spec import Exercise, Question, describe_call, resolve, uses_model
+from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
 from minigpt.exercises.wire import conforms, skeleton
 from minigpt.grading import feedback
-from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
+from minigpt.grading.notebook_code import DEFAULT_SIZES, NOTEBOOK_TOO_LARGE, SizeLimits
+from minigpt.grading.notebook_code import MESSAGES as NOTEBOOK_MESSAGES
 from minigpt.grading.results import SubmissionResult, TestResult
 from minigpt.grading.review import Finding
 from minigpt.grading.runner import (
@@ -46,8 +52,18 @@ from minigpt.grading.runner import (
     strip_controls,
 )
 from minigpt.grading.staging import MODEL_MODULES, Needs
+from minigpt.i18n import N_, _, fmt_num, translate_known
 
-TAMPERED_REASON = "stopped: the notebook wrote to the grader's channel (events out of order or oversized)"
+TAMPERED_REASON = N_("stopped: the notebook wrote to the grader's channel (events out of order or oversized)")
+# The words that mark a verdict as a timeout or a missing function, in English and in the current language (the
+# translations of the messages that hold them must hold their translation: tests/test_feedback_es.py checks it).
+TIMED_OUT = N_("timed out")
+NOT_DEFINED = N_("not defined")
+
+
+def _says(message: str, words: str) -> bool:
+    """Whether `message` holds `words` (a marker: TIMED_OUT, NOT_DEFINED) in English or in the current language."""
+    return words in message or _(words) in message
 BUDGET_S = 300.0  # one submission's wall clock, every run of it together (--budget)
 CATEGORIES = ("answer", "runtime", "tampering")
 
@@ -106,20 +122,20 @@ def bounds_for(expected: list[list[Any]], max_cells: int) -> Bounds:
 def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
     """Whether the outputs agree; the message names the first failing case's inputs, never its expected value."""
     if type(outputs) is not list or len(outputs) != len(expected):
-        return False, "the grader received no usable output"
+        return False, _("the grader received no usable output")
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
-        where = f"case {i + 1}/{len(cases)}: {describe_call(q.function, case)}"
+        where = _("case {i}/{n}: {call}").format(i=i + 1, n=len(cases), call=describe_call(q.function, case))
         problem = conforms(a, e)  # bounded by the expected answer: nothing larger is read into an array
         if problem:
-            return False, f"{where}: {problem}"
+            return False, f"{where}: {translate_known(problem, WIRE_MESSAGES)}"
         try:
             problem = q.compare(e, a)
         except Exception as err:  # noqa: BLE001 - a malformed output must not crash the grader
             problem = f"the output could not be compared ({type(err).__name__})"
         if problem:
-            return False, (f"{where}: not the package's value (the grader does not show expected values; "
-                           "check() in the notebook shows them on fresh cases)")
-    return True, f"{len(cases)} random cases agree with the package"
+            return False, _("{where}: not the package's value (the grader does not show expected values; "
+                            "check() in the notebook shows them on fresh cases)").format(where=where)
+    return True, _("{n} random cases agree with the package").format(n=len(cases))
 
 
 def read_submission(path: Path, limits: SizeLimits) -> bytes:
@@ -130,7 +146,7 @@ def read_submission(path: Path, limits: SizeLimits) -> bytes:
             raise OSError("not a regular file")
         data = f.read(limits.notebook_bytes + 1)
     if len(data) > limits.notebook_bytes:
-        raise ValueError(f"the notebook is larger than {limits.notebook_bytes // 2**20} MiB")
+        raise ValueError(_(NOTEBOOK_TOO_LARGE).format(n=limits.notebook_bytes // 2**20))
     return data
 
 
@@ -149,9 +165,9 @@ def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Iso
     try:
         notebook = read_submission(path, size_limits)
     except ValueError as err:
-        return zeros(f"submission too large: {err} (the limit)")
+        return zeros(_("submission too large: {reason} (the limit)").format(reason=err))
     except OSError as err:
-        return zeros(f"the submission could not be read ({type(err).__name__})")
+        return zeros(_("the submission could not be read ({type})").format(type=type(err).__name__))
     try:
         prepared = prepare(exercise_id, submission_seed(class_seed, notebook))
         result = _grade(notebook, prepared, isolation, timeout, log_path, start + budget, budget, name, start,
@@ -159,7 +175,7 @@ def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Iso
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
         with open(log_path, "a", encoding="utf-8") as log:  # the instructor's log, never shown to the student
             log.write("\n[grader: internal error]\n" + traceback.format_exc())
-        return zeros(f"internal grader error ({type(err).__name__}); please report it")
+        return zeros(_("internal grader error ({type}); please report it").format(type=type(err).__name__))
     result.seed = prepared.seed
     return result
 
@@ -170,16 +186,20 @@ def _test_name(q: Question) -> str:
 
 def _exit_reason(run: ChildRun, timeout: float, budget: float, memory_bytes: int) -> str:
     if run.ended == "deadline":
-        return f"stopped: the submission used up its time budget ({budget:g} s)"
+        return _(BUDGET_USED).format(seconds=fmt_num(budget, "g"))
     if run.out_of_memory:
-        return f"ran out of memory (the sandbox may use {memory_bytes // 2**20} MiB in all, /tmp and /dev/shm included)"
+        return _("ran out of memory (the sandbox may use {n} MiB in all, {tmp} and {shm} included)").format(
+            n=memory_bytes // 2**20, tmp="/tmp", shm="/dev/shm")
     if run.ended == "timeout" and run.flooded:
-        return "output flood: the notebook kept printing until it was killed"
+        return _("output flood: the notebook kept printing until it was killed")
     if run.ended == "timeout":
-        return f"timed out after {timeout:g} s (the process was killed)"
+        return _("timed out after {seconds} s (the process was killed)").format(seconds=fmt_num(timeout, "g"))
     if run.ended == "internal":
-        return "the sandbox could not be started; please report it"
-    return f"the process exited early (exit code {run.returncode})"
+        return _("the sandbox could not be started; please report it")
+    return _("the process exited early (exit code {code})").format(code=run.returncode)
+
+
+BUDGET_USED = N_("stopped: the submission used up its time budget ({seconds} s)")
 
 
 def _findings(event: dict) -> list[Finding]:
@@ -217,15 +237,16 @@ def _grade(notebook: bytes, prepared: Prepared, isolation: Isolation, timeout: f
             break
         _run_group(notebook, prepared, questions, isolation.runtime.lib(needs), isolation, state, timeout,
                    log_path, deadline, budget, size_limits)
-    context = "; ".join(f"cell {i}: {e}" for i, e in sorted(state.cell_errors.items()))
+    context = "; ".join(_("cell {i}: {error}").format(i=i, error=e) for i, e in sorted(state.cell_errors.items()))
     tests = []
     for q in ex.questions:
-        ok, message = state.verdicts.get(q.id, (False, state.stop or "not graded (the notebook stopped too often)"))
-        if not ok and "not defined" in message and context:
-            message += f" (errors while running the notebook: {context})"
+        ok, message = state.verdicts.get(q.id, (False, state.stop or _("not graded (the notebook stopped too often)")))
+        if not ok and _says(message, NOT_DEFINED) and context:
+            message = _("{message} (errors while running the notebook: {context})").format(message=message,
+                                                                                            context=context)
         tests.append(TestResult(_test_name(q), q.points if ok else 0.0, q.points, message[:1000]))
     if state.cell_errors:
-        state.notes.append(f"errors while running the notebook: {context}"[:2000])
+        state.notes.append(_("errors while running the notebook: {context}").format(context=context)[:2000])
     result = SubmissionResult(name, tests, time.monotonic() - start, list(dict.fromkeys(state.notes)))
     result.findings = state.findings or []
     return result
@@ -244,7 +265,7 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
             return
         remaining = deadline - time.monotonic()
         if remaining <= 1:
-            state.stop = f"stopped: the submission used up its time budget ({budget:g} s)"
+            state.stop = _(BUDGET_USED).format(seconds=fmt_num(budget, "g"))
             return
         limits = replace(isolation.limits, cpu_s=math.ceil(remaining) + 1)
         job = {
@@ -256,9 +277,10 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
         }
         run = run_child(job, notebook, isolation, lib, log_path, timeout, deadline, bounds, size_limits.code_cells)
         if run.ended == "rejected":
-            kind, message = run.rejected.get("kind"), feedback.sanitize(run.rejected.get("message"))
-            state.stop = (f"submission too large: {message}" if kind == "too_large"
-                          else f"corrupted notebook: {message}")
+            kind = run.rejected.get("kind")
+            message = feedback.sanitize(translate_known(run.rejected.get("message"), NOTEBOOK_MESSAGES))
+            state.stop = (_("submission too large: {reason}").format(reason=message) if kind == "too_large"
+                          else _("corrupted notebook: {reason}").format(reason=message))
             state.notes.append(state.stop)
             return
         if run.listing is not None and state.findings is None:
@@ -273,11 +295,13 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
             elif ev["event"] == "q_end":
                 q = by_id[ev["q"]]
                 if isinstance(error, dict) and error.get("kind") == "missing":
-                    verdicts[q.id] = (False, f"function {q.function} not defined")
+                    verdicts[q.id] = (False, _("function {function} not defined").format(function=q.function))
                 elif isinstance(error, dict) and error.get("kind") == "shape":
                     case = error.get("case")
-                    where = f"case {case + 1}: " if type(case) is int and 0 <= case < 1000 else ""
-                    verdicts[q.id] = (False, f"{q.function}: {where}{feedback.sanitize(error.get('message'))}")
+                    problem = feedback.sanitize(translate_known(error.get("message"), WIRE_MESSAGES))
+                    verdicts[q.id] = (False, _("{function}: case {n}: {problem}").format(
+                        function=q.function, n=case + 1, problem=problem) if type(case) is int and 0 <= case < 1000
+                        else f"{q.function}: {problem}")
                 elif error is not None:
                     verdicts[q.id] = (False, f"{q.function} {feedback.describe(error, timeout)}")
                 else:
@@ -285,15 +309,17 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
         if run.flooded:
             for qid in set(verdicts) - before:  # a timeout while the output overflowed the cap: report the flood
                 ok, message = verdicts[qid]
-                if not ok and "timed out" in message:
-                    verdicts[qid] = (False, f"output flood: the notebook kept printing ({message})")
-            state.notes.append(f"the notebook printed more than {LOG_CAP_BYTES // 2**10} KiB; the rest was dropped")
+                if not ok and _says(message, TIMED_OUT):
+                    verdicts[qid] = (False, _("output flood: the notebook kept printing ({message})").format(
+                        message=message))
+            state.notes.append(_("the notebook printed more than {n} KiB; the rest was dropped").format(
+                n=LOG_CAP_BYTES // 2**10))
         if run.ended == "done":
             continue
         if run.ended in ("tampered", "deadline", "internal") or not run.ready:
-            reason = TAMPERED_REASON if run.ended == "tampered" else _exit_reason(run, timeout, budget, memory)
+            reason = _(TAMPERED_REASON) if run.ended == "tampered" else _exit_reason(run, timeout, budget, memory)
             if not run.ready and run.ended not in ("tampered", "internal"):
-                reason = f"the notebook could not be run: {reason}"
+                reason = _("the notebook could not be run: {reason}").format(reason=reason)
             state.stop = reason
             state.notes.append(reason)
             return

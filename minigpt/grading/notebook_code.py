@@ -43,6 +43,23 @@ class SizeLimits:
 DEFAULT_SIZES = SizeLimits()
 
 
+def N_(message: str) -> str:  # noqa: N802 - gettext's name for a message marked for the catalog, translated later
+    """Mark `message` for the catalog (`minigpt.i18n`): this module runs in the sandbox, which has none; the grader
+    translates its messages (`MESSAGES`) where it shows them."""
+    return message
+
+
+NOT_TEXT = N_("a cell's source is not text")
+CELL_TOO_LARGE = N_("cell {i} has more than {n} KiB of code (the limit per cell)")
+NOTEBOOK_TOO_LARGE = N_("the notebook is larger than {n} MiB")
+NO_CELLS = N_("not a valid notebook file (no list of cells)")
+NOT_NOTEBOOK = N_("not a valid notebook file ({type})")
+TOO_MANY_CELLS = N_("the notebook has more than {n} code cells")
+TOO_MUCH_CODE = N_("the notebook has more than {n} MiB of code")
+MESSAGES: tuple[str, ...] = (NOT_TEXT, CELL_TOO_LARGE, NOTEBOOK_TOO_LARGE, NO_CELLS, NOT_NOTEBOOK, TOO_MANY_CELLS,
+                             TOO_MUCH_CODE)  # in the order `minigpt.i18n.translate_known` tries them
+
+
 @dataclass(frozen=True)
 class CodeCell:
     index: int  # position among all the notebook's cells
@@ -57,9 +74,9 @@ def _source(cell: dict, index: int, limits: SizeLimits) -> str:
     elif isinstance(src, str):
         size = len(src)
     else:
-        raise CorruptNotebook("a cell's source is not text")
+        raise CorruptNotebook(NOT_TEXT)
     if size > limits.cell_bytes:
-        raise TooLarge(f"cell {index} has more than {limits.cell_bytes // 2**10} KiB of code (the limit per cell)")
+        raise TooLarge(CELL_TOO_LARGE.format(i=index, n=limits.cell_bytes // 2**10))
     return src if isinstance(src, str) else "".join(src)
 
 
@@ -72,22 +89,22 @@ def _tags(cell: dict) -> tuple[str, ...]:
 def parse_notebook(data: bytes, limits: SizeLimits = DEFAULT_SIZES) -> list[CodeCell]:
     """Every code cell of the notebook `data`, in order (CorruptNotebook, or TooLarge past a limit)."""
     if len(data) > limits.notebook_bytes:
-        raise TooLarge(f"the notebook is larger than {limits.notebook_bytes // 2**20} MiB")
+        raise TooLarge(NOTEBOOK_TOO_LARGE.format(n=limits.notebook_bytes // 2**20))
     try:
         nb = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise CorruptNotebook(f"not a valid notebook file ({type(err).__name__})") from err
+        raise CorruptNotebook(NOT_NOTEBOOK.format(type=type(err).__name__)) from err
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise CorruptNotebook("not a valid notebook file (no list of cells)")
+        raise CorruptNotebook(NO_CELLS)
     cells, total = [], 0
     for i, cell in enumerate(nb["cells"]):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             if len(cells) >= limits.code_cells:
-                raise TooLarge(f"the notebook has more than {limits.code_cells} code cells")
+                raise TooLarge(TOO_MANY_CELLS.format(n=limits.code_cells))
             source = _source(cell, i, limits)
             total += len(source)
             if total > limits.code_bytes:
-                raise TooLarge(f"the notebook has more than {limits.code_bytes // 2**20} MiB of code")
+                raise TooLarge(TOO_MUCH_CODE.format(n=limits.code_bytes // 2**20))
             cells.append(CodeCell(i, source, _tags(cell)))
     return cells
 

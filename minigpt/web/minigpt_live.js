@@ -2,6 +2,8 @@
 // Needs MiniGPTForward (minigpt_forward.js) and MiniGPTCosts (costs.js) loaded first; loads the
 // weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
 // Every count beside a step comes from MiniGPTCosts, the browser twin of minigpt.costs.
+// Every string the reader sees goes through `tr` (the edition's table, MiniGPTStrings, on the Spanish site;
+// templates with {0}, {1}, ... where a string is built from values); MiniGPT's own words stay English.
 (function (root) {
   "use strict";
   const SCRIPT_URL = document.currentScript && document.currentScript.src;
@@ -28,6 +30,93 @@
   const group = (n) => Math.round(n).toLocaleString("en-US");
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+
+  // ---- The edition's strings (this block is the same in explorer.js and minigpt_live.js) ----
+  // On the Spanish site every page's head sets globalThis.MiniGPTStrings = {lang, strings}: English -> the
+  // edition's string, from locales/<lang>/ui.yml (minigpt.book.sphinx_editions.add_ui_strings). On English
+  // pages and in a kernel it is undefined, and every function here returns its English input as it is.
+  // NUMBER and localizeNumbers are the twins of minigpt.book.editions.NUMBER and localize_numbers (Python's
+  // Unicode \w and \d written \p{L}\p{N}_ and \p{Nd}); tests/test_ui_strings.py checks both copies on the
+  // same cases, and that every string passed through the table has an entry in locales/es/ui.yml.
+  const I18N = (function () {
+    // Made when first needed, so that an English page never compiles it (a browser without lookbehind or
+    // \p{...} in regular expressions still runs the English explorers).
+    let NUMBER = null;
+    function number() {
+      const W = "\\p{L}\\p{N}_";
+      return NUMBER || (NUMBER = new RegExp("(?<![" + W + ".,])([-−+]?)(\\p{Nd}{1,3}(?:,\\p{Nd}{3})+|\\p{Nd}+)" +
+        "(?:\\.(\\p{Nd}+))?(e[-+]?\\p{Nd}+)?(?![" + W + "]|[.,]\\p{Nd})", "gu"));
+    }
+    const THIN = "\u202f";  // narrow no-break space: the Spanish thousands separator, from five digits on
+    const own = (o, k) => !!o && Object.prototype.hasOwnProperty.call(o, k);
+
+    function edition() {
+      const s = root.MiniGPTStrings;
+      return s && s.lang && s.lang !== "en" ? s : null;
+    }
+    function lang() {
+      const e = edition();
+      return e ? e.lang : "en";
+    }
+    function spanish(sign, whole, frac, exp) {
+      const digits = Array.from(whole.replace(/,/g, ""));
+      let out = digits.join("");
+      if (digits.length >= 5) {
+        const head = digits.length % 3 || 3;
+        out = digits.slice(0, head).join("");
+        for (let i = head; i < digits.length; i += 3) out += THIN + digits.slice(i, i + 3).join("");
+      }
+      return sign + out + (frac === undefined ? "" : "," + frac) + (exp || "");
+    }
+    // Every number of a string written the edition's way ("32,768" -> "32 768", "3.95" -> "3,95").
+    function localizeNumbers(text, to) {
+      to = to === undefined ? lang() : to;
+      if (to === "en") return String(text);
+      return String(text).replace(number(), (m, sign, whole, frac, exp) => spanish(sign, whole, frac, exp));
+    }
+    // A text with each number replaced by {0}, {1}, ... (the numbers pushed onto `numbers`).
+    function templateOf(text, numbers) {
+      let i = 0;
+      return String(text).replace(number(), (m) => { if (numbers) numbers.push(m); return "{" + i++ + "}"; });
+    }
+    function fill(template, args) {
+      return template.replace(/\{(\d+)\}/g, (m, i) => (+i < args.length ? args[+i] : m));
+    }
+    // One string of the interface in the edition's language (the English where the table has none). Its
+    // {0}, {1}, ... take args: a number written the edition's way, a string as it is.
+    function tr(text, args) {
+      const e = edition();
+      const out = e && own(e.strings, text) ? e.strings[text] : text;
+      return args ? fill(out, args.map((x) => (typeof x === "number" ? localizeNumbers(String(x)) : String(x)))) : out;
+    }
+    // A text computed in English with numbers in it (a formatted value, an error message): the table's entry
+    // for the whole text, else for its template (numbers as {0}, {1}, ...) with its own numbers written the
+    // edition's way, else the text with only its numbers rewritten.
+    function translated(text) {
+      const e = edition();
+      text = String(text);
+      if (!e) return text;
+      if (own(e.strings, text)) return e.strings[text];
+      const numbers = [], template = templateOf(text, numbers);
+      if (numbers.length && own(e.strings, template)) return fill(e.strings[template], numbers.map((n) => localizeNumbers(n)));
+      return localizeNumbers(text);
+    }
+    // An element of the page in the edition's language: the table's entry for its HTML (as the browser
+    // serializes it: innerHTML), else its text with the numbers rewritten.
+    function translateElement(node) {
+      const e = edition();
+      if (!e) return;
+      if (own(e.strings, node.innerHTML)) {
+        node.innerHTML = e.strings[node.innerHTML];
+        return;
+      }
+      const walk = document.createTreeWalker(node, 4);  // NodeFilter.SHOW_TEXT
+      for (let t = walk.nextNode(); t; t = walk.nextNode()) t.nodeValue = localizeNumbers(t.nodeValue);
+    }
+    return { edition, lang, localizeNumbers, templateOf, tr, translated, translateElement };
+  })();
+  // ---- (end of the block shared with explorer.js / minigpt_live.js) ----
+  const tr = I18N.tr, L = I18N.localizeNumbers;
 
   // ---- The costs of one step, from the book's formulas (2 FLOPs per multiply-add, fp32: s = 4) ----
   // N_params is the number of weights the page loaded (tests/test_minigpt_js.py: = minigpt.costs.param_count).
@@ -72,22 +161,22 @@
       const field = (label, input, hint) => h("label", { class: "mgl-field" },
         [h("span", { text: label }), input].concat(hint ? [h("small", { text: hint })] : []));
       this.prompt = h("input", { type: "text", class: "mgl-prompt", value: EXAMPLES[0], autocomplete: "off",
-        autocapitalize: "off", spellcheck: "false", "aria-label": "prompt" });
+        autocapitalize: "off", spellcheck: "false", "aria-label": tr("prompt") });
       this.D = h("input", { type: "number", class: "mgl-D", value: "12", min: "1", max: String(c.S_max), step: "1" });
       this.mode = h("select", { class: "mgl-mode" }, [
-        h("option", { value: "cache", text: "with the KV cache" }),
-        h("option", { value: "nocache", text: "no cache: recompute every step" })]);
+        h("option", { value: "cache", text: tr("with the KV cache") }),
+        h("option", { value: "nocache", text: tr("no cache: recompute every step") })]);
       this.temperature = h("input", { type: "number", class: "mgl-temperature", value: "0", min: "0", step: "0.1" });
       this.topK = h("input", { type: "number", class: "mgl-topk", value: "", min: "1", max: String(c.V), step: "1",
-        placeholder: "all " + c.V });
+        placeholder: tr("all {0}", [c.V]) });
       this.seed = h("input", { type: "number", class: "mgl-seed", value: "0", min: "0", step: "1" });
       this.pace = h("select", { class: "mgl-pace" }, [
-        h("option", { value: "250", text: "watch (250 ms per step)" }),
-        h("option", { value: "40", text: "fast" }),
-        h("option", { value: "0", text: "no pause" })]);
-      this.go = h("button", { type: "button", class: "mgl-generate", text: "Generate" });
-      this.stop = h("button", { type: "button", class: "mgl-stop", text: "Stop", disabled: "" });
-      const examples = h("div", { class: "mgl-examples" }, [h("span", { text: "try: " })].concat(EXAMPLES.map((e) => {
+        h("option", { value: "250", text: tr("watch (250 ms per step)") }),
+        h("option", { value: "40", text: tr("fast") }),
+        h("option", { value: "0", text: tr("no pause") })]);
+      this.go = h("button", { type: "button", class: "mgl-generate", text: tr("Generate") });
+      this.stop = h("button", { type: "button", class: "mgl-stop", text: tr("Stop"), disabled: "" });
+      const examples = h("div", { class: "mgl-examples" }, [h("span", { text: tr("try:") + " " })].concat(EXAMPLES.map((e) => {
         const b = h("button", { type: "button", class: "mgl-example", text: e });
         b.addEventListener("click", () => { this.prompt.value = e; this.message(""); });
         return b;
@@ -96,45 +185,46 @@
       this.text = h("p", { class: "mgl-text", "aria-live": "polite" });
       this.status = h("p", { class: "mgl-status" });
       // The cache.
-      this.layerPick = h("select", { class: "mgl-layer" }, [h("option", { value: "all", text: "all " + c.L + " layers" })]
-        .concat(Array.from({ length: c.L }, (_, l) => h("option", { value: String(l), text: "layer " + l }))));
+      this.layerPick = h("select", { class: "mgl-layer" }, [h("option", { value: "all", text: tr("all {0} layers", [c.L]) })]
+        .concat(Array.from({ length: c.L }, (_, l) => h("option", { value: String(l), text: tr("layer {0}", [l]) }))));
       this.cacheTitle = h("div", { class: "mgl-cache-title" });
       this.cacheBytes = h("div", { class: "mgl-cache-bytes" });
-      this.canvas = h("canvas", { class: "mgl-canvas", "aria-label": "KV cache rows" });
+      this.canvas = h("canvas", { class: "mgl-canvas", "aria-label": tr("KV cache rows") });
       this.scroller = h("div", { class: "mgl-scroll" }, [this.canvas]);
       this.cacheBox = h("div", { class: "mgl-cache", "data-S": "0", "data-rows": "0" },
         [this.cacheTitle, this.cacheBytes, h("label", { class: "mgl-field mgl-inline" },
-          [h("span", { text: "show" }), this.layerPick]), this.scroller]);
+          [h("span", { text: tr("show") }), this.layerPick]), this.scroller]);
       // The next-word distribution and the step table.
       this.dist = h("div", { class: "mgl-dist" });
       this.tbody = h("tbody");
-      const head = [["step", "0 is the prefill"], ["phase", ""], ["T", "tokens fed to this forward pass"],
-        ["S", "tokens already in the cache before it"], ["FLOPs", "Eq. (1.2) or (1.3) with the LM head, 2 per multiply-add"],
-        ["weights read", "N·s: every weight, once per pass"], ["cache read", "S rows of 2·L·H_kv·d_h·s bytes"],
-        ["cache written", "new rows of 2·L·H_kv·d_h·s bytes"],
-        ["bytes read", "weights + cache read, Eq. (3.5)"],
-        ["time", "measured in this browser around the forward pass"], ["next word", ""],
-        ["top candidates", "the three most likely next words"]];
+      const head = [[tr("step"), tr("0 is the prefill")], [tr("phase"), ""], ["T", tr("tokens fed to this forward pass")],
+        ["S", tr("tokens already in the cache before it")],
+        [tr("FLOPs"), tr("Eq. (1.2) or (1.3) with the LM head, 2 per multiply-add")],
+        [tr("weights read"), tr("N·s: every weight, once per pass")], [tr("cache read"), tr("S rows of 2·L·H_kv·d_h·s bytes")],
+        [tr("cache written"), tr("new rows of 2·L·H_kv·d_h·s bytes")],
+        [tr("bytes read"), tr("weights + cache read, Eq. (3.5)")],
+        [tr("time"), tr("measured in this browser around the forward pass")], [tr("next word"), ""],
+        [tr("top candidates"), tr("the three most likely next words")]];
       this.table = h("table", { class: "mgl-steps" }, [h("thead", {}, [h("tr", {}, head.map(([x, title]) =>
         h("th", title ? { text: x, title } : { text: x })))]), this.tbody]);
       this.totals = h("p", { class: "mgl-totals" });
       this.flopPlot = svg("svg", { class: "mgl-plot mgl-flops", viewBox: "0 0 520 250", role: "img",
-        "aria-label": "cumulative FLOPs with and without the cache" });
+        "aria-label": tr("cumulative FLOPs with and without the cache") });
       this.timePlot = svg("svg", { class: "mgl-plot mgl-times", viewBox: "0 0 520 200", role: "img",
-        "aria-label": "measured time per step" });
+        "aria-label": tr("measured time per step") });
 
       box.append(
         h("div", { class: "mgl-form" }, [
-          field("prompt (words of MiniGPT's vocabulary, '.' as its own word)", this.prompt),
+          field(tr("prompt (words of MiniGPT's vocabulary, '.' as its own word)"), this.prompt),
           examples,
           h("div", { class: "mgl-row" }, [
-            field("new tokens D", this.D, "D ≤ S_max − P + 1"), field("mode", this.mode),
-            field("temperature", this.temperature, "0 = greedy"), field("top-k", this.topK, "empty = all"),
-            field("seed", this.seed), field("pace", this.pace)]),
+            field(tr("new tokens D"), this.D, tr("D ≤ S_max − P + 1")), field(tr("mode"), this.mode),
+            field(tr("temperature"), this.temperature, tr("0 = greedy")), field(tr("top-k"), this.topK, tr("empty = all")),
+            field(tr("seed"), this.seed), field(tr("pace"), this.pace)]),
           h("div", { class: "mgl-row" }, [this.go, this.stop])]),
         this.msg, this.status, this.text,
         h("div", { class: "mgl-panels" }, [this.cacheBox, h("div", { class: "mgl-dist-box" },
-          [h("div", { class: "mgl-cache-title", text: "next-word distribution" }), this.dist])]),
+          [h("div", { class: "mgl-cache-title", text: tr("next-word distribution") }), this.dist])]),
         h("div", { class: "mgl-table-scroll" }, [this.table]), this.totals,
         h("div", { class: "mgl-plots" }, [this.flopPlot, this.timePlot]));
       this.go.addEventListener("click", () => this.generate());
@@ -151,7 +241,7 @@
       if (!text) return;
       this.msg.appendChild(h("span", { text }));
       for (const [word, near] of Object.entries(suggestions || {})) {
-        const line = h("div", { class: "mgl-suggest" }, [h("span", { text: "“" + word + "”: did you mean " })]);
+        const line = h("div", { class: "mgl-suggest" }, [h("span", { text: tr("“{0}”: did you mean", [word]) + " " })]);
         near.forEach((w, i) => {
           const b = h("button", { type: "button", class: "mgl-suggestion", text: w });
           b.addEventListener("click", () => this.replaceWord(word, w));
@@ -174,13 +264,13 @@
       try {
         ids = tok.encode(this.prompt.value);
       } catch (e) {
-        const hint = e.unknown && e.unknown.some((w) => /[.,;:!?]$/.test(w)) ? " Write “.” as its own word." : "";
-        this.message("Not in MiniGPT's vocabulary of " + c.V + " words: " + e.unknown.map((w) => "“" + w + "”")
-          .join(", ") + ". Words are case-sensitive." + hint, "error", e.suggestions);
+        const hint = e.unknown && e.unknown.some((w) => /[.,;:!?]$/.test(w)) ? " " + tr("Write “.” as its own word.") : "";
+        this.message(tr("Not in MiniGPT's vocabulary of {0} words: {1}. Words are case-sensitive.",
+          [c.V, e.unknown.map((w) => tr("“{0}”", [w])).join(", ")]) + hint, "error", e.suggestions);
         return null;
       }
       if (!ids.length) {
-        this.message("Type a prompt first: generation needs at least one prompt token (P ≥ 1).", "error");
+        this.message(tr("Type a prompt first: generation needs at least one prompt token (P ≥ 1)."), "error");
         return null;
       }
       const num = (input) => (input.value.trim() === "" ? null : Number(input.value));
@@ -193,7 +283,7 @@
         if (temperature > 0) this.F.rngFromSeed(seed);
         return new this.F.Generation(this.model, ids, { D, useCache, temperature, topK, seed });
       } catch (e) {
-        this.message("Cannot generate: " + e.message + ".", "error");
+        this.message(tr("Cannot generate: {0}.", [I18N.translated(e.message)]), "error");
         return null;
       }
     }
@@ -224,10 +314,10 @@
           await frame();
           if (pace) await sleep(pace);
         }
-        this.status.textContent = this.stopRequested ? "Stopped after " + gen.tokens.length + " of D = " + gen.D +
-          " tokens." : this.summary();
+        this.status.textContent = this.stopRequested ? tr("Stopped after {0} of D = {1} tokens.", [gen.tokens.length, gen.D])
+          : this.summary();
       } catch (e) {
-        this.message("Generation stopped: " + e.message, "error");
+        this.message(tr("Generation stopped: {0}", [I18N.translated(e.message)]), "error");
       } finally {
         this.running = false; this.go.disabled = false; this.stop.disabled = true;
         this.box.setAttribute("data-state", "done");
@@ -239,13 +329,13 @@
       const cost = stepCosts(C, c, this.model.N_params, step, gen.useCache);
       const top = this.F.topCandidates(step.probs, 5);
       this.steps.push(Object.assign({}, step, cost, { top }));
-      const tr = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
-      const cells = [String(step.index), step.phase, String(step.T), String(step.S), C.fmt_flops(cost.flops),
-        C.fmt_bytes(cost.weights), C.fmt_bytes(cost.cacheRead), C.fmt_bytes(cost.cacheWritten), C.fmt_bytes(cost.bytes),
-        step.ms.toFixed(2) + " ms", tok.vocab[step.token],
-        top.slice(0, 3).map((x) => tok.vocab[x.id] + " " + (100 * x.p).toFixed(0) + "%").join(" · ")];
-      cells.forEach((x, i) => tr.appendChild(h("td", { text: x, class: i === 10 ? "mgl-word" : "" })));
-      this.tbody.appendChild(tr);
+      const row = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
+      const cells = [L(String(step.index)), step.phase === "prefill" ? tr("prefill") : tr("decode"), L(String(step.T)),
+        L(String(step.S)), L(C.fmt_flops(cost.flops)), L(C.fmt_bytes(cost.weights)), L(C.fmt_bytes(cost.cacheRead)),
+        L(C.fmt_bytes(cost.cacheWritten)), L(C.fmt_bytes(cost.bytes)), L(step.ms.toFixed(2)) + " ms", tok.vocab[step.token],
+        top.slice(0, 3).map((x) => tok.vocab[x.id] + " " + L((100 * x.p).toFixed(0)) + "%").join(" · ")];
+      cells.forEach((x, i) => row.appendChild(h("td", { text: x, class: i === 10 ? "mgl-word" : "" })));
+      this.tbody.appendChild(row);
       const scroll = this.tbody.parentNode.parentNode;
       scroll.scrollTop = scroll.scrollHeight;
       // The text: prompt, then the new words.
@@ -255,11 +345,11 @@
       this.box.setAttribute("data-output", tok.decode(gen.tokens));
       this.box.setAttribute("data-steps", String(this.steps.length));
       this.status.textContent = step.phase === "prefill"
-        ? "Prefill: all P = " + step.T + " prompt tokens in one pass" + (gen.useCache ? ", " + step.T +
-          " rows written to every layer of the cache." : " (no cache: their keys and values are dropped).")
-        : gen.useCache ? "Decode step " + step.index + ": one token against S = " + step.S +
-          " cached tokens, one row appended per layer."
-          : "Step " + step.index + " without a cache: a full forward over all " + step.T + " tokens again.";
+        ? (gen.useCache ? tr("Prefill: all P = {0} prompt tokens in one pass, {0} rows written to every layer of the cache.", [step.T])
+          : tr("Prefill: all P = {0} prompt tokens in one pass (no cache: their keys and values are dropped).", [step.T]))
+        : gen.useCache ? tr("Decode step {0}: one token against S = {1} cached tokens, one row appended per layer.",
+          [step.index, step.S])
+          : tr("Step {0} without a cache: a full forward over all {1} tokens again.", [step.index, step.T]);
       this.drawDistribution(top);
       this.drawCache();
       this.drawPlots();
@@ -270,27 +360,31 @@
       const flops = steps.reduce((a, s) => a + s.flops, 0), ms = steps.reduce((a, s) => a + s.ms, 0);
       const other = steps.reduce((a, s, t) => a + flopsBoth(C, this.c, gen.P, t)[gen.useCache ? "uncached" : "cached"], 0);
       const decode = steps.slice(1), decodeMs = decode.reduce((a, s) => a + s.ms, 0);
-      this.totals.textContent = "Total: " + C.fmt_flops(flops) + " counted in " + ms.toFixed(1) + " ms (prefill " +
-        steps[0].ms.toFixed(2) + " ms" + (decode.length ? ", decode steps " + (decodeMs / decode.length).toFixed(2) +
-        " ms on average" : "") + "). " + (gen.useCache ? "Without the cache: " : "With the cache: ") +
-        C.fmt_flops(other) + " (" + (gen.useCache ? other / flops : flops / other).toFixed(1) + "× " +
-        (gen.useCache ? "more" : "fewer") + ").";
-      return "Done: " + gen.tokens.length + " new tokens.";
+      const total = [L(C.fmt_flops(flops)), L(ms.toFixed(1)), L(steps[0].ms.toFixed(2))];
+      const ratio = [L(C.fmt_flops(other)), L((gen.useCache ? other / flops : flops / other).toFixed(1))];
+      this.totals.textContent = (decode.length
+        ? tr("Total: {0} counted in {1} ms (prefill {2} ms, decode steps {3} ms on average).",
+          total.concat([L((decodeMs / decode.length).toFixed(2))]))
+        : tr("Total: {0} counted in {1} ms (prefill {2} ms).", total)) + " " +
+        (gen.useCache ? tr("Without the cache: {0} ({1}× more).", ratio) : tr("With the cache: {0} ({1}× fewer).", ratio));
+      return tr("Done: {0} new tokens.", [gen.tokens.length]);
     }
 
     drawDistribution(top) {
       const tok = this.model.tokenizer, T = this.gen.sampling.temperature;
       this.dist.textContent = "";
-      this.dist.appendChild(h("small", { text: T > 0 ? "sampled from softmax(logits / " + T + ")" +
-        (this.gen.sampling.topK ? " over the top " + this.gen.sampling.topK : "") + ", seed " + this.seed.value
-        : "greedy: the most likely word is taken; probabilities are softmax(logits)" }));
+      const topK = this.gen.sampling.topK, seed = L(this.seed.value);
+      this.dist.appendChild(h("small", { text: T > 0
+        ? (topK ? tr("sampled from softmax(logits / {0}) over the top {1}, seed {2}", [T, topK, seed])
+          : tr("sampled from softmax(logits / {0}), seed {1}", [T, seed]))
+        : tr("greedy: the most likely word is taken; probabilities are softmax(logits)") }));
       const chosen = this.gen.tokens[this.gen.tokens.length - 1];
       for (const { id, p } of top) {
         const bar = h("span", { class: "mgl-bar" });
         bar.style.width = (100 * p).toFixed(1) + "%";
         this.dist.appendChild(h("div", { class: "mgl-cand" + (id === chosen ? " mgl-chosen" : "") }, [
           h("span", { class: "mgl-cand-word", text: tok.vocab[id] }), h("span", { class: "mgl-bar-box" }, [bar]),
-          h("span", { class: "mgl-cand-p", text: (100 * p).toFixed(p > 0.9995 ? 0 : 1) + " %" })]));
+          h("span", { class: "mgl-cand-p", text: L((100 * p).toFixed(p > 0.9995 ? 0 : 1)) + " %" })]));
       }
     }
 
@@ -299,15 +393,15 @@
       const c = this.c, C = this.C, gen = this.gen, cache = gen && gen.cache;
       const S = cache ? cache.S : 0;
       const layers = this.layerPick.value === "all" ? Array.from({ length: c.L }, (_, l) => l) : [Number(this.layerPick.value)];
-      this.cacheTitle.textContent = "KV cache [L, H_kv, S, d_h] = [" + c.L + ", " + c.H_kv + ", " + S + ", " + c.d_h + "]" +
-        " for keys and for values";
+      this.cacheTitle.textContent = tr("KV cache [L, H_kv, S, d_h] = [{0}, {1}, {2}, {3}] for keys and for values",
+        [c.L, c.H_kv, S, c.d_h]);
       const used = C.kv_cache_bytes({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4, S });
       const allocated = C.kv_cache_bytes({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4, S: c.S_max });
       this.cacheBytes.textContent = gen && !gen.useCache
-        ? "No cache in this mode: every step recomputes the keys and values of all tokens and drops them."
-        : "S = " + S + " rows × " + group(C.kv_bytes_per_token({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4 })) +
-          " B (2·L·H_kv·d_h·s, fp32) = " + C.fmt_bytes(used) + " used of " + C.fmt_bytes(allocated) +
-          " allocated (S_max = " + c.S_max + ")";
+        ? tr("No cache in this mode: every step recomputes the keys and values of all tokens and drops them.")
+        : tr("S = {0} rows × {1} B (2·L·H_kv·d_h·s, fp32) = {2} used of {3} allocated (S_max = {4})",
+          [S, L(group(C.kv_bytes_per_token({ L: c.L, H_kv: c.H_kv, d_h: c.d_h, s: 4 }))), L(C.fmt_bytes(used)),
+            L(C.fmt_bytes(allocated)), c.S_max]);
       this.cacheBox.setAttribute("data-S", String(S));
       this.cacheBox.setAttribute("data-bytes", String(used));
       const width = Math.max(this.scroller.clientWidth || 320, 240);
@@ -339,7 +433,7 @@
       for (const [l, kv, x0] of starts) g.fillText("L" + l + " " + kv, x0, 7);
       if (!cache || S === 0) {
         g.fillStyle = "#888";
-        g.fillText(cache ? "empty: press Generate" : gen ? "not used" : "empty", 4, top + rowH / 2);
+        g.fillText(cache ? tr("empty: press Generate") : gen ? tr("not used") : tr("empty"), 4, top + rowH / 2);
       } else {
         const scale = new Float64Array(c.L);
         for (const l of layers) {
@@ -400,12 +494,12 @@
       this.flopPlot.setAttribute("data-cached", String(a));
       this.flopPlot.setAttribute("data-uncached", String(b));
       this.lineChart(this.flopPlot, n, [
-        { ys: uncached, color: "#c0392b", label: "no cache" + (run === "uncached" ? " (this run)" : " (formula)"),
+        { ys: uncached, color: "#c0392b", label: run === "uncached" ? tr("no cache (this run)") : tr("no cache (formula)"),
           upto: run === "uncached" ? steps.length : n },
-        { ys: cached, color: "#1f6fb2", label: "KV cache" + (run === "cached" ? " (this run)" : " (formula)"),
+        { ys: cached, color: "#1f6fb2", label: run === "cached" ? tr("KV cache (this run)") : tr("KV cache (formula)"),
           upto: run === "cached" ? steps.length : n }],
-      "step (0 = prefill)", "cumulative FLOPs", (v) => C.fmt_flops(v).replace(/ ?FLOP$/, ""));
-      this.barChart(this.timePlot, n, steps.map((s) => s.ms), "step (0 = prefill)", "measured ms per step");
+      tr("step (0 = prefill)"), tr("cumulative FLOPs"), (v) => L(C.fmt_flops(v).replace(/ ?FLOP$/, "")));
+      this.barChart(this.timePlot, n, steps.map((s) => s.ms), tr("step (0 = prefill)"), tr("measured ms per step"));
     }
 
     axes(g, W, H, m, n, yMax, xLabel, yLabel, fmt) {
@@ -418,7 +512,7 @@
       const stride = Math.max(1, Math.ceil(n / 8));
       for (let t = 0; t < n; t += stride) {
         const x = m.l + ((t + 0.5) / n) * (W - m.l - m.r);
-        svg("text", { x, y: H - m.b + 13, "text-anchor": "middle" }, g).textContent = String(t);
+        svg("text", { x, y: H - m.b + 13, "text-anchor": "middle" }, g).textContent = L(String(t));
       }
       svg("text", { x: (m.l + W - m.r) / 2, y: H - 4, "text-anchor": "middle" }, g).textContent = xLabel;
       svg("text", { x: 10, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
@@ -437,8 +531,8 @@
           "stroke-width": 1 }, g);
         svg("polyline", { points: pts.slice(0, s.upto).join(" "), fill: "none", stroke: s.color, "stroke-width": 2.5,
           "data-series": s.label }, g);
-        svg("text", { x: m.l, y: 12 + 14 * i, fill: s.color }, g).textContent = "— " + s.label + ": " +
-          this.C.fmt_flops(s.ys[s.ys.length - 1]) + " for D = " + n;
+        svg("text", { x: m.l, y: 12 + 14 * i, fill: s.color }, g).textContent = tr("— {0}: {1} for D = {2}",
+          [s.label, L(this.C.fmt_flops(s.ys[s.ys.length - 1])), n]);
       });
     }
 
@@ -446,7 +540,7 @@
       const W = 520, H = 200, m = { l: 64, r: 10, t: 12, b: 34 };
       const yMax = Math.max(...ms, 0.01);
       const g = svg("g", { "font-size": "11", fill: "currentColor" }, plot);
-      this.axes(g, W, H, m, n, yMax, xLabel, yLabel, (v) => v.toFixed(v < 1 ? 2 : 1));
+      this.axes(g, W, H, m, n, yMax, xLabel, yLabel, (v) => L(v.toFixed(v < 1 ? 2 : 1)));
       const bw = (W - m.l - m.r) / n;
       ms.forEach((v, t) => {
         const y = H - m.b - (v / yMax) * (H - m.t - m.b);
@@ -461,7 +555,7 @@
       const s = document.createElement("script");
       s.src = url;
       s.onload = () => resolve();
-      s.onerror = () => reject(new Error("could not load " + url));
+      s.onerror = () => reject(new Error(tr("could not load {0}", [url])));
       document.head.appendChild(s);
     });
   }
@@ -469,10 +563,10 @@
   async function start(box) {
     if (box.getAttribute("data-state")) return;
     box.setAttribute("data-state", "loading");
-    box.textContent = "Loading MiniGPT's weights (about 1 MB, from this site)…";
+    box.textContent = tr("Loading MiniGPT's weights (about 1 MB, from this site)…");
     try {
       const F = root.MiniGPTForward, C = root.MiniGPTCosts;
-      if (!F || !C) throw new Error("minigpt_forward.js and costs.js must load before minigpt_live.js");
+      if (!F || !C) throw new Error(tr("minigpt_forward.js and costs.js must load before minigpt_live.js"));
       if (!root.MiniGPTWeights) {
         const base = box.getAttribute("data-assets") || (SCRIPT_URL || "").replace(/[^/]*$/, "");
         await loadScript(base + "minigpt_weights.js");
@@ -484,15 +578,15 @@
       box.live = new Live(box, F, C, model);
     } catch (e) {
       box.setAttribute("data-state", "error");
-      box.textContent = "MiniGPT could not start: " + e.message +
-        ". The weights are written by the site build (`make book`, minigpt.book.web_export).";
+      box.textContent = tr("MiniGPT could not start: {0}. The weights are written by the site build (`make book`, minigpt.book.web_export).",
+        [I18N.translated(e.message)]);
     }
   }
 
   function startAll() {
     document.querySelectorAll("div.mgl[data-minigpt-live]").forEach(start);
   }
-  root.MiniGPTLive = { start, startAll, stepCosts };
+  root.MiniGPTLive = { start, startAll, stepCosts, i18n: I18N };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startAll);
   else startAll();
 })(typeof globalThis !== "undefined" ? globalThis : this);
