@@ -171,11 +171,11 @@ def test_page(name: str, server: str, browser) -> None:
         assert len(visible_search) == 1, f"{len(visible_search)} search boxes visible"
         assert page.locator('script[src*="thebe"], link[href*="thebe"]').count() == 0, "thebe is loaded"
         # The explorers' scripts come from the site, once, and no page carries an inline copy.
-        for name_js in ("costs.js", "explorer.js"):
+        for name_js in ("costs.js", "i18n.js", "explorer.js"):
             assert page.locator(f'script[src^="{_static_prefix(name)}{name_js}"]').count() == 1, name_js
-        inline = page.evaluate(
-            "() => [...document.scripts].filter(s => !s.src && /MiniGPTCosts|MiniGPTExplorer/.test(s.text)).length")
-        assert inline == 0, "an inline copy of costs.js/explorer.js"
+        inline = page.evaluate("() => [...document.scripts].filter(s => !s.src && "
+                               "/MiniGPTCosts|MiniGPTExplorer|MiniGPTI18N/.test(s.text)).length")
+        assert inline == 0, "an inline copy of costs.js/i18n.js/explorer.js"
         for box in page.locator("div.mgx-explorer").all():
             assert box.get_attribute("data-ready") == "1", "explorer script did not run"
             assert box.locator(".mgx-static").count() == 0, "the static-values note stayed"

@@ -13,8 +13,9 @@ they show through it. This file checks, with no browser:
   trigger from the form, has an entry in ui.yml; the failure names the missing ones. The table has no
   entry nothing uses, and each entry keeps its key's {0}, {1}... and HTML tags;
 - minigpt_live.js shows no literal text that bypasses `tr`;
-- the number rule of both scripts (one block, the same in both files) equals
-  `minigpt.book.editions.localize_numbers` on a list of cases, and returns English input unchanged.
+- the number rule of minigpt/web/i18n.js (MiniGPTI18N, the one copy both scripts use) equals
+  `minigpt.book.editions.localize_numbers` on a list of cases, and returns English input unchanged;
+  neither script carries a copy of its own, and explorer.js without i18n.js (a kernel) stays English.
 
 `python tests/test_ui_strings.py` prints the missing entries as YAML lines to translate.
 The pages themselves in Chromium: tests/test_site_es.py.
@@ -45,7 +46,6 @@ WEB = ROOT / "minigpt" / "web"
 UI = ROOT / "locales" / "es" / "ui.yml"
 NODE = shutil.which("node")
 NOTEBOOK_DIRS = ("chapters", "exercises", "decoder_ring")
-BLOCK = re.compile(r"  // ---- The edition's strings .*?// ---- \(end of the block shared [^\n]*\n", re.S)
 
 # Numbers as the pages print them, and texts around numbers: the cases of the JS/Python number rule.
 NUMBER_CASES = [
@@ -373,7 +373,7 @@ def test_live_shows_no_text_that_bypasses_tr() -> None:
     through its template where it is shown)."""
     code = re.sub(r"^\s*//.*$", "", live_source(), flags=re.M)
     bindings = re.findall(r"\b(?:const|let|var|function)\s+tr\b|\btr\s*=>|\(tr[,)]",
-                          re.sub(r"^\s*//.*$", "", BLOCK.sub("", live_source()), flags=re.M))
+                          code)
     assert len(bindings) == 1, "a second binding of the name tr (a table row?) shadows the translation function"
     rest = re.sub(r"\btr\(\s*" + JS_STRING, "tr(", code)
     direct = re.findall(r'(?:\btext:|textContent =|\btitle:|placeholder:|"aria-label":)\s*(' + JS_STRING + ")", rest)
@@ -381,6 +381,7 @@ def test_live_shows_no_text_that_bypasses_tr() -> None:
     assert direct == [], f"literal text that bypasses tr: {direct}"
     examples = json.loads("[" + re.search(r"const EXAMPLES = \[(.*?)\];", code).group(1) + "]")
     allowed = set(examples) | {"new tokens D must be an integer >= 1, got nothing", "mgl-field mgl-inline",
+                               "i18n.js must load before minigpt_live.js",
                                "mgl-plot mgl-flops", "mgl-plot mgl-times", "10px sans-serif", "rotate(-90 12 ",
                                "use strict"}
     prose = {json.loads(s) for s in re.findall(JS_STRING, rest)}
@@ -390,24 +391,30 @@ def test_live_shows_no_text_that_bypasses_tr() -> None:
 
 # ---- The number rule: JavaScript against Python ----
 
-def test_both_scripts_carry_the_same_block() -> None:
-    blocks = [BLOCK.findall((WEB / name).read_text(encoding="utf-8")) for name in ("explorer.js", "minigpt_live.js")]
-    assert [len(b) for b in blocks] == [1, 1], "the shared block's markers are missing"
-    assert blocks[0] == blocks[1], "the strings block differs between explorer.js and minigpt_live.js"
+I18N_FUNCTIONS = ("edition", "lang", "localizeNumbers", "templateOf", "tr", "translated", "translateElement")
+
+
+def test_the_strings_have_one_source() -> None:
+    """i18n.js defines the edition's functions; explorer.js and minigpt_live.js use it and define none of them."""
+    source = (WEB / "i18n.js").read_text(encoding="utf-8")
+    for name in I18N_FUNCTIONS:
+        assert f"function {name}(" in source, f"i18n.js does not define {name}"
+    for script in ("explorer.js", "minigpt_live.js"):
+        code = re.sub(r"^\s*//.*$", "", (WEB / script).read_text(encoding="utf-8"), flags=re.M)
+        own = [name for name in (*I18N_FUNCTIONS, "number", "spanish", "fill") if f"function {name}(" in code]
+        assert not own, f"{script} defines its own {own}: the edition's strings live in i18n.js"
+        assert "MiniGPTI18N" in code and "THIN" not in code and "\\p{Nd}" not in code, script
 
 
 @pytest.mark.skipif(NODE is None, reason="needs node")
-@pytest.mark.parametrize("script", ["explorer.js", "minigpt_live.js"])
-def test_js_numbers_match_localize_numbers(script: str) -> None:
-    """I18N.localizeNumbers and templateOf of each script (on a page without document, MiniGPT live finds no
-    box) against editions.localize_numbers and NUMBER on every case; English unchanged; `translated` and `tr`
-    with a table, and with none (English: the input itself)."""
+def test_js_numbers_match_localize_numbers() -> None:
+    """MiniGPTI18N.localizeNumbers and templateOf (i18n.js) against editions.localize_numbers and NUMBER on
+    every case; English unchanged; `translated` and `tr` with a table, and with none (English: the input
+    itself)."""
     table = {"{0} tokens": "{0} tókenes", "yes": "sí", "Done: {0} new tokens.": "Hecho: {0} tokens nuevos."}
     js = f"""
-      globalThis.document = {{currentScript: null, readyState: "complete", querySelectorAll: () => []}};
-      require({json.dumps(str(WEB / "costs.js"))});
-      require({json.dumps(str(WEB / script))});
-      const I = (globalThis.MiniGPTExplorer || globalThis.MiniGPTLive).i18n;
+      require({json.dumps(str(WEB / "i18n.js"))});
+      const I = globalThis.MiniGPTI18N;
       const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
       const en = {{
         tr: I.tr("Done: {{0}} new tokens.", [32768]), translated: cases.map((t) => I.translated(t)),
@@ -434,6 +441,22 @@ def test_js_numbers_match_localize_numbers(script: str) -> None:
     assert got["lang"] == "es"
     assert got["en"] == {"tr": "Done: 32768 new tokens.", "translated": NUMBER_CASES, "local": NUMBER_CASES,
                          "lang": "en"}
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node")
+@pytest.mark.parametrize("with_i18n", [False, True])
+def test_explorer_uses_i18n_when_it_is_there(with_i18n: bool) -> None:
+    """explorer.js looks MiniGPTI18N up when it uses it: loaded after it (or never, as in a kernel, where it
+    prints English as it is) and with a Spanish table, the compact tick labels follow the table's edition."""
+    js = f"""
+      require({json.dumps(str(WEB / "costs.js"))});
+      require({json.dumps(str(WEB / "explorer.js"))});
+      if ({json.dumps(with_i18n)}) require({json.dumps(str(WEB / "i18n.js"))});
+      globalThis.MiniGPTStrings = {{lang: "es", strings: {{}}}};
+      const E = globalThis.MiniGPTExplorer;
+      process.stdout.write(JSON.stringify([E.localCompact("12.3k"), E.localCompact("32,768")]));
+    """
+    assert _node(js) == (["12,3k", "32\u202f768"] if with_i18n else ["12.3k", "32,768"])
 
 
 if __name__ == "__main__":  # the missing entries, as YAML lines to translate

@@ -29,9 +29,10 @@ and writes the formatted text into the HTML, so the page shows numbers before (o
 and nbval compares them with the committed output.
 
 **Where the JavaScript comes from.** The explorer's HTML carries no script of its own except its JSON
-spec. On the static site `costs.js` and `explorer.js` are served once, as files of the site
-(``_config.yml``: ``html_static_path`` adds ``minigpt/web``, ``html_js_files`` loads both on every page;
-`explorer.js` wires every explorer when the page has loaded). A live kernel (Jupyter, Colab, whose
+spec. On the static site `costs.js`, `i18n.js` (the edition's strings) and `explorer.js` are served once,
+as files of the site (``_config.yml``: ``html_static_path`` adds ``minigpt/web``, ``html_js_files`` loads
+them on every page; `explorer.js` wires every explorer when the page has loaded). A kernel needs no
+`i18n.js`: it has no edition's table, and `explorer.js` without it prints English. A live kernel (Jupyter, Colab, whose
 output frames are sandboxed and see no site) needs them inline: ``inline=None`` decides by environment,
 inlining unless ``MINIGPT_EXPLORER_JS=site``, which `scripts/execute_notebooks.py` (``make notebooks``)
 sets, so the committed outputs hold no JavaScript. nbval re-executes in a plain kernel, which inlines;

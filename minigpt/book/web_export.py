@@ -28,7 +28,7 @@ from minigpt import Pretrained, load_pretrained
 FORMAT = "minigpt-web/1"
 WEIGHTS_ASSET = "minigpt_weights.js"
 # The browser-side files served next to the weights (sources in minigpt/web/).
-SCRIPTS = ("costs.js", "minigpt_forward.js", "minigpt_live.js", "minigpt_live.css")
+SCRIPTS = ("costs.js", "i18n.js", "minigpt_forward.js", "minigpt_live.js", "minigpt_live.css")
 
 
 def web_weights(pretrained: Pretrained) -> tuple[dict[str, Any], bytes]:

@@ -5,9 +5,10 @@
 // or an earlier output ("m.L" reads a field), anything else is a literal. On the book's site this file
 // and costs.js are loaded once per page and wire every explorer when the page has loaded; in a kernel
 // they are inlined after the explorer, which calls `MiniGPTExplorer.initAll()`.
-// On a page of another edition (globalThis.MiniGPTStrings, the Spanish site) `init` shows every text of the
-// box through the edition's table (title, labels, options, note, plot axes and legend, values, errors) and
-// writes the numbers it prints the edition's way; without it (English, a kernel) nothing changes.
+// On a page of another edition (globalThis.MiniGPTStrings, the Spanish site, read by i18n.js) `init` shows
+// every text of the box through the edition's table (title, labels, options, note, plot axes and legend,
+// values, errors) and writes the numbers it prints the edition's way; without it (English, a kernel)
+// nothing changes.
 (function (root) {
   "use strict";
   if (root.MiniGPTExplorer) return;  // several explorers on one page share one copy
@@ -16,91 +17,12 @@
 
   const MISSING = undefined;
 
-  // ---- The edition's strings (this block is the same in explorer.js and minigpt_live.js) ----
-  // On the Spanish site every page's head sets globalThis.MiniGPTStrings = {lang, strings}: English -> the
-  // edition's string, from locales/<lang>/ui.yml (minigpt.book.sphinx_editions.add_ui_strings). On English
-  // pages and in a kernel it is undefined, and every function here returns its English input as it is.
-  // NUMBER and localizeNumbers are the twins of minigpt.book.editions.NUMBER and localize_numbers (Python's
-  // Unicode \w and \d written \p{L}\p{N}_ and \p{Nd}); tests/test_ui_strings.py checks both copies on the
-  // same cases, and that every string passed through the table has an entry in locales/es/ui.yml.
-  const I18N = (function () {
-    // Made when first needed, so that an English page never compiles it (a browser without lookbehind or
-    // \p{...} in regular expressions still runs the English explorers).
-    let NUMBER = null;
-    function number() {
-      const W = "\\p{L}\\p{N}_";
-      return NUMBER || (NUMBER = new RegExp("(?<![" + W + ".,])([-−+]?)(\\p{Nd}{1,3}(?:,\\p{Nd}{3})+|\\p{Nd}+)" +
-        "(?:\\.(\\p{Nd}+))?(e[-+]?\\p{Nd}+)?(?![" + W + "]|[.,]\\p{Nd})", "gu"));
-    }
-    const THIN = "\u202f";  // narrow no-break space: the Spanish thousands separator, from five digits on
-    const own = (o, k) => !!o && Object.prototype.hasOwnProperty.call(o, k);
-
-    function edition() {
-      const s = root.MiniGPTStrings;
-      return s && s.lang && s.lang !== "en" ? s : null;
-    }
-    function lang() {
-      const e = edition();
-      return e ? e.lang : "en";
-    }
-    function spanish(sign, whole, frac, exp) {
-      const digits = Array.from(whole.replace(/,/g, ""));
-      let out = digits.join("");
-      if (digits.length >= 5) {
-        const head = digits.length % 3 || 3;
-        out = digits.slice(0, head).join("");
-        for (let i = head; i < digits.length; i += 3) out += THIN + digits.slice(i, i + 3).join("");
-      }
-      return sign + out + (frac === undefined ? "" : "," + frac) + (exp || "");
-    }
-    // Every number of a string written the edition's way ("32,768" -> "32 768", "3.95" -> "3,95").
-    function localizeNumbers(text, to) {
-      to = to === undefined ? lang() : to;
-      if (to === "en") return String(text);
-      return String(text).replace(number(), (m, sign, whole, frac, exp) => spanish(sign, whole, frac, exp));
-    }
-    // A text with each number replaced by {0}, {1}, ... (the numbers pushed onto `numbers`).
-    function templateOf(text, numbers) {
-      let i = 0;
-      return String(text).replace(number(), (m) => { if (numbers) numbers.push(m); return "{" + i++ + "}"; });
-    }
-    function fill(template, args) {
-      return template.replace(/\{(\d+)\}/g, (m, i) => (+i < args.length ? args[+i] : m));
-    }
-    // One string of the interface in the edition's language (the English where the table has none). Its
-    // {0}, {1}, ... take args: a number written the edition's way, a string as it is.
-    function tr(text, args) {
-      const e = edition();
-      const out = e && own(e.strings, text) ? e.strings[text] : text;
-      return args ? fill(out, args.map((x) => (typeof x === "number" ? localizeNumbers(String(x)) : String(x)))) : out;
-    }
-    // A text computed in English with numbers in it (a formatted value, an error message): the table's entry
-    // for the whole text, else for its template (numbers as {0}, {1}, ...) with its own numbers written the
-    // edition's way, else the text with only its numbers rewritten.
-    function translated(text) {
-      const e = edition();
-      text = String(text);
-      if (!e) return text;
-      if (own(e.strings, text)) return e.strings[text];
-      const numbers = [], template = templateOf(text, numbers);
-      if (numbers.length && own(e.strings, template)) return fill(e.strings[template], numbers.map((n) => localizeNumbers(n)));
-      return localizeNumbers(text);
-    }
-    // An element of the page in the edition's language: the table's entry for its HTML (as the browser
-    // serializes it: innerHTML), else its text with the numbers rewritten.
-    function translateElement(node) {
-      const e = edition();
-      if (!e) return;
-      if (own(e.strings, node.innerHTML)) {
-        node.innerHTML = e.strings[node.innerHTML];
-        return;
-      }
-      const walk = document.createTreeWalker(node, 4);  // NodeFilter.SHOW_TEXT
-      for (let t = walk.nextNode(); t; t = walk.nextNode()) t.nodeValue = localizeNumbers(t.nodeValue);
-    }
-    return { edition, lang, localizeNumbers, templateOf, tr, translated, translateElement };
-  })();
-  // ---- (end of the block shared with explorer.js / minigpt_live.js) ----
+  // The edition's strings: MiniGPTI18N (i18n.js), looked up when used, so the order the page loads the
+  // scripts in does not matter. Without it (a kernel, where only costs.js and this file are inlined) every
+  // text stays the English it is: the kernel has no edition's table anyway.
+  const ENGLISH = {edition: () => null, localizeNumbers: String, tr: String, translated: String,
+    translateElement: () => {}};
+  const I18N = () => root.MiniGPTI18N || ENGLISH;
 
   function lookup(ref, env) {
     const [root, ...fields] = ref.split(".");
@@ -170,7 +92,7 @@
   // A compact tick label in the edition's way: "12.3k" -> "12,3k" (the number before the suffix rewritten).
   function localCompact(label) {
     const m = /^(.*\d)([kMGTPE])$/.exec(label);
-    return m ? I18N.localizeNumbers(m[1]) + m[2] : I18N.localizeNumbers(label);
+    return m ? I18N().localizeNumbers(m[1]) + m[2] : I18N().localizeNumbers(label);
   }
 
   function snap(x, s) {
@@ -300,11 +222,11 @@
     });
     model.yTicks.forEach((t, i) => {
       el("line", {x1: m.l, x2: W - m.r, y1: Y(t), y2: Y(t), stroke: "#ddd"}, g);
-      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = I18N.translated(model.yLabels[i]);
+      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = I18N().translated(model.yLabels[i]);
     });
-    el("text", {x: (m.l + W - m.r) / 2, y: H - 6, "text-anchor": "middle"}, g).textContent = I18N.tr(plot.x_label);
+    el("text", {x: (m.l + W - m.r) / 2, y: H - 6, "text-anchor": "middle"}, g).textContent = I18N().tr(plot.x_label);
     el("text", {x: 12, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
-      transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")"}, g).textContent = I18N.tr(plot.y_label);
+      transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")"}, g).textContent = I18N().tr(plot.y_label);
     const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
     series.forEach((s, i) => {
       let d = "", pen = false;
@@ -317,7 +239,7 @@
         "data-series": s.label}, g);
       const ly = m.t + 14 + 14 * i;
       el("line", {x1: m.l + 8, x2: m.l + 24, y1: ly - 4, y2: ly - 4, stroke: colors[i % colors.length], "stroke-width": "2"}, g);
-      el("text", {x: m.l + 28, y: ly}, g).textContent = I18N.tr(s.label);
+      el("text", {x: m.l + 28, y: ly}, g).textContent = I18N().tr(s.label);
     });
     const xc = Object.assign({}, spec.constants, values)[plot.x];
     if (typeof xc === "number" && xc >= plot.x_min && xc <= plot.x_max) {
@@ -329,10 +251,10 @@
   // The box's own texts in the edition's language, once (title, labels, options, note, the static line);
   // the values and the plot are written in it at each update. English pages: nothing to do.
   function translateBox(box) {
-    if (!I18N.edition() || box.mgxTranslated) return;
+    if (!I18N().edition() || box.mgxTranslated) return;
     box.mgxTranslated = true;
-    box.querySelectorAll(".mgx-title, .mgx-row > label, .mgx-note, .mgx-static").forEach(I18N.translateElement);
-    box.querySelectorAll("option").forEach((o) => { o.textContent = I18N.translated(o.textContent); });
+    box.querySelectorAll(".mgx-title, .mgx-row > label, .mgx-note, .mgx-static").forEach(I18N().translateElement);
+    box.querySelectorAll("option").forEach((o) => { o.textContent = I18N().translated(o.textContent); });
   }
 
   function init(box) {
@@ -358,7 +280,7 @@
         const v = current[s.name], h = holder(s.name);
         h.setAttribute("data-value", typeof v === "string" ? v : JSON.stringify(v));
         const shown = h.querySelector(".mgx-value");
-        if (shown) shown.textContent = I18N.translated(s.fmt ? format(s.fmt, v, C) : (typeof v === "number" ? group(v) : ""));
+        if (shown) shown.textContent = I18N().translated(s.fmt ? format(s.fmt, v, C) : (typeof v === "number" ? group(v) : ""));
       }
       const {env, errors} = evaluateAll(spec, current, C);
       for (const o of spec.outputs) {
@@ -370,11 +292,11 @@
         if (error) {
           node.setAttribute("data-error", error);
           node.setAttribute("data-value", "");
-          node.textContent = "— (" + I18N.translated(error) + ")";
+          node.textContent = "— (" + I18N().translated(error) + ")";
         } else {
           const x = env[o.name];
           node.setAttribute("data-value", typeof x === "string" ? x : JSON.stringify(x));
-          node.textContent = I18N.translated(text);
+          node.textContent = I18N().translated(text);
           node.removeAttribute("data-error");
         }
       }
@@ -415,7 +337,7 @@
   }
 
   root.MiniGPTExplorer = {init, initAll, compact, format, valueAt, positionOf, evaluate, evaluateAll, plotModel,
-    tickLabels, localCompact, i18n: I18N};
+    tickLabels, localCompact};
   // On the book's site this file is loaded in the page's head: wire the explorers once the page is parsed.
   if (typeof document !== "undefined") {
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initAll);

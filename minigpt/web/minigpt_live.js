@@ -1,6 +1,6 @@
 // MiniGPT live: the page that runs MiniGPT in the reader's browser and draws its KV cache filling.
-// Needs MiniGPTForward (minigpt_forward.js) and MiniGPTCosts (costs.js) loaded first; loads the
-// weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
+// Needs MiniGPTForward (minigpt_forward.js), MiniGPTCosts (costs.js) and MiniGPTI18N (i18n.js) loaded
+// first; loads the weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
 // Every count beside a step comes from MiniGPTCosts, the browser twin of minigpt.costs.
 // Every string the reader sees goes through `tr` (the edition's table, MiniGPTStrings, on the Spanish site;
 // templates with {0}, {1}, ... where a string is built from values); MiniGPT's own words stay English.
@@ -31,91 +31,9 @@
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 
-  // ---- The edition's strings (this block is the same in explorer.js and minigpt_live.js) ----
-  // On the Spanish site every page's head sets globalThis.MiniGPTStrings = {lang, strings}: English -> the
-  // edition's string, from locales/<lang>/ui.yml (minigpt.book.sphinx_editions.add_ui_strings). On English
-  // pages and in a kernel it is undefined, and every function here returns its English input as it is.
-  // NUMBER and localizeNumbers are the twins of minigpt.book.editions.NUMBER and localize_numbers (Python's
-  // Unicode \w and \d written \p{L}\p{N}_ and \p{Nd}); tests/test_ui_strings.py checks both copies on the
-  // same cases, and that every string passed through the table has an entry in locales/es/ui.yml.
-  const I18N = (function () {
-    // Made when first needed, so that an English page never compiles it (a browser without lookbehind or
-    // \p{...} in regular expressions still runs the English explorers).
-    let NUMBER = null;
-    function number() {
-      const W = "\\p{L}\\p{N}_";
-      return NUMBER || (NUMBER = new RegExp("(?<![" + W + ".,])([-−+]?)(\\p{Nd}{1,3}(?:,\\p{Nd}{3})+|\\p{Nd}+)" +
-        "(?:\\.(\\p{Nd}+))?(e[-+]?\\p{Nd}+)?(?![" + W + "]|[.,]\\p{Nd})", "gu"));
-    }
-    const THIN = "\u202f";  // narrow no-break space: the Spanish thousands separator, from five digits on
-    const own = (o, k) => !!o && Object.prototype.hasOwnProperty.call(o, k);
-
-    function edition() {
-      const s = root.MiniGPTStrings;
-      return s && s.lang && s.lang !== "en" ? s : null;
-    }
-    function lang() {
-      const e = edition();
-      return e ? e.lang : "en";
-    }
-    function spanish(sign, whole, frac, exp) {
-      const digits = Array.from(whole.replace(/,/g, ""));
-      let out = digits.join("");
-      if (digits.length >= 5) {
-        const head = digits.length % 3 || 3;
-        out = digits.slice(0, head).join("");
-        for (let i = head; i < digits.length; i += 3) out += THIN + digits.slice(i, i + 3).join("");
-      }
-      return sign + out + (frac === undefined ? "" : "," + frac) + (exp || "");
-    }
-    // Every number of a string written the edition's way ("32,768" -> "32 768", "3.95" -> "3,95").
-    function localizeNumbers(text, to) {
-      to = to === undefined ? lang() : to;
-      if (to === "en") return String(text);
-      return String(text).replace(number(), (m, sign, whole, frac, exp) => spanish(sign, whole, frac, exp));
-    }
-    // A text with each number replaced by {0}, {1}, ... (the numbers pushed onto `numbers`).
-    function templateOf(text, numbers) {
-      let i = 0;
-      return String(text).replace(number(), (m) => { if (numbers) numbers.push(m); return "{" + i++ + "}"; });
-    }
-    function fill(template, args) {
-      return template.replace(/\{(\d+)\}/g, (m, i) => (+i < args.length ? args[+i] : m));
-    }
-    // One string of the interface in the edition's language (the English where the table has none). Its
-    // {0}, {1}, ... take args: a number written the edition's way, a string as it is.
-    function tr(text, args) {
-      const e = edition();
-      const out = e && own(e.strings, text) ? e.strings[text] : text;
-      return args ? fill(out, args.map((x) => (typeof x === "number" ? localizeNumbers(String(x)) : String(x)))) : out;
-    }
-    // A text computed in English with numbers in it (a formatted value, an error message): the table's entry
-    // for the whole text, else for its template (numbers as {0}, {1}, ...) with its own numbers written the
-    // edition's way, else the text with only its numbers rewritten.
-    function translated(text) {
-      const e = edition();
-      text = String(text);
-      if (!e) return text;
-      if (own(e.strings, text)) return e.strings[text];
-      const numbers = [], template = templateOf(text, numbers);
-      if (numbers.length && own(e.strings, template)) return fill(e.strings[template], numbers.map((n) => localizeNumbers(n)));
-      return localizeNumbers(text);
-    }
-    // An element of the page in the edition's language: the table's entry for its HTML (as the browser
-    // serializes it: innerHTML), else its text with the numbers rewritten.
-    function translateElement(node) {
-      const e = edition();
-      if (!e) return;
-      if (own(e.strings, node.innerHTML)) {
-        node.innerHTML = e.strings[node.innerHTML];
-        return;
-      }
-      const walk = document.createTreeWalker(node, 4);  // NodeFilter.SHOW_TEXT
-      for (let t = walk.nextNode(); t; t = walk.nextNode()) t.nodeValue = localizeNumbers(t.nodeValue);
-    }
-    return { edition, lang, localizeNumbers, templateOf, tr, translated, translateElement };
-  })();
-  // ---- (end of the block shared with explorer.js / minigpt_live.js) ----
+  // The edition's strings: MiniGPTI18N (i18n.js), loaded before this file like costs.js and minigpt_forward.js.
+  const I18N = root.MiniGPTI18N;
+  if (!I18N) throw new Error("i18n.js must load before minigpt_live.js");
   const tr = I18N.tr, L = I18N.localizeNumbers;
 
   // ---- The costs of one step, from the book's formulas (2 FLOPs per multiply-add, fp32: s = 4) ----
@@ -586,7 +504,7 @@
   function startAll() {
     document.querySelectorAll("div.mgl[data-minigpt-live]").forEach(start);
   }
-  root.MiniGPTLive = { start, startAll, stepCosts, i18n: I18N };
+  root.MiniGPTLive = { start, startAll, stepCosts };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startAll);
   else startAll();
 })(typeof globalThis !== "undefined" ? globalThis : this);
