@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from minigpt.book import catalogs  # noqa: E402
+from minigpt.book import catalogs, edition_notebooks  # noqa: E402
 
 
 def cmd_update(lang: str) -> int:
@@ -119,7 +119,7 @@ def cmd_check(lang: str) -> int:
 def edition_notebook(page: str, lang: str) -> tuple[str, set[str]]:
     """The edition's notebook of a page as the file's text, and the messages it could not place."""
     english = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
-    notebook, missing = catalogs.translate_notebook(english, catalogs.read(catalogs.catalog_path(page, lang)))
+    notebook, missing = edition_notebooks.translate_notebook(english, catalogs.read(catalogs.catalog_path(page, lang)))
     notebook.setdefault("metadata", {})["language_info"] = english.get("metadata", {}).get("language_info", {})
     if page.startswith("exercises/ex"):
         # The graded exercises' feedback in the notebook's language: a cell after the (unchanged) setup cell.
@@ -144,7 +144,7 @@ def cmd_notebooks(lang: str) -> int:
         if missing:
             print(f"{page}: {len(missing)} message(s) not placed, e.g. {sorted(missing)[0][:70]!r}", file=sys.stderr)
             bad += 1
-        path = catalogs.edition_notebook_path(page, lang)
+        path = edition_notebooks.edition_notebook_path(page, lang)
         wanted.add(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:

@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup
 from test_site import book_pages
 
-from minigpt.book import catalogs, editions
+from minigpt.book import catalogs, edition_notebooks, editions
 
 ROOT = Path(__file__).resolve().parent.parent
 LANG = "es"
@@ -112,7 +112,7 @@ def test_spanish_colab_buttons_open_the_spanish_notebook(site: Path, page: str) 
     links = set(re.findall(r'https://colab\.research\.google\.com/github/[^"]+', html))
     want = f"blob/main/locales/{LANG}/{catalogs.NOTEBOOKS}/{page}.ipynb"
     assert links and all(link.endswith(want) for link in links), f"{page}: Colab links {sorted(links)}"
-    assert catalogs.edition_notebook_path(page, LANG).is_file()
+    assert edition_notebooks.edition_notebook_path(page, LANG).is_file()
 
 
 def test_the_english_detector_can_fail() -> None:

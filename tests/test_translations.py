@@ -21,7 +21,7 @@ import pytest
 import yaml
 from babel.messages.catalog import Catalog
 
-from minigpt.book import catalogs, editions
+from minigpt.book import catalogs, edition_notebooks, editions
 
 LANG = "es"
 PAGES = catalogs.pages(LANG)
@@ -196,7 +196,7 @@ def test_the_spanish_notebook_is_generated_fresh_from_the_catalog(page):
     """The committed Colab notebook equals what the catalog and the English notebook give now."""
     text, missing = _translations_script().edition_notebook(page, LANG)
     assert not missing, f"{page}: messages no markdown cell holds: {sorted(missing)[:3]}"
-    path = catalogs.edition_notebook_path(page, LANG)
+    path = edition_notebooks.edition_notebook_path(page, LANG)
     assert path.exists(), f"{path} missing: run `make translations`"
     assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run `make translations`"
 
@@ -206,7 +206,7 @@ def test_a_spanish_notebook_keeps_code_and_translates_prose():
 
     page = "chapters/03_decode_memory_bound"
     english = json.loads((catalogs.ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
-    spanish = json.loads(catalogs.edition_notebook_path(page, LANG).read_text(encoding="utf-8"))
+    spanish = json.loads(edition_notebooks.edition_notebook_path(page, LANG).read_text(encoding="utf-8"))
     assert len(english["cells"]) == len(spanish["cells"])
     for en, es in zip(english["cells"], spanish["cells"], strict=True):
         if en["cell_type"] == "code":
@@ -218,7 +218,7 @@ def test_a_spanish_notebook_keeps_code_and_translates_prose():
 def test_translate_markdown_places_blocks_not_fragments():
     """A short message ("layers") is replaced where it is a whole block (a table cell), never inside text."""
     source = "| symbol | meaning |\n|---|---|\n| $L$ | layers |\n\nThe layers of a model\nare stacked.\n"
-    out, placed = catalogs.translate_markdown(
+    out, placed = edition_notebooks.translate_markdown(
         source,
         {"layers": "capas", "The layers of a model are stacked.": "Las capas se apilan.", "meaning": "significado"},
     )
