@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import profiles  # the Hypothesis profile (ci or thorough), loaded before any test module is imported
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +22,11 @@ SKIP_SANDBOX_ENV = "MINIGPT_SKIP_SANDBOX"
 #: Set to 1 to run without llama.cpp (llama-cpp-python, installed by `make install` from wheels/): the tests
 #: marked `llamacpp` are then skipped, said so in the last line. Without it, a missing llama_cpp fails the run.
 SKIP_LLAMACPP_ENV = "MINIGPT_SKIP_LLAMACPP"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (f"hypothesis profile: {profiles.PROFILE} (examples x{profiles.PROFILES[profiles.PROFILE]}; "
+            f"{profiles.PROFILE_ENV}=thorough for ten times as many)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
