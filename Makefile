@@ -14,15 +14,21 @@ WEB     := _build/assets/minigpt-web/minigpt_weights.js
 export PYTHONHASHSEED := 0
 
 NOTEBOOKS = $(wildcard chapters/*.ipynb exercises/*.ipynb decoder_ring/*.ipynb)
+# A cell's hang guard: the slowest cell takes about 30 s on 2 cores (CONTRIBUTING.md), so 600 s is a hang.
 NBVAL_ARGS ?= --nbval-cell-timeout=600
 NB ?=
+# pytest-xdist workers for the unit, notebook and site tests: one per core (JOBS=1 runs them in one process).
+# Each worker runs torch on one thread (tests/conftest.py), so two workers do not fight over two cores.
+JOBS ?= auto
+XDIST := -n $(JOBS)
 
-.PHONY: help install book test unit unit-portable nbval nbval-portable site lint notebooks translations bench clean
+.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench clean
 
 help:
 	@echo "make book        build the static site, English into _build/html, Spanish into _build/html/es (warnings are errors)"
-	@echo "make test        lint, unit tests, nbval over every notebook, book build, browser check"
-	@echo "make nbval-portable  nbval under other float kernels (no AVX, MKL's reproducible path, 1 thread)"
+	@echo "make test        lint, unit tests, nbval over every notebook (portable kernels), book build, browser check"
+	@echo "make test-thorough  the unit tests with ten times the Hypothesis examples (HYPOTHESIS_PROFILE=thorough)"
+	@echo "make nbval-native  nbval with this machine's own float kernels (make test runs the portable ones)"
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
 	@echo "make translations  bring the Spanish catalogs and notebooks in step with the English pages"
 	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py, scripts/grade_class_demo.py)"
@@ -59,33 +65,44 @@ book: $(STAMP) $(VENDOR) $(WEB)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# loadgroup: the tests marked xdist_group(name) run on one worker (the distributed tests share the loopback
+# rendezvous ports; the grader's tests share the class folders' fixtures).
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not site"
+	$(BIN)/python -m pytest tests -m "not site" $(XDIST) --dist loadgroup
 
+# The same unit tests drawing ten times the Hypothesis examples (tests/profiles.py): before a release, or
+# after changing a mechanism. Not part of `make test` (CONTRIBUTING.md, "The suite's budget").
+test-thorough: $(STAMP)
+	HYPOTHESIS_PROFILE=thorough $(MAKE) --no-print-directory unit
+
+# Strict nbval over every notebook, once, under other float kernels than the machine's best: no AVX2/AVX-512
+# kernels (ATEN_CPU_CAPABILITY=default), MKL's reproducible path (MKL_CBWR=COMPATIBLE), one thread. Outputs
+# are committed from the machine's own kernels (`make notebooks`), so a committed output that changes here
+# depends on the CPU and would fail on a reader's machine (CONTRIBUTING.md, "Outputs that depend on the
+# CPU"). Notebooks run in parallel, each whole on one worker (--dist loadscope: its cells share a kernel).
 # pytest exits with 5 when it collects nothing (no notebooks yet): that is not a failure.
-nbval: $(STAMP)
-	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks yet"; exit 0; fi; \
-	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
+PORTABLE := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MINIGPT_DEVICE=cpu
+NBVAL_RUN = @if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks yet"; exit 0; fi; \
+	$(1) $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env $(XDIST) --dist loadscope \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_ARGS) $(NOTEBOOKS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "nbval: no tests collected"; exit 0; fi; exit $$rc
 
-# The same notebooks under other float kernels than the machine's best: no AVX2/AVX-512 kernels
-# (ATEN_CPU_CAPABILITY=default), MKL's reproducible path (MKL_CBWR=COMPATIBLE), one thread. A committed
-# output that changes here depends on the CPU and would fail on a reader's machine (CONTRIBUTING.md,
-# "Outputs that depend on the CPU"). `make test` runs nbval both ways.
-PORTABLE := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MINIGPT_DEVICE=cpu
+nbval: $(STAMP)
+	$(call NBVAL_RUN,$(PORTABLE))
 
-nbval-portable: $(STAMP)
-	$(PORTABLE) $(MAKE) --no-print-directory nbval
+# The same with this machine's own kernels and threads (not part of `make test`: the portable run above
+# already compares the committed, machine-made outputs with another machine's arithmetic).
+nbval-native: $(STAMP)
+	$(call NBVAL_RUN,)
 
 # The unit tests under the same kernels (not part of `make test`: run it when a float tolerance changes).
 unit-portable: $(STAMP)
 	$(PORTABLE) $(MAKE) --no-print-directory unit
 
 site: $(STAMP)
-	$(BIN)/python -m pytest tests -m site
+	$(BIN)/python -m pytest tests -m site $(XDIST) --dist loadgroup
 
-test: lint unit nbval nbval-portable book site
+test: lint unit nbval book site
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py $(NB)

@@ -30,6 +30,13 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # One torch thread per pytest-xdist worker (`make test` runs one worker per core): two workers each
+        # with a pool as wide as the machine would fight over its cores, and the tests' tiny forwards were
+        # 30-50x slower with a contended pool (measured). A test about threads sets them itself.
+        import torch
+
+        torch.set_num_threads(1)
     config.addinivalue_line(
         "markers", "site: needs the built book in _build/html (run after `make book`; `make site`)"
     )
@@ -135,6 +142,24 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def server(built_site: Path):
+    """The built site over HTTP on a loopback port: one server per session (per xdist worker)."""
+    from site_browser import serve
+
+    with serve(built_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium: one per session (per xdist worker), shared by every site test it runs."""
+    from site_browser import chromium
+
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import costs
 
@@ -43,7 +44,7 @@ def _walk(P: int, d: int, bq: int, bk: int, kv_outer: bool, causal: bool) -> int
     return sum(moved.values())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(P=st.integers(1, 70), d=st.sampled_from([1, 4, 16]), bq=st.integers(1, 20), bk=st.integers(1, 20),
        kv_outer=st.booleans(), causal=st.booleans())
 def test_tiled_attention_hbm_bytes_counts_every_access(P, d, bq, bk, kv_outer, causal):

@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import ModelConfig, generate
 from minigpt.measure import sweeps
@@ -154,7 +155,7 @@ def test_truncate_rewinds_the_static_cache() -> None:
         decoder.cache.truncate(5)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(L=st.integers(1, 2), H_kv=st.sampled_from([1, 2, 4]), d_h=st.sampled_from([4, 8]), B=st.integers(1, 3),
        P=st.integers(1, 6), D=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_static_path_equals_the_model_over_random_shapes(L: int, H_kv: int, d_h: int, B: int, P: int, D: int,

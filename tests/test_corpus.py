@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt.corpus import (
     corpus_stats,
@@ -112,7 +113,7 @@ def test_rules_are_printable() -> None:
 # ----------------------------------------------------------------------------- generator
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_generated_sentences_are_grammatical(seed: int) -> None:
     for sentence in generate_sentences(50, seed=seed):
@@ -254,7 +255,7 @@ def test_tense_of() -> None:
     assert tense_of("Last") is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(seed=st.integers(min_value=0, max_value=10**9))
 def test_shuffles_agree_with_the_oracle(seed: int) -> None:
     rng = random.Random(seed)
@@ -283,7 +284,7 @@ def test_swapping_whole_clauses_stays_grammatical() -> None:
     assert is_grammatical("Yesterday he played and I worked .")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(seed=st.integers(min_value=0, max_value=10**9), data=st.data())
 def test_single_word_substitutions_agree_with_the_oracle(seed: int, data: st.DataObject) -> None:
     tokens = generate_sentence(random.Random(seed)).split(" ")

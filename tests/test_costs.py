@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import costs
 from minigpt.costs.presets import HARDWARE, MODELS
@@ -53,7 +54,7 @@ def brute_forward(*, L, T, S, m):
     return L * layer + 2 * m["B"] * m["d"] * m["V"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(m=shapes(), L=st.integers(1, 5), P=st.integers(1, 40), D=st.integers(1, 40))
 def test_closed_forms_equal_brute_force_sums(m, L, P, D):
     assert costs.prefill_flops(L=L, P=P, **m) == brute_forward(L=L, T=P, S=0, m=m)
@@ -67,7 +68,7 @@ def test_closed_forms_equal_brute_force_sums(m, L, P, D):
     assert costs.generation_flops(L=L, P=P, D=D, **m) == costs.prefill_flops(L=L, P=P, **m) + sum(steps)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(m=shapes(), T=st.integers(1, 30), S=st.integers(0, 50))
 def test_layer_flops_matches_ops(m, T, S):
     layer = {k: m[k] for k in ("d", "H_kv", "d_h", "d_ffn", "B")}
@@ -75,7 +76,7 @@ def test_layer_flops_matches_ops(m, T, S):
     assert costs.lm_head_flops(d=m["d"], V=m["V"], T=T, B=m["B"]) == 2 * m["B"] * T * m["d"] * m["V"]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(L=st.integers(1, 8), P=st.integers(1, 60), D=st.integers(1, 60), d=st.integers(1, 256))
 def test_flops_are_twice_the_seed_macs(L, P, D, d):
     """MHA, d_ffn = 4d, no LM head: our 2-FLOP counts are exactly twice the seed's boxed formulas."""
@@ -89,7 +90,7 @@ def test_flops_are_twice_the_seed_macs(L, P, D, d):
     assert costs.no_cache_flops(L=L, P=P, D=D, d=d) == 2 * costs.no_cache_macs_seed(L=L, P=P, D=D, d=d)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(L=st.integers(1, 8), P=st.integers(1, 60), D=st.integers(1, 60), d=st.integers(1, 256))
 def test_seed_sums_equal_their_closed_forms(L, P, D, d):
     assert costs.decode_macs_seed(L=L, P=P, D=D, d=d) == sum(
@@ -228,7 +229,7 @@ def test_wall_clock_of_seed_examples():
     assert (rag.ttft_s, rag.decode_s, rag.total_s) == (8.0, 12.5, 20.5)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     memory=st.integers(0, 10**12),
     weights=st.integers(0, 10**12),
@@ -455,7 +456,7 @@ def test_decode_intensity_limit_is_approached_from_below_as_B_grows():
 
 @given(P=st.integers(0, 20_000), D=st.integers(0, 600), kv=st.integers(0, 10**6), W=st.integers(1, 10**10),
        rate=st.floats(1.0, 1e4))
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 def test_decode_time_with_kv_is_the_sum_of_its_steps(P, D, kv, W, rate):
     """Closed form = the step-by-step sum of Eq. (3.5)'s bytes over the weights' bytes, at the short-context rate."""
     steps = sum(costs.decode_step_bytes(weight_bytes=W, kv_bytes_per_token=kv, S=P + t - 1) for t in range(1, D + 1))

@@ -25,6 +25,10 @@ from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving import Engine, EngineConfig, Request
 from minigpt.serving.trace import poisson_trace
 
+# One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
+# rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
+pytestmark = pytest.mark.xdist_group("distributed")
+
 
 def _alive(pid: int) -> bool:
     try:

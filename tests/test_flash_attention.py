@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs
 from minigpt.measure.counting import count_flops
@@ -48,7 +49,7 @@ shapes = dict(B=st.integers(2, 3), H_kv=st.sampled_from([1, 2]), g=st.sampled_fr
               block_q=st.integers(1, 20), block_k=st.integers(1, 20), seed=st.integers(0, 2**16))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(**shapes)
 def test_tiled_equals_plain_and_sdpa(B, H_kv, g, T, S, d_h, block_q, block_k, seed):
     """S = 0 is a prefill, S > 0 a chunk of T tokens after S cached ones (the offset mask)."""
@@ -58,7 +59,7 @@ def test_tiled_equals_plain_and_sdpa(B, H_kv, g, T, S, d_h, block_q, block_k, se
     torch.testing.assert_close(tiled, sdpa(q, k, v, S), **TOL)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(**shapes)
 def test_non_causal_tiles_equal_full_attention(B, H_kv, g, T, S, d_h, block_q, block_k, seed):
     q, k, v = qkv(B, H_kv * g, H_kv, T, S, d_h, seed)
@@ -87,7 +88,7 @@ def test_skipping_approaches_half_at_long_prefill():
     assert f(True) / f(False) == pytest.approx(0.5 + 64 / (2 * 1024))
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(B=st.integers(2, 3), P=st.integers(1, 30), chunk=st.integers(1, 10), block=st.integers(1, 12),
        H_kv=st.sampled_from([1, 2, 4]), seed=st.integers(0, 2**16))
 def test_minigpt_with_the_flash_kernel(B, P, chunk, block, H_kv, seed):

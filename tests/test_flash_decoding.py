@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, decode_step, prefill
 from minigpt.runtime.attention import combine_chunks, flash_decode, use_attention
@@ -19,7 +20,7 @@ from minigpt.runtime.model import attention
 TOL = dict(rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(B=st.integers(2, 3), H_kv=st.sampled_from([1, 2]), g=st.sampled_from([1, 2, 4]), S=st.integers(1, 200),
        splits=st.integers(1, 64), d_h=st.sampled_from([4, 16]), seed=st.integers(0, 2**16))
 def test_split_decode_equals_plain(B, H_kv, g, S, splits, d_h, seed):
@@ -39,7 +40,7 @@ def test_large_scores_do_not_overflow():
     torch.testing.assert_close(out, attention(q, k, v, None), **TOL)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(B=st.integers(2, 3), P=st.integers(1, 20), D=st.integers(1, 12), splits=st.integers(1, 9),
        seed=st.integers(0, 2**16))
 def test_minigpt_decode_steps_with_flash_decoding(B, P, D, splits, seed):
@@ -76,7 +77,7 @@ def test_occupancy_model():
     assert costs.flash_decoding_speedup(B=1, H_kv=8, S=10, splits=64) == pytest.approx(10.0)  # one key per item
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(B=st.integers(1, 64), H_kv=st.sampled_from([1, 2, 4, 8]), S=st.integers(1, 5000),
        n_sm=st.sampled_from([2, 16, 108, 132]), max_splits=st.integers(1, 80))
 def test_best_splits_is_the_first_argmax_of_the_speedup(B, H_kv, S, n_sm, max_splits):
@@ -97,7 +98,7 @@ def test_best_splits_on_an_h100():
         costs.flash_decoding_best_splits(B=1, H_kv=8, S=8192, max_splits=0)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(K=st.integers(1, 9), c=st.integers(1, 12), scale=st.sampled_from([1.0, 100.0]), seed=st.integers(0, 2**16))
 def test_combine_chunks_is_the_softmax_over_all_keys(K, c, scale, seed):
     """Partials computed chunk by chunk and merged equal one softmax over all K·c keys, even at scores of ~±300

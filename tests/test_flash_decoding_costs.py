@@ -10,6 +10,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import costs
 from minigpt.costs.attention_kernels import A100_SMS
@@ -34,7 +35,7 @@ def _schedule(B, H_kv, S, d_h, s, K, bw, n_sm, g, r_sm, launch) -> float:
     return kernel + sum(g * (K * (d_h + 1) * 4 + d_h * s) for _ in range(B * H_kv)) / bw + launch
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(B=st.integers(1, 4), H_kv=st.integers(1, 4), S=st.integers(1, 3000), K=st.integers(1, 40),
        n_sm=st.integers(1, 20), g=st.integers(1, 8), fast=st.booleans(), launch=st.sampled_from([0.0, 4e-6]))
 def test_flash_decoding_time_is_a_list_schedule_under_the_hbm_ceiling(B, H_kv, S, K, n_sm, g, fast, launch):

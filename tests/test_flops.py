@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import costs
 from minigpt.config import ModelConfig
@@ -31,7 +32,7 @@ def _model(cfg: ModelConfig) -> MiniGPT:
     return MiniGPT(cfg).eval()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(cfg=configs(), P=st.integers(1, 12), S=st.integers(1, 16), B=st.integers(1, 3))
 def test_prefill_and_decode_step_counts_equal_the_formulas(cfg, P, S, B):
     model = _model(cfg)
@@ -52,7 +53,7 @@ def test_prefill_and_decode_step_counts_equal_the_formulas(cfg, P, S, B):
     assert counted == costs.decode_step_flops(S=S, **model_args)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(cfg=configs(), T=st.integers(1, 12))
 def test_full_forward_without_cache_counts_every_logit(cfg, T):
     """Without a cache and without last_only, the LM head runs at all T positions: Eq. (1.6) with T."""

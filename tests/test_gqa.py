@@ -7,13 +7,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, prefill
 from minigpt.runtime.gqa import mean_pool_kv_heads, repeat_kv_heads
 from minigpt.runtime.model import attention, causal_visible
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(H_kv=st.sampled_from([1, 2]), g=st.sampled_from([2, 4]), d_h=st.sampled_from([4, 8]), B=st.integers(2, 3),
        P=st.integers(1, 9), seed=st.integers(0, 2**16))
 def test_grouped_attention_equals_mha_with_repeated_kv_heads(H_kv, g, d_h, B, P, seed):
@@ -59,7 +60,7 @@ def test_mean_pooling_averages_each_group():
         mean_pool_kv_heads(model, 3)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(H_kv=st.sampled_from([1, 2, 4]), g=st.sampled_from([1, 2, 4]), T=st.integers(1, 6), S=st.integers(0, 9),
        B=st.integers(2, 3), seed=st.integers(0, 2**16))
 def test_the_attention_function_with_repeated_heads(H_kv, g, T, S, B, seed):

@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs
 from minigpt.costs.presets import HARDWARE, MODELS
@@ -18,7 +19,7 @@ def _params(config: ModelConfig) -> int:
         return sum(p.numel() for p in MiniGPT(config).parameters())
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(L=st.integers(1, 3), H_kv=st.sampled_from([1, 2, 4]), g=st.sampled_from([1, 2, 4]),
        d_h=st.sampled_from([4, 8]), new=st.sampled_from([1, 2, 4, 8]))
 def test_kv_heads_params_counts_a_real_models_parameters(L, H_kv, g, d_h, new):
@@ -53,7 +54,7 @@ def test_llama2_7b_kv_projections_are_12_percent_and_the_gain_is_1_17():
     assert round(fixed, 2) == 1.03
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(S=st.integers(0, 10**6), B=st.integers(1, 512), memory=st.integers(1, 2**40),
        reserve=st.sampled_from([0.0, 0.1, 0.5]))
 def test_chips_needed_is_the_fewest_chips_that_hold_the_bytes(S, B, memory, reserve):

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs
 from minigpt.measure import kv_memory as km
@@ -23,14 +24,14 @@ def test_utilisation_of_one_request_by_hand():
         km.utilisation([r], policy="lazy", S_max=10)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(b=st.integers(1, 64), S=st.integers(1, 5000))
 def test_paged_slack_is_at_most_b_minus_one(b, S):
     slack = costs.paged_slack_tokens(S=S, block_size=b)
     assert 0 <= slack <= km.paged_waste_bound(block_size=b) == b - 1
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=st.integers(0, 1000), b=st.sampled_from([1, 4, 16, 64]))
 def test_preallocation_never_beats_exact_reservation_and_b1_paging_is_perfect(seed, b):
     requests = km.request_lengths(50, S_max=512, P_median=40, D_median=60, seed=seed)

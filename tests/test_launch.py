@@ -12,6 +12,10 @@ import pytest
 from minigpt.distributed import launch
 from tests.workers import basic
 
+# One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
+# rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
+pytestmark = pytest.mark.xdist_group("distributed")
+
 
 def _alive(pid: int) -> bool:
     try:

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs
 from minigpt.measure.counting import count_flops
@@ -43,7 +44,7 @@ def _decode_logits(model: MiniGPTMLA, tokens: torch.Tensor, P: int) -> torch.Ten
     return torch.cat(outs, dim=1)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(H=st.sampled_from([1, 2, 4]), d_h=st.sampled_from([4, 8]), d_c=st.sampled_from([2, 6, 16]),
        B=st.integers(2, 3), P=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_absorbed_decode_equals_naive(H, d_h, d_c, B, P, seed):

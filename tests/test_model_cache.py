@@ -4,6 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import KVCache, MiniGPT, ModelConfig, generate
 
@@ -27,7 +28,7 @@ def incremental_logits(model: MiniGPT, tokens: torch.Tensor, P: int) -> tuple[to
     return torch.cat(parts, dim=1), cache
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(cfg=configs(), B=st.integers(1, 3), P=st.integers(1, 6), D=st.integers(1, 8), seed=st.integers(0, 99))
 def test_cache_equals_no_cache_fp32(cfg, B, P, D, seed):
     torch.manual_seed(seed)
@@ -40,7 +41,7 @@ def test_cache_equals_no_cache_fp32(cfg, B, P, D, seed):
     torch.testing.assert_close(inc, full, rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(cfg=configs(), B=st.integers(1, 3), P=st.integers(1, 5), seed=st.integers(0, 99))
 def test_greedy_tokens_identical_with_and_without_cache(cfg, B, P, seed):
     torch.manual_seed(seed)

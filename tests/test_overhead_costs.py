@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import costs
 from minigpt.config import ModelConfig
@@ -41,7 +42,7 @@ shapes = st.sampled_from(list(MODELS.values()))
 chips = st.sampled_from(list(HARDWARE.values()))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(m=shapes, hw=chips, n_ops=st.integers(1, 5000), t_op=st.floats(1e-8, 1e-4), B=st.integers(1, 256),
        S=st.integers(0, 32768))
 def test_step_time_is_the_max_or_the_sum_of_its_terms(m, hw, n_ops, t_op, B, S) -> None:
@@ -56,7 +57,7 @@ def test_step_time_is_the_max_or_the_sum_of_its_terms(m, hw, n_ops, t_op, B, S) 
     assert bound == ("overhead" if floor >= traffic else "traffic")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(m=shapes, hw=chips, n_ops=st.integers(1, 5000), t_op=st.floats(1e-7, 1e-4), s=st.sampled_from([0.5, 1, 2, 4]))
 def test_crossover_is_where_the_weights_read_as_long_as_the_floor(m, hw, n_ops, t_op, s) -> None:
     n_star = costs.overhead_crossover_params(n_ops=n_ops, t_op=t_op, bandwidth=hw.bandwidth, s=s)

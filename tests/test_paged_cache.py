@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, decode_step, prefill
 from minigpt.runtime.paged_cache import BlockAllocator, OutOfBlocks, PagedKVCache
@@ -22,7 +23,7 @@ def model() -> MiniGPT:
 MODEL = model()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(block_size=st.integers(1, 7), n=st.integers(2, 5), seed=st.integers(0, 2**16),
        steps=st.lists(st.tuples(st.integers(1, 5), st.sampled_from([1, 1, 2, 3, 6])), min_size=2, max_size=10))
 def test_paged_equals_contiguous_exactly_over_ragged_batches(block_size, n, seed, steps):

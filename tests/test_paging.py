@@ -18,6 +18,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, generate
 from minigpt.costs.presets import HARDWARE, HOST_LINKS, MODELS
@@ -214,7 +215,7 @@ def traces(draw):
     return reqs, dict(num_blocks=num_blocks, block_size=block_size, **config)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(traces())
 def test_every_request_equals_alone_with_both_kinds_of_preemption(trace):
     reqs, settings_ = trace

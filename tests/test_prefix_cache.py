@@ -26,6 +26,7 @@ import torch
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, generate
 from minigpt.runtime.paged_cache import PagedKVCache
@@ -265,7 +266,7 @@ class CacheMachine(RuleBasedStateMachine):
         assert self.pool.allocator.num_free == self.pool.allocator.num_blocks, "a block leaked"
 
 
-CacheMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None,
+CacheMachine.TestCase.settings = settings(max_examples=examples(200), stateful_step_count=40, deadline=None,
                                           suppress_health_check=[HealthCheck.too_slow])
 test_any_sequence_of_operations_keeps_the_cache_whole = CacheMachine.TestCase
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, decode_step, prefill
 from minigpt.runtime.quantized_cache import (
@@ -26,7 +27,7 @@ def configs(draw) -> ModelConfig:
     return ModelConfig(L=draw(st.integers(1, 3)), H=H, H_kv=H_kv, d_h=d_h, d_ffn=4 * H * d_h, V=30, S_max=24)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(config=configs(), B=st.integers(1, 3), bits=st.sampled_from([8, 4]), data=st.data())
 def test_allocated_bytes_equal_the_formula(config, B, bits, data):
     group_size = data.draw(st.sampled_from([g for g in (2, 4, 8, 16, 32) if config.d_h % g == 0]))
@@ -38,7 +39,7 @@ def test_allocated_bytes_equal_the_formula(config, B, bits, data):
         assert formula == costs.int8_kv_bytes(L=config.L, H_kv=config.H_kv, d_h=config.d_h, S=config.S_max, B=B)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(bits=st.sampled_from([8, 4]), group_size=st.sampled_from([2, 4, 8, 16]), seed=st.integers(0, 2**16),
        scale=st.floats(1e-3, 1e3))
 def test_round_trip_error_is_at_most_half_a_step(bits, group_size, seed, scale):
@@ -145,7 +146,7 @@ def test_a_cache_that_quantizes_keys_per_token_fails_the_outlier_test(monkeypatc
         assert err > bound
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(bits=st.sampled_from([8, 4]), G=st.sampled_from([1, 4, 8]), seed=st.integers(0, 2**16),
        scale=st.floats(1e-2, 1e2))
 def test_per_channel_round_trip_and_scale_shape(bits, G, seed, scale):
@@ -161,7 +162,7 @@ def test_per_channel_round_trip_and_scale_shape(bits, G, seed, scale):
     assert bool((error <= step * (0.5 + q_max * 2**-10))[normal].all())
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(chunks=st.lists(st.integers(1, 9), min_size=1, max_size=8), bits=st.sampled_from([8, 4]),
        G=st.sampled_from([2, 4, 8]), cut=st.integers(0, 60), seed=st.integers(0, 999))
 def test_per_channel_keys_written_in_chunks_equal_one_quantization(chunks, bits, G, cut, seed):

@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, Sampling, costs, generate, prefill
 from minigpt.costs.presets import HARDWARE, MODELS
@@ -61,7 +62,7 @@ def traces(draw):
     return reqs, dict(num_blocks=num_blocks, block_size=block_size, **config)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(traces())
 def test_every_request_equals_its_generation_alone(trace):
     """Static or continuous, chunked or not, with prefix hits and preemption: greedy tokens exactly as alone."""

@@ -8,16 +8,13 @@ Debian's /usr/bin/chromium is absent; `.ci/run` installs it, so CI always runs t
 from __future__ import annotations
 
 import dataclasses
-import functools
-import http.server
 import json
 import math
-import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from site_browser import CHROMIUM, SCREENSHOTS, Visit
 
 from minigpt import costs
 from minigpt.book.explorers import evaluate_spec
@@ -28,12 +25,6 @@ def _plain(value: object) -> object:
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 
 pytestmark = [
     pytest.mark.site,
@@ -95,66 +86,11 @@ def book_pages() -> list[str]:
     return [n for n in names if any((ROOT / (n + ext)).is_file() for ext in (".md", ".ipynb"))]
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(built_site: Path):
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-class Visit:
-    """One page load with its console errors and the requests that tried to leave localhost."""
-
-    def __init__(self, browser, url: str, **context_options) -> None:
-        """`context_options` go to `browser.new_context` (e.g. a phone's viewport and is_mobile)."""
-        self.context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **context_options})
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.external: list[str] = []
-        self.failed: list[str] = []
-        self.page.on("console", lambda msg: self._error(msg.text) if msg.type == "error" else None)
-        self.page.on("pageerror", lambda err: self._error(f"uncaught: {err}"))
-        self.page.on("requestfailed", lambda req: self.failed.append(req.url))
-        self.page.route("**/*", self.handler)
-        self.page.goto(url, wait_until="load")
-        self.page.wait_for_load_state("networkidle")
-
-    def _error(self, text: str) -> None:
-        self.errors.append(text)
-
-    def handler(self, route) -> None:
-        host = urlsplit(route.request.url).hostname
-        if route.request.url.startswith("data:") or host in ("127.0.0.1", "localhost"):
-            route.continue_()
-        else:
-            self.external.append(route.request.url)
-            route.abort()
-
-    def close(self) -> None:
-        self.context.close()
-
-
 @pytest.mark.parametrize("name", book_pages())
 def test_page(name: str, server: str, browser) -> None:
+    """One visit per page with all its checks: maths typeset, saved widgets drawn, one search box, the
+    explorers' scripts from the site and wired, a screenshot, then every EXPLORER_CHECKS row of the page;
+    nothing from outside, no missing file, no console error."""
     visit = Visit(browser, f"{server}/{name}.html")
     page = visit.page
     try:
@@ -164,7 +100,7 @@ def test_page(name: str, server: str, browser) -> None:
             assert page.locator("mjx-container").count() >= page.locator(".math").count(), "math not typeset"
             assert page.locator("mjx-merror").count() == 0, "MathJax reports a TeX error"
         if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
-            page.wait_for_selector(".jupyter-widgets", timeout=15_000)
+            page.wait_for_selector(".jupyter-widgets")
             assert page.locator(".widget-slider, .jupyter-widgets").count() > 0
         # One search box at 1280 px (the sidebar's); the header bar repeated it before.
         visible_search = [b for b in page.locator(".search-button-field").all() if b.is_visible()]
@@ -184,6 +120,10 @@ def test_page(name: str, server: str, browser) -> None:
                 assert out.get_attribute("data-value"), f"{out.get_attribute('data-output')} has no value"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / (name.replace("/", "__") + ".png")), full_page=True)
+        # Then the page's explorers recompute as Python does (after the screenshot: the sliders move).
+        for check in EXPLORER_CHECKS:
+            if check[0] == name:
+                check_explorer(page, *check[1:])
         assert visit.external == [], f"requests left localhost: {visit.external}"
         assert visit.failed == [], f"requests failed (missing files?): {visit.failed}"
         assert visit.errors == [], f"console errors: {visit.errors}"
@@ -230,33 +170,31 @@ def _same(expected: object, shown: str) -> bool:
 
 def test_every_explorer_is_checked() -> None:
     assert {check[1] for check in EXPLORER_CHECKS} == EXPLORER_IDS
+    # test_page runs a page's rows: a row whose page is not in the book would never run.
+    assert {check[0] for check in EXPLORER_CHECKS} <= set(book_pages())
 
 
-@pytest.mark.parametrize("page_name, explorer_id, slider, fraction, output, fn", EXPLORER_CHECKS)
-def test_explorer_matches_python(page_name, explorer_id, slider, fraction, output, fn, server, browser):
-    visit = Visit(browser, f"{server}/{page_name}.html")
-    try:
-        box = visit.page.locator(f'div.mgx-explorer[data-explorer="{explorer_id}"]')
-        assert box.count() == 1, f"explorer {explorer_id!r} not found on {page_name}"
-        spec = json.loads(box.locator("script.mgx-spec").text_content())
-        [out_spec] = [o for o in spec["outputs"] if o["name"] == output]
-        assert out_spec.get("fn") == fn, f"{output} calls {out_spec.get('fn')}, not {fn}"
-        shown = box.locator(f'[data-output="{output}"]')
-        before = (shown.get_attribute("data-value"), shown.text_content())
-        # Before anything moves, the page shows the values Python computed for the sliders' initial values.
-        initial = evaluate_spec(spec, _slider_values(box))
-        assert _same(_plain(initial[output]), before[0]), (before, initial[output])
-        _move(box, slider, fraction)
-        values = _slider_values(box)
-        expected = evaluate_spec(spec, values)[output]
-        assert _same(_plain(expected), shown.get_attribute("data-value")), (values, expected)
-        fmt = out_spec["fmt"]
-        text = getattr(costs, fmt["fn"])(expected, **fmt["args"]) if fmt else expected
-        assert shown.text_content() == text, (shown.text_content(), text)
-        assert (shown.get_attribute("data-value"), shown.text_content()) != before, "the output did not change"
-        assert visit.errors == [] and visit.external == []
-    finally:
-        visit.close()
+def check_explorer(page, explorer_id: str, slider: str, fraction: float, output: str, fn: str) -> None:
+    """One row of EXPLORER_CHECKS on a loaded page: the output shows Python's value for the sliders as they
+    are, then the slider moves and the output shows Python's value for the new position, formatted."""
+    box = page.locator(f'div.mgx-explorer[data-explorer="{explorer_id}"]')
+    assert box.count() == 1, f"explorer {explorer_id!r} not found"
+    spec = json.loads(box.locator("script.mgx-spec").text_content())
+    [out_spec] = [o for o in spec["outputs"] if o["name"] == output]
+    assert out_spec.get("fn") == fn, f"{output} calls {out_spec.get('fn')}, not {fn}"
+    shown = box.locator(f'[data-output="{output}"]')
+    before = (shown.get_attribute("data-value"), shown.text_content())
+    # Before this slider moves, the page shows the values Python computes for the sliders as they stand.
+    initial = evaluate_spec(spec, _slider_values(box))
+    assert _same(_plain(initial[output]), before[0]), (before, initial[output])
+    _move(box, slider, fraction)
+    values = _slider_values(box)
+    expected = evaluate_spec(spec, values)[output]
+    assert _same(_plain(expected), shown.get_attribute("data-value")), (values, expected)
+    fmt = out_spec["fmt"]
+    text = getattr(costs, fmt["fn"])(expected, **fmt["args"]) if fmt else expected
+    assert shown.text_content() == text, (shown.text_content(), text)
+    assert (shown.get_attribute("data-value"), shown.text_content()) != before, "the output did not change"
 
 
 def test_chip_select_sets_the_roofline_sliders(server, browser):

@@ -20,18 +20,8 @@ import re
 from pathlib import Path
 
 import pytest
-from test_site import (  # noqa: F401  (fixtures)
-    CHROMIUM,
-    EXPLORER_CHECKS,
-    SCREENSHOTS,
-    Visit,
-    _move,
-    _plain,
-    _same,
-    _slider_values,
-    browser,
-    server,
-)
+from site_browser import CHROMIUM, SCREENSHOTS, Visit, new_context
+from test_site import EXPLORER_CHECKS, _move, _plain, _same, _slider_values
 from test_ui_strings import explorer_boxes, spec_of, translated, ui_table
 
 from minigpt import costs, generate, load_pretrained
@@ -103,7 +93,7 @@ def _typeset(page) -> list[str]:
 
 
 @pytest.mark.parametrize("page", BROWSER_PAGES)
-def test_explorers_show_spanish_and_recompute(page: str, server: str, browser) -> None:  # noqa: F811
+def test_explorers_show_spanish_and_recompute(page: str, server: str, browser) -> None:
     """Title, labels, options, axes and legend from the table; values in Spanish (the table's template
     and Spanish numbers applied to what Python printed for the notebook); no English label left. Then the
     page's sliders move and the outputs recompute in Spanish (`_recompute`); its maths is typeset."""
@@ -137,6 +127,8 @@ def test_explorers_show_spanish_and_recompute(page: str, server: str, browser) -
                 plot = spec["plot"]
                 for label in (plot["x_label"], plot["y_label"], *(s["label"] for s in plot["series"])):
                     assert table[label] in got["svg"], f"{explorer_id}: plot label {label!r} not shown in Spanish"
+        if page == "chapters/01_prefill_vs_decode":
+            _thin_space(visit)
         for case in RECOMPUTE:
             if case[0] == page:
                 _recompute(visit, table, *case[1:5])
@@ -169,23 +161,20 @@ def _recompute(visit, table, explorer_id, slider, fraction, output) -> None:
         assert box.evaluate("(b) => b.querySelector('svg.mgx-plot').innerHTML") != svg_before, "plot not redrawn"
 
 
-def test_a_large_value_gets_the_thin_space(server, browser):  # noqa: F811
-    """Chapter 1's prefill FLOPs print "867,328 (867.3 kFLOP)" in English: "867 328 (867,3 kFLOP)" here."""
-    visit = Visit(browser, f"{server}/es/chapters/01_prefill_vs_decode.html")
-    try:
-        out = visit.page.locator('div.mgx-explorer[data-explorer="prefill"] [data-output="prefill_flops"]')
-        assert out.get_attribute("data-value") == "867328"
-        assert out.text_content() == f"867{THIN}328 (867,3 kFLOP)"
-        label = visit.page.locator('div.mgx-explorer[data-explorer="prefill"] label[for="mgx-prefill-P"]')
-        assert label.inner_html() == "tokens del prompt <i>P</i>"
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        visit.page.locator('div.mgx-explorer[data-explorer="prefill"]').screenshot(
-            path=str(SCREENSHOTS / "es__explorer_prefill.png"))
-    finally:
-        visit.close()
+def _thin_space(visit) -> None:
+    """Chapter 1's prefill FLOPs print "867,328 (867.3 kFLOP)" in English: "867 328 (867,3 kFLOP)" here
+    (checked on the page as loaded, before any slider moves)."""
+    out = visit.page.locator('div.mgx-explorer[data-explorer="prefill"] [data-output="prefill_flops"]')
+    assert out.get_attribute("data-value") == "867328"
+    assert out.text_content() == f"867{THIN}328 (867,3 kFLOP)"
+    label = visit.page.locator('div.mgx-explorer[data-explorer="prefill"] label[for="mgx-prefill-P"]')
+    assert label.inner_html() == "tokens del prompt <i>P</i>"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    visit.page.locator('div.mgx-explorer[data-explorer="prefill"]').screenshot(
+        path=str(SCREENSHOTS / "es__explorer_prefill.png"))
 
 
-def test_english_pages_have_no_table(server, browser):  # noqa: F811
+def test_english_pages_have_no_table(server, browser):
     visit = Visit(browser, f"{server}/chapters/01_prefill_vs_decode.html")
     try:
         assert visit.page.evaluate("() => typeof globalThis.MiniGPTStrings") == "undefined"
@@ -204,9 +193,9 @@ def shipped():
     return load_pretrained()
 
 
-def _open_live(browser, server):  # noqa: F811
+def _open_live(browser, server):
     visit = Visit(browser, f"{server}/{LIVE}.html")
-    visit.page.wait_for_selector('div.mgl[data-state="ready"]', timeout=20_000)
+    visit.page.wait_for_selector('div.mgl[data-state="ready"]')
     return visit
 
 
@@ -219,7 +208,7 @@ def _generate(page, prompt: str, D: int, mode: str = "cache") -> None:
     box.locator("button.mgl-generate").click()
 
 
-def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browser):  # noqa: F811
+def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browser):
     table = ui_table()
     visit = _open_live(browser, server)
     page, box = visit.page, visit.page.locator("div.mgl")
@@ -234,7 +223,7 @@ def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browse
         assert box.locator(".mgl-cache-title").first.text_content().startswith("caché KV [L, H_kv, S, d_h]")
         prompt, D = "Yesterday I worked and he", 12
         _generate(page, prompt, D)
-        page.wait_for_selector('div.mgl[data-state="done"]', timeout=60_000)
+        page.wait_for_selector('div.mgl[data-state="done"]')
         expected = generate(shipped.model, prompt, D, tokenizer=shipped.tokenizer).text
         assert box.get_attribute("data-output") == expected  # MiniGPT's own words stay English
         assert box.locator(".mgl-status").text_content() == f"Hecho: {D} tokens nuevos."
@@ -266,7 +255,7 @@ def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browse
         assert message.text_content().startswith("No se puede generar: D=200 no cabe:"), message.text_content()
         assert "permitido: D <= " in message.text_content()
         _generate(page, prompt, 4, mode="nocache")
-        page.wait_for_selector('div.mgl[data-state="done"]', timeout=60_000)
+        page.wait_for_selector('div.mgl[data-state="done"]')
         assert box.locator(".mgl-cache-bytes").text_content() == table[
             "No cache in this mode: every step recomputes the keys and values of all tokens and drops them."]
         assert "Con el caché:" in box.locator(".mgl-totals").text_content()
@@ -275,14 +264,12 @@ def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browse
         visit.close()
 
 
-def test_spanish_maths_typesets(built_site, server, browser):  # noqa: F811
+def test_spanish_maths_typesets(built_site, server, browser):
     """Every Spanish page whose maths differ from the English page's (the words of a `\\text{}` that is
     not a subscript are translated; `catalogs.pages_with_own_maths`): typeset without a TeX error,
     explorers wired, no console error, nothing from outside, no missing file. Elsewhere the maths is the
     English page's character for character (tests/test_translations.py), typeset by tests/test_site.py.
     One browser context for all pages, to keep the check within CI's budget."""
-    from urllib.parse import urlsplit
-
     from minigpt.book.catalogs import pages_with_own_maths
 
     own = pages_with_own_maths("es")
@@ -290,34 +277,16 @@ def test_spanish_maths_typesets(built_site, server, browser):  # noqa: F811
     PAGES = [p for p in own if p not in BROWSER_PAGES]  # noqa: N806 - those are typeset in the explorers' test
 
     assert (built_site / "es" / "index.html").is_file(), "`make book` builds the Spanish edition too"
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = new_context(browser)
     problems: list[str] = []
     try:
         for name in PAGES:
-            errors: list[str] = []
-            external: list[str] = []
-            failed: list[str] = []
-            page = context.new_page()
-            page.on("console", lambda msg, errors=errors: errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda err, errors=errors: errors.append(f"uncaught: {err}"))
-            page.on("requestfailed", lambda req, failed=failed: failed.append(req.url))
-
-            def route(r, external=external):
-                if r.request.url.startswith("data:") or urlsplit(r.request.url).hostname in ("127.0.0.1", "localhost"):
-                    r.continue_()
-                else:
-                    external.append(r.request.url)
-                    r.abort()
-
-            page.route("**/*", route)
-            page.goto(f"{server}/es/{name}.html", wait_until="load")
-            problems += [f"{name}: {p}" for p in _typeset(page)]
-            if page.locator("div.mgx-explorer:not([data-ready])").count():
+            visit = Visit(browser, f"{server}/es/{name}.html", context=context)
+            problems += [f"{name}: {p}" for p in _typeset(visit.page)]
+            if visit.page.locator("div.mgx-explorer:not([data-ready])").count():
                 problems.append(f"{name}: an explorer's script did not run")
-            problems += [f"{name}: {kind} {what}" for kind, what in
-                         (("console errors", errors), ("requests left localhost", external),
-                          ("requests failed", failed)) if what]
-            page.close()
+            problems += [f"{name}: {p}" for p in visit.problems()]
+            visit.close()
     finally:
         context.close()
     assert not problems, "\n".join(problems)

@@ -25,6 +25,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, generate, load_pretrained
 from minigpt.corpus.sentences import generate_sentences
@@ -74,7 +75,7 @@ def assert_same_or_near_tie(model: MiniGPT, prompt: torch.Tensor, expected: torc
     return ties
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(B=st.integers(1, 3), P=st.integers(1, 12), D=st.integers(1, 30), gamma=st.integers(1, 8),
        H_kv=st.sampled_from([1, 2]), seed=st.integers(0, 2**16))
 def test_greedy_speculation_is_the_targets_greedy_output(B, P, D, gamma, H_kv, seed):

@@ -24,6 +24,10 @@ from minigpt.distributed.tensor_parallel import TensorParallelMiniGPT, check_sha
 from minigpt.runtime.checkpoint import load_pretrained
 from tests.workers import tp as workers
 
+# One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
+# rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
+pytestmark = pytest.mark.xdist_group("distributed")
+
 TOL = 1e-4  # fp32, absolute, on logits of magnitude ~10: the sums run in another order
 CHECKPOINTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa")  # H_kv = 4, 2, 1 with H = 4
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt.corpus import generate_sentences
 from minigpt.corpus.grammar import vocabulary
@@ -22,7 +23,7 @@ def test_grammar_tokenizer_has_600_words_and_pad_zero() -> None:
     assert TOK.vocab == vocabulary()
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(seed=st.integers(min_value=0, max_value=10**9))
 def test_round_trip_on_generated_sentences(seed: int) -> None:
     for sentence in generate_sentences(20, seed):

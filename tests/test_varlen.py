@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig
 from minigpt.runtime.attention.paged import paged_attention, paged_decode_attention
@@ -34,7 +35,7 @@ def pool_of(kind: str, block_size: int, n: int):
     return SlotKVCache(CONFIG, slots=n)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(["paged", "slot"]), block_size=st.integers(1, 6), seed=st.integers(0, 2**16),
        B=st.integers(2, 5), steps=st.integers(1, 3), data=st.data())
 def test_a_fused_step_equals_each_sequence_alone(kind, block_size, seed, B, steps, data):

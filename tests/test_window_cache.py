@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs
 from minigpt.runtime.model import attention
@@ -54,7 +55,7 @@ def _stream(model: MiniGPT, cache: WindowKVCache, tokens: torch.Tensor, P: int) 
     return torch.cat(outs, dim=1)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(window=st.integers(1, 9), sinks=st.integers(0, 3), P=st.integers(1, 20), B=st.integers(2, 3),
        seed=st.integers(0, 2**16))
 def test_window_cache_equals_the_windowed_full_model(window, sinks, P, B, seed):

@@ -1,0 +1,114 @@
+"""The browser tests' one place for Chromium, the site's server, page visits and the hang guard.
+
+Every wait in a browser test is for a state (a selector, a function, the network idle), never for a time.
+What bounds each wait is one hang guard, `WAIT_MS`, set on every browser context here: far above the normal
+time (a page loads, typesets and wires its explorers in under 5 s on an idle 2-core machine; MiniGPT live's
+longest generation in the tests takes about 10 s), so that a machine busy with other work is slow, not red,
+while a page that truly hangs still fails, with Playwright's message naming the state it waited for.
+
+The fixtures `server` and `browser` (tests/conftest.py) are per session: with pytest-xdist, one server and
+one Chromium per worker, shared by all its site tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+#: The hang guard of every browser wait, in ms: 24 times a page's normal load (see above). Not a speed
+#: requirement: a wait that reaches it means the page never reached the state, on any machine.
+WAIT_MS = 120_000
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """The built site over HTTP on a free loopback port, for the duration of the block: its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@contextmanager
+def chromium() -> Iterator[object]:
+    """Debian's Chromium, headless, driven by Playwright; closed (and its processes reaped) after the block."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=WAIT_MS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def new_context(browser, **context_options):
+    """A browser context (desktop-sized unless told) whose every wait is bounded by the hang guard alone."""
+    context = browser.new_context(**{**DESKTOP, **context_options})
+    context.set_default_timeout(WAIT_MS)
+    context.set_default_navigation_timeout(WAIT_MS)
+    return context
+
+
+class Visit:
+    """One page load with its console errors, its failed requests and the requests that tried to leave
+    localhost (aborted). In its own context unless given one (`context=`, shared by several visits and closed
+    by its owner); `context_options` go to `new_context` (e.g. a phone's viewport and is_mobile)."""
+
+    def __init__(self, browser, url: str, *, context=None, **context_options) -> None:
+        self._owns_context = context is None
+        self.context = new_context(browser, **context_options) if context is None else context
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.external: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        self.page.on("pageerror", lambda err: self.errors.append(f"uncaught: {err}"))
+        self.page.on("requestfailed", lambda req: self.failed.append(req.url))
+        self.page.route("**/*", self.handler)
+        self.page.goto(url, wait_until="load")
+        self.page.wait_for_load_state("networkidle")
+
+    def handler(self, route) -> None:
+        url = route.request.url
+        if url.startswith("data:") or urlsplit(url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            self.external.append(url)
+            route.abort()
+
+    def problems(self) -> list[str]:
+        """What went wrong on the page, each kind with its list; empty when the visit was clean."""
+        return [f"{kind}: {what}" for kind, what in (("console errors", self.errors), ("requests left localhost",
+                self.external), ("requests failed", self.failed)) if what]
+
+    def close(self) -> None:
+        if self._owns_context:
+            self.context.close()
+        else:
+            self.page.close()
