@@ -250,7 +250,8 @@ def test_forged_progress_cannot_outlast_the_budget(tmp_path: Path) -> None:
     nbformat.write(nb, tmp_path / "subs" / "hog.ipynb")
     ((_, result),) = grade_folder("ex01", tmp_path / "subs", tmp_path / "out", timeout=1, budget=12, echo=False)
     assert result.score == 0
-    assert result.execution_time < 12 + 5, result.execution_time
+    # A hang guard, not a speed: the budget stops the run at 12 s plus the kill; far past that means it never did.
+    assert result.execution_time < 12 + 60, result.execution_time
     assert any("time budget (12 s)" in t.output for t in result.tests), [t.output for t in result.tests]
 
 
