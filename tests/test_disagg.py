@@ -28,6 +28,9 @@ from minigpt.serving.trace import poisson_trace
 # One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
 # rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
 pytestmark = pytest.mark.xdist_group("distributed")
+# A run's hang guard: far above its normal time (W processes importing torch, a few seconds on an idle
+# 2-core machine), so that a busy machine is slow, not red; a run that reaches it has hung.
+HANG_S = 300
 
 
 def _alive(pid: int) -> bool:
@@ -80,7 +83,7 @@ def test_export_then_import_moves_exactly_the_prompts_kv_into_other_blocks() -> 
 def plain_run() -> tuple[list[Request], disagg.DisaggRun]:
     requests = _trace()
     cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=1, chunk_size=16, num_blocks=64)
-    return requests, disagg.serve(requests, cfg, timeout_s=90)
+    return requests, disagg.serve(requests, cfg, timeout_s=HANG_S)
 
 
 def test_disaggregated_tokens_equal_the_colocated_engines(plain_run) -> None:
@@ -113,7 +116,7 @@ def test_a_decode_worker_that_dies_costs_no_request_and_leaves_no_process() -> N
     requests = _trace(10, seed=5)
     cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=2, num_blocks=64, silence_s=3.0,
                               die_after=(0, 12))
-    run = disagg.serve(requests, cfg, timeout_s=90)
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
     want = _colocated(requests)
     assert list(run.dead) == [2], run.dead  # decode worker 0 is rank 2
     retried = [r for r in run.records if r.retried]
@@ -130,7 +133,7 @@ def test_with_no_decode_worker_left_a_request_fails_with_the_reason() -> None:
     requests = _trace(6, seed=7)
     cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=1, num_blocks=64, silence_s=3.0,
                               die_after=(0, 6))
-    run = disagg.serve(requests, cfg, timeout_s=90)
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
     assert set(run.dead) == {2}
     assert {r.status for r in run.records} <= {"finished", "failed"}
     failed = [r for r in run.records if r.status == "failed"]

@@ -27,6 +27,9 @@ from tests.workers import tp as workers
 # One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
 # rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
 pytestmark = pytest.mark.xdist_group("distributed")
+# A run's hang guard: far above its normal time (W processes importing torch, a few seconds on an idle
+# 2-core machine), so that a busy machine is slow, not red; a run that reaches it has hung.
+HANG_S = 300
 
 TOL = 1e-4  # fp32, absolute, on logits of magnitude ~10: the sums run in another order
 CHECKPOINTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa")  # H_kv = 4, 2, 1 with H = 4
@@ -47,7 +50,7 @@ def _expected_record(L: int, B: int, T: int, d: int, V: int, s: int = 4) -> list
 def runs(request) -> tuple[int, list, list[list[dict]]]:
     W = request.param
     cases = _cases(W)
-    return W, cases, launch.run(workers.equivalence, W, cases, W == 2, timeout_s=150)
+    return W, cases, launch.run(workers.equivalence, W, cases, W == 2, timeout_s=HANG_S)
 
 
 def test_sharded_logits_equal_the_single_process_model(runs) -> None:
