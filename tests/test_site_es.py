@@ -25,6 +25,7 @@ from test_site import EXPLORER_CHECKS, _move, _plain, _same, _slider_values
 from test_ui_strings import explorer_boxes, spec_of, translated, ui_table
 
 from minigpt import costs, generate, load_pretrained
+from minigpt.book.editions import ENGLISH_NUMBER
 from minigpt.book.explorers import evaluate_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,10 +38,9 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium"),
 ]
 
-# English-style numbers: a decimal point between digits, or two thousands commas ("1,024" alone could be
-# a Spanish decimal). Equation numbers ("Ec. (3.5)") keep their point in Spanish: texts are checked
-# with them removed. (Outputs are also compared exactly with Python's text, translated.)
-ENGLISH_NUMBER = re.compile(r"\d\.\d|\d,\d{3},\d{3}")
+# English-style numbers (minigpt.book.editions.ENGLISH_NUMBER). Equation numbers ("Ec. (3.5)") keep their
+# point in Spanish: texts are checked with them removed. (Outputs are also compared exactly with Python's
+# text, translated.)
 EQUATION = re.compile(r"(?:Ecs?\.|Eqs?\.)?\s*\(\d+\.\d+\)")
 
 

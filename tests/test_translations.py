@@ -22,6 +22,7 @@ import yaml
 from babel.messages.catalog import Catalog
 
 from minigpt.book import catalogs, edition_notebooks, editions
+from minigpt.book.editions import ENGLISH_NUMBER
 
 LANG = "es"
 PAGES = catalogs.pages(LANG)
@@ -89,12 +90,6 @@ def test_terms_are_the_editions(page):
     assert not bad, f"{page}: {bad[:5]}"
 
 
-# A number written the English way in prose: a thousands comma, or a decimal point (not a version
-# "0.3.36", not inside a name "Llama-3.1", not an IP or section number).
-# ("0,001" and "1,234" are Spanish decimals too: only a 2-3 digit head or several groups is English.)
-ENGLISH_NUMBER = re.compile(
-    r"(?<![\w.,])(?:[1-9]\d{1,2},\d{3}|\d{1,3}(?:,\d{3}){2,})(?![\d,])|(?<![\w.\-])\d+\.\d+(?![\w.]|\.\d)"
-)
 # Version numbers are names, not quantities.
 VERSION = re.compile(r"\b(?:Python|CUDA|PyTorch|torch|Sphinx|Book|NCCL|llama-cpp-python|v)\s?\d+(?:\.\d+)+")
 

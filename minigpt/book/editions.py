@@ -35,6 +35,15 @@ _UNIVERSAL = re.compile(
 )
 
 
+#: A number written the English way, found in Spanish text: a thousands comma, or a decimal point (not a
+#: version "0.3.36", not inside a name "Llama-3.1", not an IP or section number). "0,001" and "1,234" are
+#: Spanish decimals too: only a 2-3 digit head or several groups is English. The Spanish edition's tests
+#: (catalogs, built pages, the browser) all look for it with this one pattern.
+ENGLISH_NUMBER = re.compile(
+    r"(?<![\w.,])(?:[1-9]\d{1,2},\d{3}|\d{1,3}(?:,\d{3}){2,})(?![\d,])|(?<![\w.\-])\d+\.\d+(?![\w.]|\.\d)"
+)
+
+
 def format_number(text: str, lang: str) -> str:
     """One number written the edition's way: '32,768.5' -> '32 768,5' in Spanish (unchanged in English)."""
     match = NUMBER.fullmatch(text)
