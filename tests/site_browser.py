@@ -1,10 +1,9 @@
 """The browser tests' one place for Chromium, the site's server, page visits and the hang guard.
 
 Every wait in a browser test is for a state (a selector, a function, the network idle), never for a time.
-What bounds each wait is one hang guard, `WAIT_MS`, set on every browser context here: far above the normal
-time (a page loads, typesets and wires its explorers in under 5 s on an idle 2-core machine; MiniGPT live's
-longest generation in the tests takes about 10 s), so that a machine busy with other work is slow, not red,
-while a page that truly hangs still fails, with Playwright's message naming the state it waited for.
+What bounds each wait is one hang guard, `limits.WAIT_MS`, set on every browser context here, so that a
+machine busy with other work is slow, not red, while a page that truly hangs still fails, with Playwright's
+message naming the state it waited for.
 
 The fixtures `server` and `browser` (tests/conftest.py) are per session: with pytest-xdist, one server and
 one Chromium per worker, shared by all its site tests.
@@ -20,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from limits import WAIT_MS  # the hang guard of every browser wait
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -27,9 +28,7 @@ CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-#: The hang guard of every browser wait, in ms: 24 times a page's normal load (see above). Not a speed
-#: requirement: a wait that reaches it means the page never reached the state, on any machine.
-WAIT_MS = 120_000
+
 DESKTOP = {"viewport": {"width": 1280, "height": 900}}
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 

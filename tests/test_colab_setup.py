@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from limits import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -96,7 +97,7 @@ def test_setup_cell_in_simulated_colab(tmp_path: Path) -> None:
         MINIGPT_DEVICE="cpu",
     )
     run = subprocess.run([str(python), str(probe), str(cell)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=HANG_S)
     assert run.returncode == 0, run.stdout + run.stderr
     line = next(x for x in run.stdout.splitlines() if x.startswith("PROBE "))
     info = json.loads(line.removeprefix("PROBE "))

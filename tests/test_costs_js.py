@@ -16,6 +16,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import pytest
+from limits import HANG_S
 
 from minigpt import costs
 from minigpt.costs.presets import HARDWARE, MODELS
@@ -440,7 +441,7 @@ def node_results():
         input=json.dumps(calls),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=True,
     )
     return calls, json.loads(proc.stdout)
@@ -561,7 +562,7 @@ def test_js_rejects_bad_inputs_like_python():
         input=json.dumps(calls),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=True,
     )
     for (name, kwargs, _), got in zip(calls, json.loads(proc.stdout)["out"], strict=True):

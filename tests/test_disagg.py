@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from limits import DISTRIBUTED, HANG_S
 
 from minigpt import costs
 from minigpt.config import ModelConfig
@@ -25,12 +26,7 @@ from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving import Engine, EngineConfig, Request
 from minigpt.serving.trace import poisson_trace
 
-# One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
-# rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
-pytestmark = pytest.mark.xdist_group("distributed")
-# A run's hang guard: far above its normal time (W processes importing torch, a few seconds on an idle
-# 2-core machine), so that a busy machine is slow, not red; a run that reaches it has hung.
-HANG_S = 300
+pytestmark = DISTRIBUTED
 
 
 def _alive(pid: int) -> bool:

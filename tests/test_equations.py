@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from limits import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
 if "book_text" not in sys.modules:  # tests/test_prose.py loads it the same way
@@ -213,7 +214,7 @@ def _build_tiny_book(tmp_path: Path, reference: str) -> subprocess.CompletedProc
     (book / "chapters" / "01_a.md").write_text("# A\n\n(eq-1-1)=\n$$\nF = 2dV \\tag{1.1}\n$$\n")
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     return subprocess.run([str(jupyter_book), "build", str(book), "-n", "-W", "--keep-going"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_S)
 
 
 @pytest.mark.skipif(shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) is None,

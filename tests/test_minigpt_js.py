@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from limits import HANG_S
 
 from minigpt import MiniGPT, ModelConfig, Pretrained, Tokenizer, costs, load_pretrained
 from minigpt.book.web_export import WEIGHTS_ASSET, export_web_assets, web_weights
@@ -91,7 +92,7 @@ def run_js(asset: Path | None, calls: list[tuple[str, dict]]) -> list[dict]:
     proc = subprocess.run(
         [NODE, "-e", DRIVER, str(FORWARD_JS)],
         input=json.dumps({"asset": str(asset) if asset else None, "calls": calls}),
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=HANG_S, check=True,
     )
     return json.loads(proc.stdout)
 

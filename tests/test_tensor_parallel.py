@@ -16,6 +16,7 @@ import random
 
 import pytest
 import torch
+from limits import DISTRIBUTED, HANG_S
 
 from minigpt import costs
 from minigpt.distributed import launch
@@ -24,12 +25,7 @@ from minigpt.distributed.tensor_parallel import TensorParallelMiniGPT, check_sha
 from minigpt.runtime.checkpoint import load_pretrained
 from tests.workers import tp as workers
 
-# One xdist worker runs all the tests that start process groups (`make unit` uses --dist loadgroup): their
-# rendezvous ports come from `launch.free_port`, which two workers could be handed at once.
-pytestmark = pytest.mark.xdist_group("distributed")
-# A run's hang guard: far above its normal time (W processes importing torch, a few seconds on an idle
-# 2-core machine), so that a busy machine is slow, not red; a run that reaches it has hung.
-HANG_S = 300
+pytestmark = DISTRIBUTED
 
 TOL = 1e-4  # fp32, absolute, on logits of magnitude ~10: the sums run in another order
 CHECKPOINTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa")  # H_kv = 4, 2, 1 with H = 4
