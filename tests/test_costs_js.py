@@ -10,18 +10,15 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import shutil
-import subprocess
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import pytest
-from limits import HANG_S
+from node import NODE, run_node
 
 from minigpt import costs
 from minigpt.costs.presets import HARDWARE, MODELS
 
-NODE = shutil.which("node")
 COSTS_JS = Path(__file__).resolve().parents[1] / "minigpt" / "web" / "costs.js"
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed; costs.js is checked with node")
 
@@ -436,15 +433,8 @@ def _calls() -> list[tuple[str, dict, list | None]]:
 @pytest.fixture(scope="module")
 def node_results():
     calls = _calls()
-    proc = subprocess.run(
-        [NODE, "-e", DRIVER, str(COSTS_JS)],
-        input=json.dumps(calls),
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=True,
-    )
-    return calls, json.loads(proc.stdout)
+    results = run_node(DRIVER, json.dumps(calls), str(COSTS_JS))
+    return calls, results
 
 
 def _python(name, kwargs, args):
@@ -557,15 +547,8 @@ def test_js_rejects_bad_inputs_like_python():
                                     t_op=1e-6, overlap="max"), None),
         ("overhead_crossover_params", dict(n_ops=236, t_op=1e-6, bandwidth=1e9, s=0), None),
     ]
-    proc = subprocess.run(
-        [NODE, "-e", DRIVER, str(COSTS_JS)],
-        input=json.dumps(calls),
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=True,
-    )
-    for (name, kwargs, _), got in zip(calls, json.loads(proc.stdout)["out"], strict=True):
+    results = run_node(DRIVER, json.dumps(calls), str(COSTS_JS))
+    for (name, kwargs, _), got in zip(calls, results["out"], strict=True):
         with pytest.raises(ValueError):
             getattr(costs, name)(**kwargs)
         assert "error" in got, f"{name}({kwargs}) should throw in JS, returned {got}"

@@ -8,12 +8,11 @@ import html as htmllib
 import json
 import math
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
+from node import NODE, run_node, slider_values_of
 
 from minigpt import costs
 from minigpt.book.explorers import (
@@ -31,7 +30,6 @@ from minigpt.config import ModelConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "minigpt" / "web"
-NODE = shutil.which("node")
 SHAPE = ModelConfig().symbols()
 
 
@@ -203,13 +201,7 @@ def test_explorer_js_reproduces_every_committed_explorer() -> None:
     """explorer.js + costs.js, at each committed explorer's initial values, compute and print what Python did."""
     cases = []
     for page_name, box in _committed_explorers():
-        values = {}
-        for name, raw in re.findall(r'data-slider="([^"]+)" data-value="([^"]*)"', box):
-            raw = htmllib.unescape(raw)
-            try:
-                values[name] = json.loads(raw)
-            except json.JSONDecodeError:
-                values[name] = raw  # a string option is written as itself
+        values = slider_values_of(box)
         cases.append({"page": page_name, "spec": _spec(box), "values": values, "shown": _shown(box)})
     assert len(cases) >= 5
     script = f"""
@@ -228,8 +220,7 @@ def test_explorer_js_reproduces_every_committed_explorer() -> None:
       }});
       process.stdout.write(JSON.stringify(out));
     """
-    proc = subprocess.run([NODE, "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True)
-    for case, got in zip(cases, json.loads(proc.stdout), strict=True):
+    for case, got in zip(cases, run_node(script, json.dumps(cases)), strict=True):
         assert got["errors"] == {}, f"{case['page']} {case['spec']['id']}: {got['errors']}"
         assert set(got["shown"]) == set(case["shown"])
         for name, (value, text) in case["shown"].items():
@@ -257,8 +248,7 @@ def test_js_helpers_under_node() -> None:
         compact: [E.compact(999), E.compact(12345), E.compact(2.5e9)],
       }}));
     """
-    out = subprocess.run([NODE, "-e", script], capture_output=True, text=True, check=True).stdout
-    got = json.loads(out)
+    got = run_node(script)
     assert got == {"ends": [1, 4096], "mid": 128, "pos": Slider("P", "P", 1, 4096, value=128, log=True).position(),
                    "lin": 0.3, "compact": ["999", "12.3k", "2.5G"]}
 
@@ -266,13 +256,7 @@ def test_js_helpers_under_node() -> None:
 def _committed_cases() -> list[dict]:
     cases = []
     for page_name, box in _committed_explorers():
-        values = {}
-        for name, raw in re.findall(r'data-slider="([^"]+)" data-value="([^"]*)"', box):
-            raw = htmllib.unescape(raw)
-            try:
-                values[name] = json.loads(raw)
-            except json.JSONDecodeError:
-                values[name] = raw  # a string option is written as itself
+        values = slider_values_of(box)
         cases.append({"page": page_name, "spec": _spec(box), "values": values})
     return cases
 
@@ -297,7 +281,7 @@ def test_tick_labels_tell_the_ticks_apart() -> None:
         log: E.plotModel(spec, {{a: 1}}, C).yTicks,
       }}));
     """
-    got = json.loads(subprocess.run([NODE, "-e", script], capture_output=True, text=True, check=True).stdout)
+    got = run_node(script)
     assert got["times"] == ["0.0×", "0.5×", "1.0×", "1.5×"]
     assert got["percent"] == ["0.1%", "0.2%", "0.3%"]
     assert got["kept"] == ["0×", "5×", "10×"]  # readable as they are: the formatter's own decimals
@@ -355,7 +339,6 @@ def test_every_committed_explorer_reads_at_its_sliders_extremes() -> None:
     """
     cases = _committed_cases()
     assert {c["spec"]["id"] for c in cases} >= {"ch9-gqa", "ch10-quant", "ch16-split", "ch17-speculative"}
-    proc = subprocess.run([NODE, "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True)
-    got = json.loads(proc.stdout)
+    got = run_node(script, json.dumps(cases))
     assert got["bad"] == []
     assert {"ch16-split", "ch17-speculative", "ch15-flash", "ch3-roofline"} <= set(got["seen"])

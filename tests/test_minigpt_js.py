@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from limits import HANG_S
+from node import NODE, run_node
 
 from minigpt import MiniGPT, ModelConfig, Pretrained, Tokenizer, costs, load_pretrained
 from minigpt.book.web_export import WEIGHTS_ASSET, export_web_assets, web_weights
 from minigpt.corpus import generate_sentences
 from minigpt.corpus.grammar import vocabulary
 
-NODE = shutil.which("node")
 FORWARD_JS = Path(__file__).resolve().parents[1] / "minigpt" / "web" / "minigpt_forward.js"
 TOL = 1e-4
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed; minigpt_forward.js runs under node")
@@ -89,12 +88,7 @@ process.stdout.write(JSON.stringify(out));
 
 def run_js(asset: Path | None, calls: list[tuple[str, dict]]) -> list[dict]:
     """Run calls in node against the exported asset; one {"value"} or {"error"} per call."""
-    proc = subprocess.run(
-        [NODE, "-e", DRIVER, str(FORWARD_JS)],
-        input=json.dumps({"asset": str(asset) if asset else None, "calls": calls}),
-        capture_output=True, text=True, timeout=HANG_S, check=True,
-    )
-    return json.loads(proc.stdout)
+    return run_node(DRIVER, json.dumps({"asset": str(asset) if asset else None, "calls": calls}), str(FORWARD_JS))
 
 
 def values(asset: Path, calls: list[tuple[str, dict]]) -> list:

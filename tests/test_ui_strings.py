@@ -26,8 +26,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 import sys
 from functools import cache
 from html.parser import HTMLParser
@@ -36,6 +34,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from node import NODE, run_node, slider_values_of
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,7 +43,6 @@ from minigpt.book import editions  # noqa: E402
 
 WEB = ROOT / "minigpt" / "web"
 UI = ROOT / "locales" / "es" / "ui.yml"
-NODE = shutil.which("node")
 NOTEBOOK_DIRS = ("chapters", "exercises", "decoder_ring")
 
 # Numbers as the pages print them, and texts around numbers: the cases of the JS/Python number rule.
@@ -155,20 +153,8 @@ def explorer_labels() -> dict[str, set[str]]:
 def committed_cases() -> list[dict]:
     cases = []
     for nb, box in explorer_boxes():
-        values = {}
-        for name, raw in re.findall(r'data-slider="([^"]+)" data-value="([^"]*)"', box):
-            raw = html.unescape(raw)
-            try:
-                values[name] = json.loads(raw)
-            except json.JSONDecodeError:
-                values[name] = raw  # a string option is written as itself
-        cases.append({"page": nb, "spec": spec_of(box), "values": values})
+        cases.append({"page": nb, "spec": spec_of(box), "values": slider_values_of(box)})
     return cases
-
-
-def _node(script: str, stdin: str = "") -> object:
-    proc = subprocess.run([NODE, "-e", script], input=stdin, capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout)
 
 
 @cache
@@ -218,7 +204,7 @@ def explorer_value_texts() -> dict[str, set[str]]:
       for (const b of [true, false]) add(E.format(null, b, C), "explorer.js format (a boolean)");
       process.stdout.write(JSON.stringify(seen));
     """
-    got = _node(script, json.dumps(committed_cases()))
+    got = run_node(script, json.dumps(committed_cases()))
     return {text: set(where) for text, where in got.items()}
 
 
@@ -266,7 +252,7 @@ def live_error_messages() -> set[str]:
       tryIt(() => new F.Generation(model, ids(5), {{D: 3, temperature: 1, topK: 0}}));
       process.stdout.write(JSON.stringify(out));
     """
-    got = set(_node(script))
+    got = set(run_node(script))
     assert len(got) == 8, got
     thrown = re.findall(r"new RangeError\((" + JS_STRING + r")\)", live_source())
     return got | {json.loads(s) for s in thrown}
@@ -429,7 +415,7 @@ def test_js_numbers_match_localize_numbers() -> None:
         lang: I.lang(), en,
       }}));
     """
-    got = _node(js, json.dumps(NUMBER_CASES))
+    got = run_node(js, json.dumps(NUMBER_CASES))
     expected = [editions.localize_numbers(t, "es") for t in NUMBER_CASES]
     wrong = [(t, js_, py) for t, js_, py in zip(NUMBER_CASES, got["es"], expected, strict=True) if js_ != py]
     assert not wrong, "JS and Python write these numbers differently (case, JS, Python): " + repr(wrong)
@@ -456,7 +442,7 @@ def test_explorer_uses_i18n_when_it_is_there(with_i18n: bool) -> None:
       const E = globalThis.MiniGPTExplorer;
       process.stdout.write(JSON.stringify([E.localCompact("12.3k"), E.localCompact("32,768")]));
     """
-    assert _node(js) == (["12,3k", "32\u202f768"] if with_i18n else ["12.3k", "32,768"])
+    assert run_node(js) == (["12,3k", "32\u202f768"] if with_i18n else ["12.3k", "32,768"])
 
 
 if __name__ == "__main__":  # the missing entries, as YAML lines to translate

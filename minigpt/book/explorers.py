@@ -259,19 +259,10 @@ def explorer_html(
     )
 
 
-def explorer(
-    id: str,
-    title: str,
-    sliders: list[Slider],
-    outputs: list[Output],
-    plot: Plot | None = None,
-    constants: dict[str, Any] | None = None,
-    note: str = "",
-    inline: bool | None = None,
-) -> Any:
-    """An analytic explorer as an `IPython.display.HTML` object (display it as a cell's result)."""
+def explorer(*args: Any, **kwargs: Any) -> Any:
+    """An analytic explorer as an `IPython.display.HTML` object (display it as a cell's result); the arguments
+    are `explorer_html`'s."""
     from IPython.display import HTML
 
-    return HTML(explorer_html(id, title, sliders, outputs, plot=plot, constants=constants, note=note,
-                              inline=inline))
+    return HTML(explorer_html(*args, **kwargs))
 
