@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from grading_processes import adopting, kill, live_descendants
 
 from minigpt import costs
 from minigpt.exercises import EXERCISES
@@ -129,30 +130,31 @@ def tmp_entries() -> dict[str, int]:
     return entries
 
 
-def marked_processes() -> list[str]:
-    """Command lines of live processes that a grading child or a hostile fixture started."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if any(m in text for m in MARKERS):
-            found.append(text[:200])
-    return found
-
-
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
-    """Grade every fixture as Exercise 1 (2 s limits, two at a time), then check nothing outside `out` moved."""
+    """Grade every fixture as Exercise 1 (2 s limits, two at a time), then check nothing outside `out` moved and no
+    process of the run (`grading_processes`: this one's descendants, orphans adopted) is alive, when grade_folder
+    returns or after a wait. The grader's temporary folder (its staged runtime) is one of this run's own, so that
+    another grader on the machine (another test run's) is never taken for this one."""
     checkout, tmp = tree_hash(ROOT), tmp_entries()
     out = tmp_path_factory.mktemp("hostile") / "out"
-    grade_folder("ex01", FIXTURES, out, timeout=2, seed=7, jobs=2, echo=False, budget=60)
-    written = tree_hash(out)
-    time.sleep(5)  # a daemon that escaped would rewrite the tables now
-    new_tmp = {name: uid for name, uid in tmp_entries().items() if name not in tmp}
+    stage = Path(tempfile.mkdtemp(prefix="grading-test-"))
+    stage.chmod(0o755)  # bwrap runs as uid 65534, which must reach the staged runtime
+    with adopting(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(stage))
+        try:
+            grade_folder("ex01", FIXTURES, out, timeout=2, seed=7, jobs=2, echo=False, budget=60)
+            processes = live_descendants(MARKERS)
+            written = tree_hash(out)
+            time.sleep(5)  # a daemon that escaped would rewrite the tables now
+            processes |= live_descendants(MARKERS)
+        finally:
+            kill(live_descendants(MARKERS))
+    new_tmp = {name: uid for name, uid in tmp_entries().items() if name not in tmp and name != stage.name}
+    staged_left = sorted(p.name for p in stage.iterdir())
+    shutil.rmtree(stage)
     info = {"out_after_wait": tree_hash(out) == written, "checkout": checkout == tree_hash(ROOT),
-            "new_tmp": new_tmp, "processes": marked_processes(), "changed": sorted(
+            "new_tmp": new_tmp, "staged_left": staged_left, "processes": sorted(processes.values()), "changed": sorted(
                 k for k, v in tree_hash(ROOT).items() if checkout.get(k) != v)}
     return out, info
 
@@ -180,7 +182,7 @@ def test_hostile_run_changes_nothing_outside_the_output_folder(hostile: tuple[Pa
     assert info["processes"] == [], "processes of the grading run outlived it"
     sandbox_user = {name for name, uid in info["new_tmp"].items() if uid == 65534}
     assert sandbox_user == set(), f"the sandbox user wrote into /tmp: {sandbox_user}"
-    leftovers = {n for n in info["new_tmp"] if "minigpt-hostile" in n or n.startswith("minigpt-sandbox-")}
+    leftovers = {n for n in info["new_tmp"] if "minigpt-hostile" in n} | set(info["staged_left"])
     assert leftovers == set(), f"left in /tmp: {leftovers}"
     with open(out / "scores.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))

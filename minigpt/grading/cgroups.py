@@ -27,6 +27,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from minigpt.grading.teardown import GUARD_S, SandboxSurvived
+
 CPU_PERIOD_US = 100_000
 
 
@@ -92,16 +94,18 @@ class Group:
         return pids
 
     def remove(self) -> None:
-        """Kill whatever is left in the group and remove it."""
+        """Kill whatever is left in the group, wait until it is empty (`SandboxSurvived` past the hang guard,
+        `teardown.GUARD_S`) and remove it."""
         if self.backend.version == 2:
             try:
                 (self.folders[0] / "cgroup.kill").write_text("1", encoding="ascii")
             except OSError:
                 pass
-        for _ in range(50):
-            pids = self._pids()
-            if not pids:
-                break
+        guard = time.monotonic() + GUARD_S
+        while pids := self._pids():
+            if time.monotonic() > guard:
+                raise SandboxSurvived(f"processes {sorted(pids)} of a run's control group were still alive "
+                                      f"{GUARD_S:g} s after SIGKILL")
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)

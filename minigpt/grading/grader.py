@@ -52,6 +52,7 @@ from minigpt.grading.runner import (
     strip_controls,
 )
 from minigpt.grading.staging import MODEL_MODULES, Needs
+from minigpt.grading.teardown import SandboxSurvived
 from minigpt.i18n import N_, _, fmt_num, translate_known
 
 TAMPERED_REASON = N_("stopped: the notebook wrote to the grader's channel (events out of order or oversized)")
@@ -153,7 +154,8 @@ def read_submission(path: Path, limits: SizeLimits) -> bytes:
 def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Isolation, *, timeout: float,
                    log_path: Path, budget: float = BUDGET_S, size_limits: SizeLimits = DEFAULT_SIZES,
                    name: str | None = None) -> SubmissionResult:
-    """Grade one notebook within `budget` seconds in all; never raises (any failure becomes zeros with a reason)."""
+    """Grade one notebook within `budget` seconds in all; never raises (any failure becomes zeros with a reason)
+    but `SandboxSurvived`."""
     start = time.monotonic()
     ex = get_exercise(exercise_id)
     name = name or path.name
@@ -172,6 +174,8 @@ def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Iso
         prepared = prepare(exercise_id, submission_seed(class_seed, notebook))
         result = _grade(notebook, prepared, isolation, timeout, log_path, start + budget, budget, name, start,
                         size_limits)
+    except SandboxSurvived:
+        raise  # a process of a run that SIGKILL cannot end: the grader stops rather than go on with it alive
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
         with open(log_path, "a", encoding="utf-8") as log:  # the instructor's log, never shown to the student
             log.write("\n[grader: internal error]\n" + traceback.format_exc())

@@ -13,7 +13,9 @@ slack, and the whole run never goes past the submission's hard deadline, whateve
 
 Where control groups are available (`minigpt.grading.cgroups`) the child starts behind a gate (``sh``
 reading one line of its standard input) and is moved into its run's group before the gate opens, so
-every process the sandbox ever starts is counted in the group's memory, tasks and CPU.
+every process the sandbox ever starts is counted in the group's memory, tasks and CPU. The job is sent only once
+the sandbox's PID 1 is held (`minigpt.grading.teardown`), and the run ends only when every process of the sandbox is
+gone, whatever way it ended.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import io
 import json
 import os
 import queue
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from minigpt.grading import cgroups, sandbox, staging
+from minigpt.grading import cgroups, sandbox, staging, teardown
 from minigpt.grading.feedback import strip_controls
 
 LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
@@ -59,15 +60,16 @@ class Isolation:
     cgroups: cgroups.Backend | None = None
     seccomp: bytes | None = None
 
-    def command(self, lib: Path, passed: list[int]) -> tuple[list[str], dict[str, Any]]:
-        """The child's command line (the staged package `lib`) and the extra `subprocess.Popen` arguments;
-        file descriptors the command needs are appended to `passed`."""
+    def command(self, lib: Path, passed: list[int], info_fd: int | None = None) -> tuple[list[str], dict[str, Any]]:
+        """The child's command line (the staged package `lib`; bwrap reports its sandbox's PID 1 on `info_fd`) and
+        the extra `subprocess.Popen` arguments; file descriptors the command needs (`info_fd` aside) are appended to
+        `passed`."""
         if not self.unsafe:
             seccomp_fd = None
             if self.seccomp is not None:
                 seccomp_fd = _pipe_with(self.seccomp)
                 passed.append(seccomp_fd)
-            argv = sandbox.bwrap_command(self.runtime, self.limits, lib, seccomp_fd)
+            argv = sandbox.bwrap_command(self.runtime, self.limits, lib, seccomp_fd, info_fd)
             argv = _args_on_a_pipe(argv, passed)
             return argv, {"env": {}, "cwd": "/", **sandbox.popen_user()}
         site = sorted({str(p.parent) for p in staging.distribution_entries()})
@@ -234,8 +236,13 @@ def _args_on_a_pipe(argv: list[str], passed: list[int]) -> list[str]:
     return [argv[0], "--args", str(passed[-1]), "--", *argv[split:]]
 
 
-def _write_job(stdin: io.BufferedWriter, parts: list[bytes]) -> None:
+def _write_job(stdin: io.BufferedWriter, gate: bytes, parts: list[bytes], init: teardown.SandboxInit | None) -> None:
+    """Open the gate, then, once the sandbox's PID 1 is held, send the job (no notebook code runs before)."""
     try:
+        stdin.write(gate)
+        stdin.flush()
+        if init is not None:
+            init.held.wait()
         for part in parts:
             stdin.write(part)
         stdin.close()
@@ -243,16 +250,29 @@ def _write_job(stdin: io.BufferedWriter, parts: list[bytes]) -> None:
         pass  # the child died before reading its job; the run reports how it ended
 
 
+def _not_started(run: ChildRun, read_fd: int, init: teardown.SandboxInit | None,
+                 group: cgroups.Group | None) -> ChildRun:
+    os.close(read_fd)
+    if init is not None:
+        init.close()
+    if group is not None:
+        group.remove()
+    run.ended = "internal"
+    return run
+
+
 def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_path: Path, timeout: float,
               deadline: float, bounds: Bounds, max_cells: int) -> ChildRun:
     """Run one child on `job` and `notebook` until it reports "done", exits, stalls, misbehaves or reaches
-    `deadline`."""
+    `deadline`; when this returns, no process of the run is left (`teardown.SandboxSurvived` if one outlives the
+    hang guard)."""
     read_fd, write_fd = os.pipe()
-    passed = [write_fd]
     run = ChildRun()
     group = None
+    init = None if isolation.unsafe else teardown.SandboxInit()
+    passed = [write_fd] if init is None else [write_fd, init.write_fd]
     try:
-        argv, extra = isolation.command(lib, passed)
+        argv, extra = isolation.command(lib, passed, None if init is None else init.write_fd)
         if isolation.cgroups is not None:
             group = isolation.cgroups.create(cgroups.Budget(isolation.limits.memory_bytes, isolation.limits.processes))
             argv = [*GATE, *argv]
@@ -260,72 +280,30 @@ def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_p
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 pass_fds=tuple(passed), start_new_session=True, **extra)
     except OSError:
-        os.close(read_fd)
-        if group is not None:
-            group.remove()
-        run.ended = "internal"
-        return run
+        return _not_started(run, read_fd, init, group)
     finally:
         for fd in passed:
             os.close(fd)
-    parts = [json.dumps(job).encode() + b"\n", notebook]
     if group is not None:
         try:
             group.add(proc.pid)
         except OSError:
-            _stop(proc, 0.0)
-            group.remove()
-            os.close(read_fd)
-            run.ended = "internal"
-            return run
-        parts.insert(0, b"go\n")
+            teardown.end(proc, 0.0, None)  # still the gate's shell: bwrap never started
+            return _not_started(run, read_fd, init, group)
+    if init is not None:
+        init.watch(proc.pid)
     events_reader = _Events(read_fd, bounds)
     events_reader.start()
-    writer = threading.Thread(target=_write_job, args=(proc.stdin, parts), daemon=True)
+    parts = [json.dumps(job).encode() + b"\n", notebook]
+    gate = b"go\n" if group is not None else b""
+    writer = threading.Thread(target=_write_job, args=(proc.stdin, gate, parts, init), daemon=True)
     writer.start()
     drain = _Drain(proc.stdout, log_path, LOG_CAP_BYTES)
     drain.start()
-    skip = set(job["skip_cells"])
-    order: list[tuple[str, Any]] = []
-    step_deadline = min(deadline, time.monotonic() + STARTUP_S)
-    while True:
-        remaining = step_deadline - time.monotonic()
-        if remaining <= 0:
-            run.ended = "deadline" if step_deadline >= deadline else "timeout"
-            break
-        try:
-            item = events_reader.queue.get(timeout=remaining)
-        except queue.Empty:
-            continue
-        if item is None:
-            run.ended = "exited"
-            break
-        if not isinstance(item, tuple):
-            run.ended = "tampered"
-            break
-        event, size = item
-        if run.cells is None:  # the first event: the child's reading of the notebook, before any student code
-            if event.get("event") == "rejected" and event.get("kind") in ("too_large", "corrupt"):
-                run.rejected, run.ended = event, "rejected"
-                break
-            cells = valid_cells(event, skip, max_cells) if event.get("event") == "cells" else None
-            if cells is None or size > SMALL_EVENT_BYTES:
-                run.ended = "tampered"
-                break
-            run.cells, run.listing = cells, event
-            order = expected_order(cells, [q["id"] for q in job["questions"]])
-            step_deadline = min(deadline, time.monotonic() + STARTUP_S)
-            continue
-        if len(run.events) >= len(order) or not _matches(event, order[len(run.events)]) or (
-                size > SMALL_EVENT_BYTES and event.get("event") != "q_end"):
-            run.ended = "tampered"
-            break
-        run.events.append(event)
-        if event["event"] == "done":
-            run.ended = "done"
-            break
-        step_deadline = min(deadline, time.monotonic() + timeout + SLACK_S)
-    _stop(proc, 2.0 if run.ended in ("done", "exited", "rejected") else 0.0)
+    try:
+        _follow(run, events_reader, job, deadline, timeout, max_cells)
+    finally:  # whatever ended the run, even an error here: the sandbox is gone before the run is reported
+        teardown.end(proc, 2.0 if run.ended in ("done", "exited", "rejected") else 0.0, init)
     drain.join(timeout=10)
     run.returncode, run.flooded = proc.returncode, drain.flooded
     if group is not None:
@@ -334,15 +312,46 @@ def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_p
     return run
 
 
-def _stop(proc: subprocess.Popen, grace: float) -> None:
-    """Reap the child, killing it after `grace` seconds (killing bwrap ends its PID namespace and all in it)."""
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    if proc.poll() is None:
+def _follow(run: ChildRun, events_reader: _Events, job: dict, deadline: float, timeout: float,
+            max_cells: int) -> None:
+    """Accept the child's events in the expected order until the run ends; `run.ended` says how."""
+    skip = set(job["skip_cells"])
+    order: list[tuple[str, Any]] = []
+    step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+    while True:
+        remaining = step_deadline - time.monotonic()
+        if remaining <= 0:
+            run.ended = "deadline" if step_deadline >= deadline else "timeout"
+            return
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    proc.wait()
+            item = events_reader.queue.get(timeout=remaining)
+        except queue.Empty:
+            continue
+        if item is None:
+            run.ended = "exited"
+            return
+        if not isinstance(item, tuple):
+            run.ended = "tampered"
+            return
+        event, size = item
+        if run.cells is None:  # the first event: the child's reading of the notebook, before any student code
+            if event.get("event") == "rejected" and event.get("kind") in ("too_large", "corrupt"):
+                run.rejected, run.ended = event, "rejected"
+                return
+            cells = valid_cells(event, skip, max_cells) if event.get("event") == "cells" else None
+            if cells is None or size > SMALL_EVENT_BYTES:
+                run.ended = "tampered"
+                return
+            run.cells, run.listing = cells, event
+            order = expected_order(cells, [q["id"] for q in job["questions"]])
+            step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+            continue
+        if len(run.events) >= len(order) or not _matches(event, order[len(run.events)]) or (
+                size > SMALL_EVENT_BYTES and event.get("event") != "q_end"):
+            run.ended = "tampered"
+            return
+        run.events.append(event)
+        if event["event"] == "done":
+            run.ended = "done"
+            return
+        step_deadline = min(deadline, time.monotonic() + timeout + SLACK_S)

@@ -16,7 +16,9 @@ flags, in the order `bwrap_command` writes them:
 ``--die-with-parent``
     the whole sandbox is killed when the grader's watching thread goes away; the PID namespace
     dies with its init, so a daemon started in a new session (``setsid``, ``fork_exec``,
-    ``multiprocessing``) cannot outlive its run, let alone the grader.
+    ``multiprocessing``) cannot outlive the grader. A backstop only: the kernel does this
+    asynchronously, so the grader itself kills the sandbox's init at the end of each run and
+    waits until it is gone (``--info-fd``).
 ``--new-session``
     a new terminal session: no ``TIOCSTI`` injection into the instructor's terminal.
 ``--clearenv`` and ``--setenv``
@@ -43,6 +45,10 @@ flags, in the order `bwrap_command` writes them:
 ``--seccomp FD``
     the filter of `minigpt.grading.seccomp` (no nested namespaces, io_uring, keyrings, ptrace, bpf, mounts...),
     installed by bwrap on the child just before it starts, so it holds for every process in the sandbox.
+``--info-fd FD``
+    bwrap reports there the pid (outside) of the sandbox's PID 1, which `minigpt.grading.teardown` holds as a
+    pidfd, kills at the end of the run and waits for: a PID namespace's init exits only once every other
+    process in it is gone, so no process of a run outlives it.
 
 Resource limits (`Limits`) are applied twice: to the whole sandbox by its control group where the machine
 has one (`minigpt.grading.cgroups`: memory including tmpfs and shared memory, tasks, one CPU), and to each
@@ -116,14 +122,17 @@ def _system_libraries() -> list[str]:
     return args
 
 
-def bwrap_command(runtime: Runtime, limits: Limits, lib: Path, seccomp_fd: int | None = None) -> list[str]:
+def bwrap_command(runtime: Runtime, limits: Limits, lib: Path, seccomp_fd: int | None = None,
+                  info_fd: int | None = None) -> list[str]:
     """The bubblewrap command line that runs the grading child in a fresh sandbox (see the module docstring), over
     the staged package `lib` (one per set of questions: `minigpt.grading.staging.stage_lib`), with the seccomp
-    filter read from `seccomp_fd` where one is given."""
+    filter read from `seccomp_fd` and the sandbox's PID 1 reported on `info_fd`, where they are given."""
     args = [BWRAP, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--die-with-parent", "--new-session", "--clearenv"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
+    if info_fd is not None:
+        args += ["--info-fd", str(info_fd)]
     for key, value in {**ENV, **_float_kernel_env()}.items():
         args += ["--setenv", key, value]
     args += _system_libraries()
