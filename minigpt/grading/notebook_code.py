@@ -21,6 +21,10 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+# This module runs in the sandbox, which holds no catalog: the grader translates its messages (`MESSAGES`)
+# where it shows them.
+from minigpt.i18n import N_
+
 
 class CorruptNotebook(ValueError):
     """The submission is not a readable notebook (invalid JSON, wrong structure)."""
@@ -41,12 +45,6 @@ class SizeLimits:
 
 
 DEFAULT_SIZES = SizeLimits()
-
-
-def N_(message: str) -> str:  # noqa: N802 - gettext's name for a message marked for the catalog, translated later
-    """Mark `message` for the catalog (`minigpt.i18n`): this module runs in the sandbox, which has none; the grader
-    translates its messages (`MESSAGES`) where it shows them."""
-    return message
 
 
 NOT_TEXT = N_("a cell's source is not text")

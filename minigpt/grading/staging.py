@@ -42,7 +42,7 @@ INSIDE = Path("/sandbox")  # where the runtime appears inside the sandbox
 # The parts of `minigpt` (paths relative to the package) copied into the sandbox: the runtime the
 # notebooks use, the corpus, and the grading child with its wire format. No answer function.
 CHILD_PACKAGE: tuple[str, ...] = (
-    "__init__.py", "config.py", "data",
+    "__init__.py", "config.py", "i18n.py", "data",
     *(f"runtime/{name}.py" for name in ("__init__", "model", "kv_cache", "generate", "meters", "checkpoint",
                                          "tokenizer", "device")),
     "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py", "corpus/checker.py", "corpus/stats.py",
