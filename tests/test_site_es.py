@@ -15,18 +15,16 @@ Runs after `make book` (which builds both editions); skipped only without Debian
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from site_browser import CHROMIUM, SCREENSHOTS, Visit, new_context
-from test_site import EXPLORER_CHECKS, _move, _plain, _same, _slider_values
+from test_site import EXPLORER_CHECKS, check_explorer
 from test_ui_strings import explorer_boxes, spec_of, translated, ui_table
 
-from minigpt import costs, generate, load_pretrained
+from minigpt import generate, load_pretrained
 from minigpt.book.editions import ENGLISH_NUMBER
-from minigpt.book.explorers import evaluate_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SPANISH = ROOT / "_build" / "html" / "es"
@@ -131,29 +129,18 @@ def test_explorers_show_spanish_and_recompute(page: str, server: str, browser) -
             _thin_space(visit)
         for case in RECOMPUTE:
             if case[0] == page:
-                _recompute(visit, table, *case[1:5])
+                _recompute(visit, table, *case[1:6])
         assert visit.errors == [] and visit.external == []
     finally:
         visit.close()
 
 
-def _recompute(visit, table, explorer_id, slider, fraction, output) -> None:
+def _recompute(visit, table, explorer_id, slider, fraction, output, fn) -> None:
     """A slider moved on the Spanish page: the output is Python's value (data-value as in English), shown
     as Python's formatted text translated (Spanish numbers, words from the table); the plot is redrawn."""
     box = visit.page.locator(f'div.mgx-explorer[data-explorer="{explorer_id}"]')
-    spec = json.loads(box.locator("script.mgx-spec").text_content())
-    [out_spec] = [o for o in spec["outputs"] if o["name"] == output]
-    shown = box.locator(f'[data-output="{output}"]')
-    before = (shown.get_attribute("data-value"), shown.text_content())
     svg_before = box.evaluate("(b) => b.querySelector('svg.mgx-plot') && b.querySelector('svg.mgx-plot').innerHTML")
-    _move(box, slider, fraction)
-    values = _slider_values(box)
-    expected = evaluate_spec(spec, values)[output]
-    assert _same(_plain(expected), shown.get_attribute("data-value")), (values, expected)
-    fmt = out_spec["fmt"]
-    english = getattr(costs, fmt["fn"])(expected, **fmt["args"]) if fmt else expected
-    assert shown.text_content() == translated(english, table), (shown.text_content(), english)
-    assert (shown.get_attribute("data-value"), shown.text_content()) != before, "the output did not change"
+    check_explorer(visit.page, explorer_id, slider, fraction, output, fn, lambda text: translated(text, table))
     moved = box.locator(f'[data-slider="{slider}"] .mgx-value')
     if moved.count():
         assert not ENGLISH_NUMBER.search(moved.text_content()), moved.text_content()
