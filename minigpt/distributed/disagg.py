@@ -45,6 +45,7 @@ from minigpt.distributed.kv_transfer import HEADER, Transfer, export_kv, import_
 from minigpt.runtime.checkpoint import load_pretrained
 from minigpt.runtime.generate import Sampling
 from minigpt.serving.engine import Engine, EngineConfig
+from minigpt.serving.meters import time_per_output_token
 from minigpt.serving.request import Request, Status, Tracked
 
 TAG_CTRL, TAG_PROMPT, TAG_REPORT = 10, 11, 30
@@ -125,8 +126,7 @@ class RequestRecord:
 
     @property
     def tpot_s(self) -> float:
-        n = len(self.token_s)
-        return (self.token_s[-1] - self.token_s[0]) / (n - 1) if n > 1 else float("nan")
+        return time_per_output_token(self.token_s)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, LinkPreset, ModelPreset
 from minigpt.serving.engine import Engine, EngineConfig
-from minigpt.serving.meters import percentile
+from minigpt.serving.meters import percentile, time_per_output_token
 from minigpt.serving.request import Request, Status, Tracked
 
 
@@ -41,8 +41,7 @@ class Latency:
 
     @property
     def tpot_s(self) -> float:
-        n = len(self.token_s)
-        return (self.token_s[-1] - self.token_s[0]) / (n - 1) if n > 1 else float("nan")
+        return time_per_output_token(self.token_s)
 
 
 def latencies(records: Iterable[object]) -> list[Latency]:
