@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from minigpt.serving.engine import EngineConfig
-from minigpt.serving.meters import time_per_output_token
+from minigpt.serving.meters import TokenTimes
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class DisaggConfig:
 
 
 @dataclass
-class RequestRecord:
+class RequestRecord(TokenTimes):
     """What the driver knows of one request at the end: `finished` or `failed` (with the reason), its
     tokens, arrival and token times (seconds from the start), and where it ran."""
 
@@ -74,14 +74,6 @@ class RequestRecord:
     kv_bytes: int = 0  # K/V bytes of the transfer that completed (Eq. 2.1 · P)
     transfer_s: float | None = None  # seconds the prefill worker's sender spent on the transfer
     retried: list[str] = field(default_factory=list)  # why each earlier attempt was given up
-
-    @property
-    def ttft_s(self) -> float:
-        return self.token_s[0] - self.arrival_s
-
-    @property
-    def tpot_s(self) -> float:
-        return time_per_output_token(self.token_s)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,22 @@ def time_per_output_token(token_s: Sequence[float]) -> float:
     return (token_s[-1] - token_s[0]) / (n - 1) if n > 1 else float("nan")
 
 
+class TokenTimes:
+    """TTFT and TPOT of a record with `arrival_s` and `token_s` (seconds), whoever served it: goodput's
+    `Latency`, a disaggregated run's `RequestRecord`."""
+
+    arrival_s: float
+    token_s: Sequence[float]
+
+    @property
+    def ttft_s(self) -> float:
+        return self.token_s[0] - self.arrival_s
+
+    @property
+    def tpot_s(self) -> float:
+        return time_per_output_token(self.token_s)
+
+
 def tpot_s(t: Tracked) -> float:
     """Time per output token after the first: `time_per_output_token` of the request's token times."""
     return time_per_output_token(t.token_s)
