@@ -148,7 +148,7 @@ def peers(models: dict[str, MiniGPT], P: int, D: int, repeats: int, device: torc
                 p, attention_mask=a, max_new_tokens=D, min_new_tokens=D, do_sample=False)[0, P:].tolist(),
         }
         if not why_not:  # llama.cpp on the same weights (f32 GGUF, its default f16 KV cache), torch's threads
-            from minigpt.interop.gguf import export_gguf
+            from minigpt.interop.gguf_write import export_gguf
             from minigpt.runtime.tokenizer import Tokenizer
 
             words = ["<pad>", *(f"w{i}" for i in range(1, model.config.V))]

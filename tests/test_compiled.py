@@ -12,7 +12,7 @@ from profiles import examples
 
 from minigpt import ModelConfig, generate
 from minigpt.measure import sweeps
-from minigpt.measure.overhead import HOST_SYNC_OP, count_ops
+from minigpt.measure.op_count import HOST_SYNC_OP, count_ops
 from minigpt.runtime.compiled import StaticDecoder, static_forward
 from minigpt.runtime.static_cache import StaticKVCache
 

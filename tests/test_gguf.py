@@ -16,6 +16,7 @@ gguf = pytest.importorskip("gguf", reason="gguf is in requirements.txt (make ins
 
 from minigpt import MiniGPT, ModelConfig, generate, load_pretrained  # noqa: E402
 from minigpt.interop import gguf as G  # noqa: E402
+from minigpt.interop import gguf_reference, gguf_write  # noqa: E402
 from minigpt.runtime.tokenizer import Tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -98,7 +99,7 @@ def _mutant(tmp_path, shipped, monkeypatch, change) -> object:
         change(tensors)
         return tensors
 
-    monkeypatch.setattr(G, "gguf_tensors", mutated)
+    monkeypatch.setattr(gguf_write, "gguf_tensors", mutated)
     return G.export_gguf(shipped.model, tmp_path / "mutant.gguf", shipped.tokenizer)
 
 
@@ -183,11 +184,11 @@ def test_ggml_gelu_amplifies_f32_rounding(files, ids, monkeypatch) -> None:
     moved = {}
     for gelu, name in (("erf", "_gelu_erf"), ("ggml", "_gelu_ggml")):
         base = G.reference_logits(g, ids, gelu=gelu)
-        f, rng = getattr(G, name), np.random.default_rng(0)
-        monkeypatch.setattr(G, name, lambda x, f=f, rng=rng: f(
+        f, rng = getattr(gguf_reference, name), np.random.default_rng(0)
+        monkeypatch.setattr(gguf_reference, name, lambda x, f=f, rng=rng: f(
             (x * (1 + rng.uniform(-1e-6, 1e-6, x.shape))).astype(np.float32)))
         moved[gelu] = np.abs(G.reference_logits(g, ids, gelu=gelu) - base).max()
-        monkeypatch.setattr(G, name, f)
+        monkeypatch.setattr(gguf_reference, name, f)
     assert moved["ggml"] > 5 * moved["erf"]
 
 

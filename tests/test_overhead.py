@@ -7,7 +7,8 @@ import torch
 
 from minigpt import ModelConfig
 from minigpt.measure import sweeps
-from minigpt.measure.overhead import HOST_SYNC_OP, count_ops, decode_step_ops, overhead_floor, per_op_seconds
+from minigpt.measure.op_count import HOST_SYNC_OP, count_ops, decode_step_ops
+from minigpt.measure.overhead_floor import overhead_floor, per_op_seconds
 
 
 def test_count_ops_counts_each_aten_call() -> None:
@@ -48,7 +49,7 @@ def test_per_op_seconds_and_the_floor() -> None:
 
 
 def test_time_static_step_sees_the_same_S_each_call() -> None:
-    from minigpt.measure.overhead import time_static_step
+    from minigpt.measure.overhead_floor import time_static_step
     from minigpt.runtime.compiled import StaticDecoder
 
     model = sweeps.random_model(ModelConfig(L=1, H=2, H_kv=2, d_h=8, d_ffn=32, V=20, S_max=16))
@@ -58,7 +59,7 @@ def test_time_static_step_sees_the_same_S_each_call() -> None:
 
 
 def test_op_kind_separates_kernels_from_views() -> None:
-    from minigpt.measure.overhead import kind_counts, op_kind
+    from minigpt.measure.op_count import kind_counts, op_kind
 
     # A mutant that treats `_unsafe_view` or `split_with_sizes` as a kernel, or `copy_` as a view, fails here.
     for name in ("aten.view", "aten.t", "aten.transpose", "aten.expand", "aten.select", "aten.slice",
@@ -82,7 +83,7 @@ def test_op_kind_separates_kernels_from_views() -> None:
 
 
 def test_step_breakdown_parts_add_up() -> None:
-    from minigpt.measure.overhead import step_breakdown
+    from minigpt.measure.step_breakdown import step_breakdown
 
     torch.set_num_threads(1)
     model = sweeps.random_model(ModelConfig(L=1, H=2, H_kv=2, d_h=8, d_ffn=32, V=20, S_max=16))
@@ -97,7 +98,7 @@ def test_step_breakdown_parts_add_up() -> None:
 
 
 def test_op_timeline_orders_top_level_operators_by_kind() -> None:
-    from minigpt.measure.overhead import op_timeline
+    from minigpt.measure.op_timeline import op_timeline
 
     a = torch.ones(4, 4)
     spans = op_timeline(lambda: (a.t() + 1).sum().item(), tries=2)

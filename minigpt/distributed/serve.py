@@ -16,7 +16,8 @@ import math
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.distributed.disagg import DisaggConfig, serve
+from minigpt.distributed.disagg import serve
+from minigpt.distributed.disagg_records import DisaggConfig
 from minigpt.serving import goodput
 from minigpt.serving.trace import poisson_trace
 

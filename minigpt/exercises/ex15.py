@@ -1,7 +1,7 @@
 """Exercise 15 (Chapter 18, the overhead floor): the operators of one decode step, which of them launch
 device work, which term of Eq. (18.1) binds for a configuration, and the mask a static cache attends through.
 
-The oracles are the package: the dispatch-mode counter and `op_kind` of `minigpt.measure.overhead`,
+The oracles are the package: the dispatch-mode counter and `op_kind` of `minigpt.measure.op_count`,
 `costs.overhead_bound`, and `StaticKVCache.visible`. Nothing is timed: every answer is deterministic.
 """
 
@@ -18,7 +18,7 @@ from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.exercises.spec import N_, Exercise, Question, _, exact_int, model_spec, tensor
-from minigpt.measure.overhead import HOST_SYNC_OP, decode_step_ops, op_kind
+from minigpt.measure.op_count import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.static_cache import StaticKVCache
 

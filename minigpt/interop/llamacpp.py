@@ -73,7 +73,7 @@ def open_gguf(path: Path | str, *, n_ctx: int | None = None, n_threads: int = 1,
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
     if n_ctx is None:
-        from minigpt.interop.gguf import read_gguf
+        from minigpt.interop.gguf_read import read_gguf
 
         n_ctx = read_gguf(path).config.S_max
     llama_cpp = _llama_cpp()

@@ -24,25 +24,16 @@ from dataclasses import dataclass
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, LinkPreset, ModelPreset
 from minigpt.serving.engine import Engine, EngineConfig
-from minigpt.serving.meters import percentile
+from minigpt.serving.meters import TokenTimes, percentile
 from minigpt.serving.request import Request, Status, Tracked
 
 
 @dataclass(frozen=True)
-class Latency:
+class Latency(TokenTimes):
     """One request's arrival and token times (seconds): what attainment needs, whoever served it."""
 
     arrival_s: float
     token_s: tuple[float, ...]
-
-    @property
-    def ttft_s(self) -> float:
-        return self.token_s[0] - self.arrival_s
-
-    @property
-    def tpot_s(self) -> float:
-        n = len(self.token_s)
-        return (self.token_s[-1] - self.token_s[0]) / (n - 1) if n > 1 else float("nan")
 
 
 def latencies(records: Iterable[object]) -> list[Latency]:

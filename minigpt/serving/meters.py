@@ -19,10 +19,34 @@ def ttft_s(t: Tracked) -> float:
     return t.token_s[0] - t.request.arrival_s
 
 
+def time_per_output_token(token_s: Sequence[float]) -> float:
+    """TPOT_b of Eq. (19.3), the glossary's TPOT (the decode term of Eq. 4.1 per token): a request's mean
+    gap between its later tokens, (last − first token time) / (D − 1) over its D token times; nan when
+    D ≤ 1 (no gap to average). The one definition: the engine's meters, goodput's `Latency` and a
+    disaggregated run's `RequestRecord` all call it."""
+    n = len(token_s)
+    return (token_s[-1] - token_s[0]) / (n - 1) if n > 1 else float("nan")
+
+
+class TokenTimes:
+    """TTFT and TPOT of a record with `arrival_s` and `token_s` (seconds), whoever served it: goodput's
+    `Latency`, a disaggregated run's `RequestRecord`."""
+
+    arrival_s: float
+    token_s: Sequence[float]
+
+    @property
+    def ttft_s(self) -> float:
+        return self.token_s[0] - self.arrival_s
+
+    @property
+    def tpot_s(self) -> float:
+        return time_per_output_token(self.token_s)
+
+
 def tpot_s(t: Tracked) -> float:
-    """Time per output token after the first: (last − first token time) / (n − 1); nan for one token."""
-    n = len(t.token_s)
-    return (t.token_s[-1] - t.token_s[0]) / (n - 1) if n > 1 else float("nan")
+    """Time per output token after the first: `time_per_output_token` of the request's token times."""
+    return time_per_output_token(t.token_s)
 
 
 def e2e_s(t: Tracked) -> float:

@@ -1,0 +1,49 @@
+"""A prefill worker's sender threads (Chapter 19): the K/V transfers to each decode worker one after another,
+on a thread of that worker's own, so that a transfer stuck on a dead worker holds up no other."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+from minigpt.distributed.kv_transfer import send_kv
+
+
+def _sender(jobs: queue.Queue, done: queue.Queue) -> None:
+    """A prefill worker's sender thread: K/V transfers one after another, each result on `done`."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        start = time.monotonic()
+        try:
+            kv_bytes, meta_bytes = send_kv(*job)
+            done.put((job, kv_bytes, meta_bytes, time.monotonic() - start, None))
+        except Exception as e:
+            done.put((job, 0, 0, time.monotonic() - start, str(e).splitlines()[0][:120]))
+
+
+class _Senders:
+    """One sender thread per decode worker, created on first use: a transfer stuck on a dead worker (a gloo
+    send to a peer that is gone may block instead of raising) never holds up the transfers to the others."""
+
+    def __init__(self, done: queue.Queue) -> None:
+        self.done = done
+        self.queues: dict[int, queue.Queue] = {}
+        self.threads: list[threading.Thread] = []
+
+    def put(self, job: tuple) -> None:
+        dst = job[0]
+        if dst not in self.queues:
+            self.queues[dst] = queue.Queue()
+            thread = threading.Thread(target=_sender, args=(self.queues[dst], self.done), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        self.queues[dst].put(job)
+
+    def close(self, timeout_s: float) -> None:
+        for jobs in self.queues.values():
+            jobs.put(None)
+        for thread in self.threads:
+            thread.join(timeout=timeout_s)  # a thread stuck on a dead worker is left behind (daemon)

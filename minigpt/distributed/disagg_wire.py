@@ -1,0 +1,69 @@
+"""What goes over the wire in disaggregated serving (Chapter 19), besides the K/V (`kv_transfer`): the tags,
+the message kinds, a worker's report to the driver and the driver's control message to a worker.
+
+Driver -> worker: a control header of int64 `[kind, request index, attempt, P, max_new_tokens, decode rank]`
+on `TAG_CTRL` (`NEW` or `STOP`), then the prompt's token ids on `TAG_PROMPT`. Worker -> driver: a report
+of `REPORT` float64 fields `[kind, request index, attempt, a, b, c]` on `TAG_REPORT`, sent from the
+worker's main thread only. Receives block, so each runs in a listener thread (`_thread`) that puts what
+arrives on a queue; a receive that raises (the peer is gone) ends the thread with the reason.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import torch
+import torch.distributed as dist
+
+from minigpt.distributed.kv_transfer import HEADER
+
+TAG_CTRL, TAG_PROMPT, TAG_REPORT = 10, 11, 30
+NEW, STOP = 1, 2  # driver -> worker
+BYE, HELLO, FIRST, SENT, XFAIL, TOKEN, DONE, FAIL = 0, 1, 2, 3, 4, 5, 6, 7  # worker -> driver
+REPORT = 6  # float64 fields of a report: kind, request index, attempt, a, b, c
+IDLE_S = 0.0005  # a process with nothing to do sleeps this long before it looks again
+
+
+def _report(kind: int, index: int = -1, attempt: int = 0, a: float = 0.0, b: float = 0.0, c: float = 0.0) -> None:
+    """A worker's report to the driver (main thread only: one sender per pair and tag keeps the order)."""
+    dist.send(torch.tensor([kind, index, attempt, a, b, c], dtype=torch.float64), 0, tag=TAG_REPORT)
+
+
+def _listen(q: queue.Queue, src: int, receive) -> None:
+    """Put what `receive()` returns on `q` until it returns None (bye) or raises (the peer is gone)."""
+    try:
+        while True:
+            item = receive()
+            if item is None:
+                q.put((src, None, None))
+                return
+            q.put((src, item, None))
+    except Exception as e:  # gloo: "Connection closed by peer" when `src` died
+        q.put((src, None, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"))
+
+
+def _thread(q: queue.Queue, src: int, receive) -> threading.Thread:
+    t = threading.Thread(target=_listen, args=(q, src, receive), daemon=True)
+    t.start()
+    return t
+
+
+def _recv_ctrl() -> tuple[int, int, int, int, int, list[int]] | None:
+    buf = torch.empty(HEADER, dtype=torch.long)
+    dist.recv(buf, 0, tag=TAG_CTRL)
+    kind, index, attempt, P, max_new, dst = (int(x) for x in buf.tolist())
+    if kind == STOP:
+        return None
+    ids = torch.empty(P, dtype=torch.long)
+    dist.recv(ids, 0, tag=TAG_PROMPT)
+    return index, attempt, max_new, dst, P, ids.tolist()
+
+
+def _recv_report(src: int):
+    def receive() -> list[float] | None:
+        buf = torch.empty(REPORT, dtype=torch.float64)
+        dist.recv(buf, src, tag=TAG_REPORT)
+        msg = buf.tolist()
+        return None if int(msg[0]) == BYE else msg
+    return receive
