@@ -31,7 +31,7 @@ help:
 	@echo "make nbval-native  nbval with this machine's own float kernels (make test runs the portable ones)"
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
 	@echo "make translations  bring the Spanish catalogs and notebooks in step with the English pages"
-	@echo "make bench       speed and memory benchmarks (scripts/bench.py, scripts/bench_browser.py, scripts/grade_class_demo.py)"
+	@echo "make bench       speed and memory benchmarks (scripts/bench/bench.py, scripts/bench/bench_browser.py, scripts/bench/grade_class_demo.py)"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
 
@@ -52,15 +52,15 @@ $(STAMP): requirements.txt pyproject.toml $(LLAMACPP_WHEEL) | $(BIN)/python
 
 install: $(STAMP)
 
-$(VENDOR): package.json package-lock.json scripts/vendor_assets.sh
-	scripts/vendor_assets.sh
+$(VENDOR): package.json package-lock.json scripts/book/vendor_assets.sh
+	scripts/book/vendor_assets.sh
 
 $(WEB): $(STAMP) minigpt/data/minigpt.safetensors minigpt/data/minigpt.json minigpt/book/web_export.py $(wildcard minigpt/web/*)
 	$(BIN)/python -m minigpt.book.web_export $(dir $@)
 
-# Both editions, each a strict (-n -W) Jupyter Book build of the same sources (scripts/build_book.py).
+# Both editions, each a strict (-n -W) Jupyter Book build of the same sources (scripts/book/build_book.py).
 book: $(STAMP) $(VENDOR) $(WEB)
-	$(BIN)/python scripts/build_book.py
+	$(BIN)/python scripts/book/build_book.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -105,20 +105,20 @@ site: $(STAMP)
 test: lint unit nbval book site
 
 notebooks: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py $(NB)
-	$(BIN)/python scripts/translations.py notebooks
+	$(BIN)/python scripts/book/execute_notebooks.py $(NB)
+	$(BIN)/python scripts/book/translations.py notebooks
 
 # New and changed English messages into the catalogs (changed ones fuzzy), then the Spanish notebooks
 # (CONTRIBUTING.md, "Translations").
 translations: $(STAMP)
-	$(BIN)/python scripts/translations.py update
-	$(BIN)/python scripts/translations.py notebooks
-	$(BIN)/python scripts/translations.py status
+	$(BIN)/python scripts/book/translations.py update
+	$(BIN)/python scripts/book/translations.py notebooks
+	$(BIN)/python scripts/book/translations.py status
 
 bench: $(STAMP)
-	$(BIN)/python scripts/bench.py
-	$(BIN)/python scripts/bench_browser.py
-	$(BIN)/python scripts/grade_class_demo.py --jobs 2
+	$(BIN)/python scripts/bench/bench.py
+	$(BIN)/python scripts/bench/bench_browser.py
+	$(BIN)/python scripts/bench/grade_class_demo.py --jobs 2
 
 clean:
 	rm -rf _build

@@ -2,7 +2,7 @@
 
 The messages are Python's stdlib `gettext` catalogs shipped with the package
 (``minigpt/locales/<lang>/LC_MESSAGES/minigpt.mo``, compiled from the ``.po`` next to it by
-``scripts/grader_messages.py``). `_` translates a message for the language ``MINIGPT_LANG`` names *when it is
+``scripts/book/grader_messages.py``). `_` translates a message for the language ``MINIGPT_LANG`` names *when it is
 called*, so a notebook that sets ``os.environ["MINIGPT_LANG"] = "es"`` gets Spanish from its next ``check``.
 Without the variable (or with a language that has no catalog) every message is the English msgid, unchanged.
 

@@ -16,8 +16,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 #: Set to 1 to run `make test` on a machine without chromium: the browser check is then skipped, said so
 #: in the last line of the run. Without it, a missing chromium fails the run (CI installs it: `.ci/run`).
 SKIP_BROWSER_ENV = "MINIGPT_SKIP_BROWSER"
-#: Set to 1 where bubblewrap cannot build a sandbox (the GPU machine: scripts/gpu_run.py): the grader's tests
-#: (marker `sandbox`) are then skipped, said so in the last line. Without it, a missing sandbox fails the run.
+#: Set to 1 where bubblewrap cannot build a sandbox (the GPU machine: scripts/maintenance/gpu_run.py): the grader's
+#: tests (marker `sandbox`) are then skipped, said so in the last line. Without it, a missing sandbox fails the run.
 SKIP_SANDBOX_ENV = "MINIGPT_SKIP_SANDBOX"
 #: Set to 1 to run without llama.cpp (llama-cpp-python, installed by `make install` from wheels/): the tests
 #: marked `llamacpp` are then skipped, said so in the last line. Without it, a missing llama_cpp fails the run.

@@ -14,7 +14,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 
-_spec = importlib.util.spec_from_file_location("new_notebook", ROOT / "scripts" / "new_notebook.py")
+_spec = importlib.util.spec_from_file_location("new_notebook", ROOT / "scripts" / "book" / "new_notebook.py")
 new_notebook = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(new_notebook)
 
@@ -53,7 +53,7 @@ def test_first_code_cell_is_the_setup_cell(relpath: str) -> None:
     assert code, f"{relpath} has no code cell"
     assert code[0].source == new_notebook.setup_cell_source(), (
         f"{relpath}: the first code cell must be the canonical setup cell "
-        "(run `python scripts/new_notebook.py --sync`)"
+        "(run `python scripts/book/new_notebook.py --sync`)"
     )
     urls = set(re.findall(r"https://github\.com/[\w./-]+?(?=@|\")", code[0].source))
     assert urls == {REPO_URL}, urls
@@ -117,7 +117,7 @@ def test_site_css_loads_nothing_from_outside(built_site: Path) -> None:
 def test_vendored_assets_are_served(built_site: Path) -> None:
     for rel in ("vendor/mathjax/tex-mml-chtml.js", "vendor/require.js", "vendor/html-manager/embed-amd.js",
                 "vendor/widgets-setup.js"):
-        assert (built_site / rel).is_file(), f"{rel} missing: run scripts/vendor_assets.sh (make book does)"
+        assert (built_site / rel).is_file(), f"{rel} missing: run scripts/book/vendor_assets.sh (make book does)"
     for page in _html_pages():
         text = page.read_text(encoding="utf-8")
         if "application/vnd.jupyter.widget-state+json" in text:

@@ -11,7 +11,7 @@ from minigpt.runtime.checkpoint import DATA_DIR
 
 
 def test_shipped_checkpoint_is_small_and_loads():
-    # Its load time is measured in `make bench` (scripts/bench.py), not asserted here.
+    # Its load time is measured in `make bench` (scripts/bench/bench.py), not asserted here.
     files = list(DATA_DIR.glob("minigpt.*"))
     assert {f.suffix for f in files} == {".safetensors", ".json"}
     assert sum(f.stat().st_size for f in files) <= 5 * 2**20

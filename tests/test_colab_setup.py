@@ -23,7 +23,7 @@ import pytest
 from limits import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "book"))
 from new_notebook import setup_cell_source  # noqa: E402
 
 PROBE = textwrap.dedent(

@@ -295,5 +295,5 @@ def test_single_word_substitutions_agree_with_the_oracle(seed: int, data: st.Dat
 
 
 def test_checker_accepts_a_thousand_generated_sentences() -> None:
-    # Its speed is measured in `make bench` (scripts/bench.py), not asserted here.
+    # Its speed is measured in `make bench` (scripts/bench/bench.py), not asserted here.
     assert all(is_grammatical(s) for s in generate_sentences(1000, seed=11))

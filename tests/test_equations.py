@@ -28,7 +28,7 @@ from limits import HANG_S
 
 ROOT = Path(__file__).resolve().parent.parent
 if "book_text" not in sys.modules:  # tests/test_prose.py loads it the same way
-    _spec = importlib.util.spec_from_file_location("book_text", ROOT / "scripts" / "book_text.py")
+    _spec = importlib.util.spec_from_file_location("book_text", ROOT / "scripts" / "book" / "book_text.py")
     sys.modules["book_text"] = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(sys.modules["book_text"])
 book_text = sys.modules["book_text"]
@@ -230,9 +230,10 @@ def test_a_dangling_equation_link_fails_the_build(tmp_path):
 
 def test_notation_index_lists_every_equation_the_formulas_implement():
     """Each formula of `costs.FORMULAS` whose docstring starts "<what>, Eq. (x.y)" is in the notation appendix's
-    equation index, in the row of (x.y); `python scripts/book_text.py --equation-index --write` adds missing rows."""
+    equation index, in the row of (x.y); `python scripts/book/book_text.py --equation-index --write` adds missing
+    rows."""
     implemented = book_text.implemented_equations()
     assert implemented, "no formula of minigpt.costs says which equation it implements"
     current, expected = book_text.equation_index()
     assert current == expected, (
-        "run `python scripts/book_text.py --equation-index --write`; the index should be:\n" + expected)
+        "run `python scripts/book/book_text.py --equation-index --write`; the index should be:\n" + expected)

@@ -1,6 +1,6 @@
 """The graded exercises' feedback in Spanish (``MINIGPT_LANG=es``): check()'s messages, the hints, the comparisons'
 problems and the grader's verdicts come from the catalog minigpt/locales/es/LC_MESSAGES/minigpt.po (compiled to the
-.mo next to it by scripts/grader_messages.py), numbers written the Spanish way; without the variable every message
+.mo next to it by scripts/book/grader_messages.py), numbers written the Spanish way; without the variable every message
 is the English one, byte for byte; and the verdicts, the seeds and the scores do not depend on the language.
 """
 
@@ -20,7 +20,7 @@ from minigpt.exercises import wire as wire_format
 from minigpt.grading import feedback, grader, notebook_code
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "grader_messages.py"
+SCRIPT = ROOT / "scripts" / "book" / "grader_messages.py"
 PO = ROOT / "minigpt" / "locales" / "es" / "LC_MESSAGES" / "minigpt.po"
 NNBSP = "\u202f"
 

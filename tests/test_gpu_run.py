@@ -1,5 +1,6 @@
-"""scripts/gpu_run.py, the GPU run's driver: its stage budget, its JUnit reading, its unpacking of the returned
-files into chapters/data, and its refusals. (The run itself was rehearsed end to end on CPU; see its docstring.)"""
+"""scripts/maintenance/gpu_run.py, the GPU run's driver: its stage budget, its JUnit reading, its unpacking of the
+returned files into chapters/data, and its refusals. (The run itself was rehearsed end to end on CPU; see its
+docstring.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "gpu_run.py"
+SCRIPT = ROOT / "scripts" / "maintenance" / "gpu_run.py"
 
 
 @pytest.fixture(scope="module")

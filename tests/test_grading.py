@@ -76,7 +76,7 @@ def test_reference_scores_full_and_blank_scores_zero(eid: str, tmp_path: Path) -
 
 
 # Per fixture: the questions that score 1 (all others 0) and a phrase each zero's reason must contain.
-# The attacks are described in scripts/make_hostile_fixtures.py (which writes the newer ones).
+# The attacks are described in scripts/maintenance/make_hostile_fixtures.py (which writes the newer ones).
 TAMPERED = "wrote to the grader's channel"
 HOSTILE = {
     "corrupted": ({}, {q: "corrupted notebook" for q in ("q1", "q2", "q3", "q4", "q5")}),

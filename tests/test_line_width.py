@@ -1,7 +1,7 @@
 """Code the reader cannot see is code the reader cannot read: the site shows about 78 columns of a code cell and
 cuts the rest. Every code line and every printed line of a notebook must fit 79 columns.
 
-The shared setup cell (``scripts/new_notebook.py``, checked verbatim by ``tests/test_book.py``) is checked here
+The shared setup cell (``scripts/book/new_notebook.py``, checked verbatim by ``tests/test_book.py``) is checked here
 too, once, from its source.
 """
 
@@ -41,7 +41,7 @@ def too_wide(path: str) -> list[str]:
 
 def test_the_setup_cell_fits_the_page() -> None:
     import sys
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts" / "book"))
     from new_notebook import setup_cell_source
     wide = [line for line in setup_cell_source().splitlines() if len(line) > WIDTH]
     assert not wide, wide

@@ -2,7 +2,7 @@
 cache view grows by one row per step, bad input gets a clear message (and the page keeps working),
 it fits a 390 px phone screen, it works from file:// too, and no request leaves the page.
 
-Screenshots go to _build/screenshots/. Timings are printed by scripts/bench_browser.py, never asserted.
+Screenshots go to _build/screenshots/. Timings are printed by scripts/bench/bench_browser.py, never asserted.
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ OVER = {
     "minigpt/grading/grader.py": 341,
     "minigpt/exercises/wire.py": 334,
     "minigpt/exercises/spec.py": 313,
-    "scripts/book_text.py": 409,
-    "scripts/bench.py": 394,
-    "scripts/gpu_run.py": 374,
+    "scripts/book/book_text.py": 409,
+    "scripts/bench/bench.py": 394,
+    "scripts/maintenance/gpu_run.py": 374,
 }
 
 

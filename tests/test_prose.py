@@ -1,7 +1,7 @@
 """What the book's prose may say: sources by their titles, no internal documents, no numbers typed by
 hand, and an errata appendix that points at the Erratum boxes where they really are.
 
-Every check reads the pages listed in `_toc.yml` as they are (`scripts/book_text.py`): Markdown pages
+Every check reads the pages listed in `_toc.yml` as they are (`scripts/book/book_text.py`): Markdown pages
 and the Markdown cells of the notebooks.
 """
 
@@ -28,7 +28,7 @@ def _load(name: str, path: Path):
     return module
 
 
-book_text = _load("book_text", ROOT / "scripts" / "book_text.py")
+book_text = _load("book_text", ROOT / "scripts" / "book" / "book_text.py")
 
 PAGES = book_text.pages()
 ALLOWLIST = ROOT / "tests" / "data" / "prose_numbers_allowlist.txt"
@@ -343,7 +343,7 @@ def shown_in_problems() -> list[str]:
                         problems.append(f"row {row[0]}: no Erratum box is named {name}")
                     elif text != book_text.page_title(box.page):
                         problems.append(f"row {row[0]}: [{text}](#{name}) is in {book_text.page_title(box.page)}"
-                                        " (run `python scripts/book_text.py --write`)")
+                                        " (run `python scripts/book/book_text.py --write`)")
                     continue
                 if address.startswith("#"):  # a MyST target `(name)=` above a heading, valid in every language
                     holders = [p for p in pages if address[1:] in explicit_labels(p)]
@@ -399,7 +399,8 @@ def test_errata_checks_on_a_small_book(tmp_path, monkeypatch):
     monkeypatch.setattr(book_text, "ROOT", tmp_path)
     assert box_problems() == ["chapters/02_b.md: 'Erratum (course page: \"x\")' has no `:name: erratum-…`"]
     problems = shown_in_problems()
-    assert "row 1: [Chapter 2](#erratum-one) is in Chapter 1 (run `python scripts/book_text.py --write`)" in problems
+    assert ("row 1: [Chapter 2](#erratum-one) is in Chapter 1 (run `python scripts/book/book_text.py --write`)"
+            in problems)
     assert "row 2: chapters/01_a.md has no heading #nope" in problems
     assert any("box erratum-two" in p and "is in no row" in p for p in problems)
     assert len(problems) == 3, problems

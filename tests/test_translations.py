@@ -62,7 +62,8 @@ def test_every_page_of_the_book_has_a_catalog():
 @pytest.mark.parametrize("page", PAGES)
 def test_every_message_is_translated_and_none_fuzzy(page):
     bad = [("fuzzy" if m.fuzzy else "empty", m.id[:70]) for m in messages(page) if m.fuzzy or not m.string]
-    assert not bad, f"{page}: {len(bad)} message(s) to translate (scripts/translations.py export {page}): {bad[:5]}"
+    assert not bad, (f"{page}: {len(bad)} message(s) to translate (scripts/book/translations.py export {page}): "
+                     f"{bad[:5]}")
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -177,7 +178,8 @@ def test_a_glued_phrase_without_a_translation_is_an_error():
 def _translations_script():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("translations", catalogs.ROOT / "scripts" / "translations.py")
+    script = catalogs.ROOT / "scripts" / "book" / "translations.py"
+    spec = importlib.util.spec_from_file_location("translations", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -2,7 +2,7 @@
 
 Code cells, their outputs and the setup cell stay as they are; every message of the page's catalog is
 placed where its block stands in a markdown cell (or in a figure caption in a code cell's metadata).
-`scripts/translations.py notebooks` writes them; tests/test_translations.py checks they are fresh.
+`scripts/book/translations.py notebooks` writes them; tests/test_translations.py checks they are fresh.
 """
 
 from __future__ import annotations

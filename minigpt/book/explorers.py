@@ -34,7 +34,7 @@ as files of the site (``_config.yml``: ``html_static_path`` adds ``minigpt/web``
 them on every page; `explorer.js` wires every explorer when the page has loaded). A kernel needs no
 `i18n.js`: it has no edition's table, and `explorer.js` without it prints English. A live kernel (Jupyter, Colab, whose
 output frames are sandboxed and see no site) needs them inline: ``inline=None`` decides by environment,
-inlining unless ``MINIGPT_EXPLORER_JS=site``, which `scripts/execute_notebooks.py` (``make notebooks``)
+inlining unless ``MINIGPT_EXPLORER_JS=site``, which `scripts/book/execute_notebooks.py` (``make notebooks``)
 sets, so the committed outputs hold no JavaScript. nbval re-executes in a plain kernel, which inlines;
 ``tests/nbval_sanitize.cfg`` removes the inlined ``<script class="mgx-inline">`` blocks from both sides
 before comparing. A change to `costs.js` or `explorer.js` therefore needs no notebook re-executed: the

@@ -1,6 +1,6 @@
 """The GPU run's results as the chapters read them.
 
-`scripts/gpu_run.py` records each sweep on a CUDA device as `chapters/data/<sweep>_cuda.json`. A chapter
+`scripts/maintenance/gpu_run.py` records each sweep on a CUDA device as `chapters/data/<sweep>_cuda.json`. A chapter
 calls `gpu_results("flash")`: the recorded run, or None, and then prints `no_gpu_results("flash")`, so a
 page without GPU data says how to record it and never shows a number it does not have.
 """

@@ -1,4 +1,4 @@
-"""Worker functions for `launch.run` (Chapter 20, its tests and `scripts/sweep_tp.py`): each runs on
+"""Worker functions for `launch.run` (Chapter 20, its tests and `scripts/sweeps/sweep_tp.py`): each runs on
 one rank of a W-rank group, `fn(rank, W, ...)`, and returns plain data: arrays come back as numpy
 arrays, because a torch tensor crosses `launch`'s queue as a shared-memory handle that dies with the
 worker that made it.
@@ -111,7 +111,7 @@ def time_decode(rank: int, W: int, name: str, B: int, P: int, steps: int, repeat
 
 def measure_round(rank: int, W: int, name: str, B: int, P: int, steps: int, repeats: int,
                   sizes: list[int], inner: int) -> dict:
-    """One round of `scripts/sweep_tp.py` in one launch: decode steps timed (`time_decode`), then,
+    """One round of `scripts/sweeps/sweep_tp.py` in one launch: decode steps timed (`time_decode`), then,
     for W > 1, all-reduces of each size (`time_all_reduce`) and small ones after a compute gap."""
     out = time_decode(rank, W, name, B, P, steps, repeats)
     if W > 1:

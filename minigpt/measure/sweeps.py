@@ -3,7 +3,7 @@
 Chapter 7 times one decode step of B sequences (Eq. (3.5): one weight read serves B tokens);
 Chapter 8 times prefill and decode for a family of model sizes and sets them against the roofline
 predictions, Eq. (3.4) for decode (bytes / bandwidth) and Eq. (1.2) over the peak rate for prefill.
-`scripts/sweep_batching.py` and `scripts/sweep_hardware.py` run these loops and write JSON that the
+`scripts/sweeps/sweep_batching.py` and `scripts/sweeps/sweep_hardware.py` run these loops and write JSON that the
 notebooks load; the notebooks also call them directly for a quick live measurement.
 
 Models are randomly initialised (seeded): timing does not depend on what the weights say.

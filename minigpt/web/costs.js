@@ -997,7 +997,7 @@
     return (num(a, "t_one", 0, true) / W) * (m + W - 1) / m;
   };
 
-  // ---- Presets: generated from minigpt/costs/presets.py by scripts/sync_presets_js.py; do not edit ----
+  // ---- Presets: generated from minigpt/costs/presets.py by scripts/book/sync_presets_js.py; do not edit ----
   C.MODELS = {
     "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
     "Llama-2-7B": {"name": "Llama-2-7B", "L": 32, "H": 32, "H_kv": 32, "d_h": 128, "d_ffn": 11008, "V": 32000, "N_params": 6740000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288); https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096, "experts": 1, "active_experts": 1, "window": 0},
