@@ -95,7 +95,7 @@ def test_chapters_read_the_recorded_gpu_data_or_say_how_to_record_it(tmp_path: P
     from minigpt.book.gpu_data import gpu_results, no_gpu_results, recorded_on
 
     assert gpu_results("flash", tmp_path) is None
-    assert "scripts/gpu_run.py" in no_gpu_results("flash") and "flash_cuda.json" in no_gpu_results("flash")
+    assert "scripts/maintenance/gpu_run.py" in no_gpu_results("flash") and "flash_cuda.json" in no_gpu_results("flash")
     env = {"date": "2026-12-01", "device_name": "NVIDIA H200", "dtype": "bfloat16", "torch": "2.11.0+cu130"}
     (tmp_path / "flash_cuda.json").write_text(json.dumps({"environment": env, "memory": []}))
     run = gpu_results("flash", tmp_path)

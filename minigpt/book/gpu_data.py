@@ -25,8 +25,8 @@ def gpu_results(sweep: str, folder: str | Path = "data") -> dict[str, Any] | Non
 
 def no_gpu_results(sweep: str) -> str:
     """The line a page prints where a GPU result would be."""
-    return (f"No GPU run recorded yet: scripts/gpu_run.py on a CUDA machine writes data/{sweep}_cuda.json "
-            f"(or python scripts/sweep_{sweep}.py --device cuda).")
+    return (f"No GPU run recorded yet: scripts/maintenance/gpu_run.py on a CUDA machine writes "
+            f"data/{sweep}_cuda.json (or python scripts/sweeps/sweep_{sweep}.py --device cuda).")
 
 
 def recorded_on(run: dict[str, Any]) -> str:
