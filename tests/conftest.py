@@ -48,7 +48,22 @@ def _browser_skipped_by_choice() -> bool:
     return os.environ.get(SKIP_BROWSER_ENV, "") == "1"
 
 
+def _group_module_fixtures(items: list[pytest.Item]) -> None:
+    """A test that uses a module-scoped fixture (the hostile class graded once, a model exported once) runs on
+    the worker that runs the module's other users of it (pytest-xdist `--dist loadgroup`): spread over two
+    workers, each would build the fixture, and two gradings of the hostile class at once doubled its cost.
+    A test already in a group (the process-group tests) keeps its group."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or any(True for _ in item.iter_markers("xdist_group")):
+            continue
+        if any(d.scope == "module" for name in info.names_closure for d in info.name2fixturedefs.get(name, ())):
+            item.add_marker(pytest.mark.xdist_group(f"module-fixture:{item.module.__name__}"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _group_module_fixtures(items)
     _skip_sandbox_if_told(config, items)
     _skip_llamacpp_if_told(config, items)
     site_items = [item for item in items if item.get_closest_marker("site")]
