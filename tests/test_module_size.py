@@ -21,7 +21,6 @@ OVER = {
     "minigpt/web/minigpt_live.js": 510,
     "minigpt/web/minigpt_forward.js": 465,
     "minigpt/web/explorer.js": 346,
-    "minigpt/grading/staging.py": 406,
     "minigpt/serving/scheduler.py": 377,
     "minigpt/grading/runner.py": 357,
     "minigpt/grading/grader.py": 341,

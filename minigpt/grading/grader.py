@@ -38,6 +38,7 @@ from minigpt.exercises.spec import Exercise, Question, describe_call, resolve, u
 from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
 from minigpt.exercises.wire import conforms, skeleton
 from minigpt.grading import feedback
+from minigpt.grading.allowlist import MODEL_MODULES, Needs
 from minigpt.grading.notebook_code import DEFAULT_SIZES, NOTEBOOK_TOO_LARGE, SizeLimits
 from minigpt.grading.notebook_code import MESSAGES as NOTEBOOK_MESSAGES
 from minigpt.grading.results import SubmissionResult, TestResult
@@ -51,7 +52,6 @@ from minigpt.grading.runner import (
     run_child,
     strip_controls,
 )
-from minigpt.grading.staging import MODEL_MODULES, Needs
 from minigpt.grading.teardown import SandboxSurvived
 from minigpt.i18n import N_, _, fmt_num, translate_known
 

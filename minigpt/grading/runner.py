@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from minigpt.grading import cgroups, sandbox, staging, teardown
+from minigpt.grading import cgroups, host_files, sandbox, staging, teardown
 from minigpt.grading.feedback import strip_controls
 
 LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
@@ -72,7 +72,7 @@ class Isolation:
             argv = sandbox.bwrap_command(self.runtime, self.limits, lib, seccomp_fd, info_fd)
             argv = _args_on_a_pipe(argv, passed)
             return argv, {"env": {}, "cwd": "/", **sandbox.popen_user()}
-        site = sorted({str(p.parent) for p in staging.distribution_entries()})
+        site = sorted({str(p.parent) for p in host_files.distribution_entries()})
         env = dict(sandbox.ENV, PYTHONPATH=os.pathsep.join([str(lib), *site]),
                    HOME=tempfile.gettempdir(), TMPDIR=tempfile.gettempdir())
         del env["LD_LIBRARY_PATH"], env["PATH"]
