@@ -39,19 +39,15 @@ from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
 from minigpt.exercises.wire import conforms, skeleton
 from minigpt.grading import feedback
 from minigpt.grading.allowlist import MODEL_MODULES, Needs
+from minigpt.grading.child_command import Isolation
+from minigpt.grading.event_lines import SMALL_EVENT_BYTES, Bounds
+from minigpt.grading.event_order import ChildRun
+from minigpt.grading.feedback import strip_controls
 from minigpt.grading.notebook_code import DEFAULT_SIZES, NOTEBOOK_TOO_LARGE, SizeLimits
 from minigpt.grading.notebook_code import MESSAGES as NOTEBOOK_MESSAGES
 from minigpt.grading.results import SubmissionResult, TestResult
 from minigpt.grading.review import Finding
-from minigpt.grading.runner import (
-    LOG_CAP_BYTES,
-    SMALL_EVENT_BYTES,
-    Bounds,
-    ChildRun,
-    Isolation,
-    run_child,
-    strip_controls,
-)
+from minigpt.grading.runner import LOG_CAP_BYTES, run_child
 from minigpt.grading.teardown import SandboxSurvived
 from minigpt.i18n import N_, _, fmt_num, translate_known
 
