@@ -21,6 +21,7 @@ CHILD_PACKAGE: tuple[str, ...] = (
                                          "tokenizer", "device")),
     "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py", "corpus/checker.py", "corpus/stats.py",
     "grading/child.py", "exercises/wire.py", "grading/notebook_code.py", "grading/review.py",
+    *(f"exercises/wire_{name}.py" for name in ("messages", "inputs", "encode", "shapes")),
 )
 
 # The modules of CHILD_PACKAGE that compute answers: real only where a question's inputs need them (`Needs`).
