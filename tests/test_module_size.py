@@ -22,7 +22,6 @@ OVER = {
     "minigpt/web/minigpt_forward.js": 465,
     "minigpt/web/explorer.js": 346,
     "minigpt/serving/scheduler.py": 377,
-    "minigpt/exercises/spec.py": 313,
     "scripts/book_text.py": 409,
     "scripts/bench.py": 394,
     "scripts/gpu_run.py": 374,
