@@ -278,7 +278,8 @@ def test_staged_package_holds_the_runtime_and_no_answers(tmp_path: Path, monkeyp
     lib = runtime.lib()
     staged = {p.relative_to(lib).as_posix() for p in lib.rglob("*.py")}
     assert {"minigpt/runtime/model.py", "minigpt/runtime/kv_cache.py", "minigpt/grading/child.py",
-            "minigpt/exercises/wire.py", "minigpt/costs/presets.py", "minigpt/exercises/__init__.py"} <= staged
+            "minigpt/exercises/wire.py", "minigpt/costs/presets.py", "minigpt/exercises/__init__.py",
+            *(f"minigpt/exercises/wire_{m}.py" for m in ("messages", "inputs", "encode", "shapes"))} <= staged
     for answer in ("minigpt/costs/flops.py", "minigpt/costs/memory.py", "minigpt/costs/roofline.py",
                    "minigpt/costs/batching.py", "minigpt/measure/sweeps.py", "minigpt/exercises/registry.py",
                    "minigpt/exercises/ex01.py", "minigpt/exercises/spec.py", "minigpt/grading/grader.py"):

@@ -27,8 +27,9 @@ from test_grading import build_submission, details
 
 from minigpt.exercises.wire import conforms, encode
 from minigpt.grading import seccomp
+from minigpt.grading.event_lines import Bounds, _Events, parse_event
+from minigpt.grading.feedback import strip_controls
 from minigpt.grading.folder import grade_folder, refusal, slugs
-from minigpt.grading.runner import Bounds, _Events, parse_event, strip_controls
 
 # ---------------------------------------------------------------------------------------------
 # Unit tests
@@ -316,7 +317,8 @@ def test_hostile_neighbours_change_no_honest_verdict(tmp_path: Path) -> None:
 def test_the_child_gets_shapes_never_expected_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The job sent into the sandbox holds each answer's skeleton (zeros, shapes), not one expected number."""
     from minigpt.grading import grader, sandbox, staging
-    from minigpt.grading.runner import ChildRun, Isolation
+    from minigpt.grading.child_command import Isolation
+    from minigpt.grading.event_order import ChildRun
 
     jobs = []
 

@@ -30,10 +30,10 @@ from pathlib import Path
 import minigpt
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.grading import cgroups, sandbox, seccomp, staging
+from minigpt.grading.child_command import Isolation
 from minigpt.grading.grader import BUDGET_S, grade_notebook
 from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult, atomic_write, write_tables
-from minigpt.grading.runner import Isolation
 from minigpt.i18n import _
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")

@@ -22,121 +22,47 @@ decides from a text (a missing function, a timeout) reads the same in every lang
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
-import random
 import stat
 import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from minigpt.exercises.registry import exercise as get_exercise
-from minigpt.exercises.spec import Exercise, Question, describe_call, resolve, uses_model
+from minigpt.exercises.spec import Question, resolve
 from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
-from minigpt.exercises.wire import conforms, skeleton
+from minigpt.exercises.wire import skeleton
 from minigpt.grading import feedback
+from minigpt.grading.allowlist import Needs
+from minigpt.grading.cases import Prepared, bounds_for, needs_of, prepare, submission_seed
+from minigpt.grading.child_command import Isolation
 from minigpt.grading.notebook_code import DEFAULT_SIZES, NOTEBOOK_TOO_LARGE, SizeLimits
 from minigpt.grading.notebook_code import MESSAGES as NOTEBOOK_MESSAGES
 from minigpt.grading.results import SubmissionResult, TestResult
 from minigpt.grading.review import Finding
-from minigpt.grading.runner import (
-    LOG_CAP_BYTES,
-    SMALL_EVENT_BYTES,
-    Bounds,
-    ChildRun,
-    Isolation,
-    run_child,
-    strip_controls,
-)
-from minigpt.grading.staging import MODEL_MODULES, Needs
+from minigpt.grading.runner import LOG_CAP_BYTES, run_child
 from minigpt.grading.teardown import SandboxSurvived
-from minigpt.i18n import N_, _, fmt_num, translate_known
+from minigpt.grading.verdicts import (
+    BUDGET_USED,
+    CATEGORIES,
+    NOT_DEFINED,
+    TAMPERED_REASON,
+    TIMED_OUT,
+    _compare,
+    _exit_reason,
+    _findings,
+    _says,
+)
+from minigpt.i18n import _, fmt_num, translate_known
 
-TAMPERED_REASON = N_("stopped: the notebook wrote to the grader's channel (events out of order or oversized)")
-# The words that mark a verdict as a timeout or a missing function, in English and in the current language (the
-# translations of the messages that hold them must hold their translation: tests/test_feedback_es.py checks it).
-TIMED_OUT = N_("timed out")
-NOT_DEFINED = N_("not defined")
+__all__ = [
+    "BUDGET_S", "BUDGET_USED", "CATEGORIES", "NOT_DEFINED", "TAMPERED_REASON", "TIMED_OUT", "Prepared",
+    "bounds_for", "grade_notebook", "needs_of", "prepare", "read_submission", "submission_seed",
+]
 
-
-def _says(message: str, words: str) -> bool:
-    """Whether `message` holds `words` (a marker: TIMED_OUT, NOT_DEFINED) in English or in the current language."""
-    return words in message or _(words) in message
 BUDGET_S = 300.0  # one submission's wall clock, every run of it together (--budget)
-CATEGORIES = ("answer", "runtime", "tampering")
-
-
-@dataclass
-class Prepared:
-    """An exercise's questions with their inputs (sent to the child) and expected outputs (kept here)."""
-
-    exercise: Exercise
-    seed: int
-    cases: dict[str, list[dict]]
-    expected: dict[str, list[Any]]
-
-
-def prepare(exercise_id: str, seed: int | None = None) -> Prepared:
-    """Draw every question's inputs from `seed` and compute the expected outputs with the package."""
-    ex = get_exercise(exercise_id)
-    seed = random.SystemRandom().getrandbits(32) if seed is None else seed
-    cases, expected = {}, {}
-    for i, q in enumerate(ex.questions):
-        cases[q.id] = q.cases(random.Random(seed * 1000 + i))
-        expected[q.id] = [q.expected(c) for c in cases[q.id]]
-    return Prepared(ex, seed, cases, expected)
-
-
-def submission_seed(class_seed: int, notebook: bytes) -> int:
-    """The seed of one submission's cases: the class's seed and the notebook's bytes, hashed (reproducible by the
-    instructor from ``run.json``'s seed and the file; unknown to a student, who never sees the class seed)."""
-    digest = hashlib.sha256(class_seed.to_bytes(16, "big", signed=True) + hashlib.sha256(notebook).digest())
-    return int.from_bytes(digest.digest()[:6], "big")
-
-
-def needs_of(q: Question, cases: list[dict]) -> Needs:
-    """What the sandbox grading `q` may hold: the model (and its cache) only when the inputs are MiniGPTs, and the
-    runtime modules and formulas the question's instructions name."""
-    model = MODEL_MODULES if uses_model(cases) else frozenset()
-    return Needs(model | frozenset(q.runtime), frozenset(q.formulas))
-
-
-def _leaves(value: Any) -> int:
-    if isinstance(value, dict) and "$tensor" in value:
-        return math.prod(value["shape"])
-    if isinstance(value, list):
-        return sum(_leaves(v) for v in value)
-    return 1
-
-
-def bounds_for(expected: list[list[Any]], max_cells: int) -> Bounds:
-    """What one run may send: an outputs event at most ~48 bytes per expected number (plus room for the other
-    forms an answer may take), and every other event small."""
-    largest = max((_leaves(e) for outputs in expected for e in outputs), default=1)
-    per_question = 64 * 2**10 + 48 * max(largest, 1) * max((len(o) for o in expected), default=1)
-    return Bounds(per_question, per_question * len(expected) + SMALL_EVENT_BYTES * (2 * max_cells + 8))
-
-
-def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
-    """Whether the outputs agree; the message names the first failing case's inputs, never its expected value."""
-    if type(outputs) is not list or len(outputs) != len(expected):
-        return False, _("the grader received no usable output")
-    for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
-        where = _("case {i}/{n}: {call}").format(i=i + 1, n=len(cases), call=describe_call(q.function, case))
-        problem = conforms(a, e)  # bounded by the expected answer: nothing larger is read into an array
-        if problem:
-            return False, f"{where}: {translate_known(problem, WIRE_MESSAGES)}"
-        try:
-            problem = q.compare(e, a)
-        except Exception as err:  # noqa: BLE001 - a malformed output must not crash the grader
-            problem = f"the output could not be compared ({type(err).__name__})"
-        if problem:
-            return False, _("{where}: not the package's value (the grader does not show expected values; "
-                            "check() in the notebook shows them on fresh cases)").format(where=where)
-    return True, _("{n} random cases agree with the package").format(n=len(cases))
 
 
 def read_submission(path: Path, limits: SizeLimits) -> bytes:
@@ -187,34 +113,6 @@ def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Iso
 def _test_name(q: Question) -> str:
     return f"{q.id}: {q.signature}"
 
-
-def _exit_reason(run: ChildRun, timeout: float, budget: float, memory_bytes: int) -> str:
-    if run.ended == "deadline":
-        return _(BUDGET_USED).format(seconds=fmt_num(budget, "g"))
-    if run.out_of_memory:
-        return _("ran out of memory (the sandbox may use {n} MiB in all, {tmp} and {shm} included)").format(
-            n=memory_bytes // 2**20, tmp="/tmp", shm="/dev/shm")
-    if run.ended == "timeout" and run.flooded:
-        return _("output flood: the notebook kept printing until it was killed")
-    if run.ended == "timeout":
-        return _("timed out after {seconds} s (the process was killed)").format(seconds=fmt_num(timeout, "g"))
-    if run.ended == "internal":
-        return _("the sandbox could not be started; please report it")
-    return _("the process exited early (exit code {code})").format(code=run.returncode)
-
-
-BUDGET_USED = N_("stopped: the submission used up its time budget ({seconds} s)")
-
-
-def _findings(event: dict) -> list[Finding]:
-    """The review's findings as the child listed them (before any student code ran), validated and cleaned."""
-    found = []
-    items = event.get("findings")
-    for item in items[:200] if type(items) is list else []:
-        if (type(item) is list and len(item) == 4 and type(item[0]) is int and type(item[1]) is int
-                and item[2] in CATEGORIES and type(item[3]) is str):
-            found.append(Finding(item[0], item[1], item[2], strip_controls(item[3])[:80]))
-    return found
 
 
 @dataclass

@@ -67,7 +67,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from minigpt.grading.staging import INSIDE, Runtime
+from minigpt.grading.allowlist import INSIDE
+from minigpt.grading.staging import Runtime
 
 BWRAP = "bwrap"
 SANDBOX_UID = 65534  # nobody

@@ -23,202 +23,38 @@ later fails loudly here, not as a mysterious ImportError in every submission.
 from __future__ import annotations
 
 import ast
-import json
 import os
-import re
 import shutil
-import stat
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
-INSIDE = Path("/sandbox")  # where the runtime appears inside the sandbox
-
-# The parts of `minigpt` (paths relative to the package) copied into the sandbox: the runtime the
-# notebooks use, the corpus, and the grading child with its wire format. No answer function.
-CHILD_PACKAGE: tuple[str, ...] = (
-    "__init__.py", "config.py", "i18n.py", "data",
-    *(f"runtime/{name}.py" for name in ("__init__", "model", "kv_cache", "generate", "meters", "checkpoint",
-                                         "tokenizer", "device")),
-    "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py", "corpus/checker.py", "corpus/stats.py",
-    "grading/child.py", "exercises/wire.py", "grading/notebook_code.py", "grading/review.py",
+from minigpt.grading.allowlist import (
+    CHILD_PACKAGE,
+    INSIDE,
+    MODEL_MODULES,
+    PACKAGE_DIR,
+    STUBBABLE,
+    Needs,
+    StagingError,
+    closure,
 )
+from minigpt.grading.host_files import (
+    RUNTIME_DISTRIBUTIONS,
+    STDLIB_LEFT_OUT,
+    _link_tree,
+    _reachable,
+    distribution_entries,
+)
+from minigpt.grading.stand_ins import STAND_INS, _offered_formulas, _stub
 
-# The modules of CHILD_PACKAGE that compute answers: real only where a question's inputs need them (`Needs`).
-STUBBABLE: tuple[str, ...] = tuple(rel for rel in CHILD_PACKAGE if rel.startswith(("runtime/", "corpus/"))
-                                   and not rel.endswith("__init__.py"))
-MODEL_MODULES = frozenset({"runtime/model.py"})  # a MiniGPT input (kv_cache and device follow by import)
-
-# The distributions whose files (with their dependencies') the child can import.
-RUNTIME_DISTRIBUTIONS: tuple[str, ...] = ("torch", "numpy", "safetensors")
-
-# Stdlib folders the child does not need (the interpreter's own site-packages above all).
-STDLIB_LEFT_OUT: tuple[str, ...] = ("site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo",
-                                    "ensurepip", "lib2to3", "venv")
-
-
-class StagingError(RuntimeError):
-    """The sandbox's copy of minigpt cannot be built (the allowlist names a missing file, or is incomplete)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Stand-ins: what the sandbox offers in place of modules that would hand out answers
-
-
-def _inert_check() -> str:
-    return ('"""Stand-in written by the grader: `check` does nothing while grading."""\n\n'
-            "\ndef check(qid, function, *, seed=None):\n"
-            '    """Do nothing but say so: the instructor\'s grader compares the outputs itself."""\n'
-            '    print(f"{qid}: check skipped while grading")\n')
-
-
-def _preset_records() -> str:
-    from minigpt.costs.presets import HARDWARE, MODELS
-    from minigpt.exercises.spec import preset_fields
-
-    def table(presets: dict) -> str:
-        return json.dumps({name: preset_fields(p) for name, p in presets.items()})
-
-    return ('"""Stand-in written by the grader: the presets as read-only records (fields, no formulas)."""\n\n'
-            "import json\n\nfrom minigpt.exercises.wire import records\n\n"
-            f"MODELS = records('ModelPreset', json.loads({table(MODELS)!r}))\n"
-            f"HARDWARE = records('HardwarePreset', json.loads({table(HARDWARE)!r}))\n")
-
-
-def _child_only() -> str:
-    return '"""The grading child and its wire format (the grading parent is not in the sandbox)."""\n'
-
-
-def _book() -> str:
-    return ('"""Stand-in written by the grader: the setup cell\'s `setup` seeds the RNGs and returns the CPU."""\n\n'
-            "\ndef setup(seed=0, **kwargs):\n"
-            "    import random\n\n    import numpy as np\n    import torch\n\n"
-            "    random.seed(seed)\n    np.random.seed(seed)\n    torch.manual_seed(seed)\n"
-            "    return torch.device('cpu')\n\n\n"
-            "def in_colab():\n    return False\n\n\n"
-            "def __getattr__(name):\n"
-            "    raise ImportError(f'minigpt.book.{name} is not available while grading')\n")
-
-
-def _no_formulas() -> str:
-    return ('"""Stand-in written by the grader: the formulas are answers; only the presets\' records are here."""\n\n'
-            "\ndef __getattr__(name):\n"
-            '    raise ImportError(f"minigpt.costs.{name} is not available while grading: formulas are answers")\n')
-
-
-# Module path (relative to the package) -> its text.
-
-
-STAND_INS: dict[str, Callable[[], str]] = {
-    "grading/__init__.py": _child_only,
-    "exercises/__init__.py": _inert_check,  # the notebooks' `from minigpt.exercises import check`
-    "costs/__init__.py": _no_formulas,  # the package of the formulas, without them
-    "costs/presets.py": _preset_records,  # `from minigpt.costs.presets import HARDWARE, MODELS`
-    "book/__init__.py": _book,  # the setup cell's `from minigpt.book import setup`
-}
-
-
-@dataclass(frozen=True)
-class Needs:
-    """What one set of questions may use: the runtime modules kept real, the formulas of `minigpt.costs` offered."""
-
-    modules: frozenset[str] = frozenset()  # paths in STUBBABLE (their imports follow)
-    formulas: frozenset[str] = frozenset()  # names in minigpt.costs
-
-    def key(self) -> str:
-        import hashlib
-
-        text = json.dumps([sorted(self.modules), sorted(self.formulas)])
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def _minigpt_imports(path: Path) -> set[str]:
-    """The `minigpt` modules (dotted names) the file at `path` imports, at any level of its code."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("minigpt.")}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("minigpt"):
-            found.add(node.module)
-            found |= {f"{node.module}.{a.name}" for a in node.names}
-    return found
-
-
-def _rel(dotted: str) -> str | None:
-    """The package-relative path of a dotted `minigpt` module name ("minigpt.runtime.model" -> "runtime/model.py")."""
-    parts = dotted.split(".")[1:]
-    if parts and PACKAGE_DIR.joinpath(*parts).with_suffix(".py").is_file():
-        return "/".join(parts) + ".py"
-    return None
-
-
-def closure(modules: set[str], within: tuple[str, ...]) -> set[str]:
-    """`modules` and every module of `within` they import, transitively (package-relative paths)."""
-    todo, seen = list(modules), set()
-    while todo:
-        rel = todo.pop()
-        if rel in seen:
-            continue
-        seen.add(rel)
-        for dotted in _minigpt_imports(PACKAGE_DIR / rel):
-            dep = _rel(dotted)
-            if dep and dep in within and dep not in seen:
-                todo.append(dep)
-    return seen
-
-
-def _stub(rel: str) -> str:
-    """A module with the public names of minigpt/`rel`, each refusing to run: importable, computes nothing."""
-    module = "minigpt." + rel.removesuffix(".py").replace("/", ".")
-    tree = ast.parse((PACKAGE_DIR / rel).read_text(encoding="utf-8"))
-    lines = [f'"""Stand-in written by the grader: {module} computes answers to this question, so its functions and',
-             'classes refuse to run here."""', "", "",
-             "def _refuse(name):",
-             f"    raise RuntimeError(f'{module}.{{name}} is not available while grading this question "
-             "(it computes the answer)')", ""]
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            lines += ["", f"def {node.name}(*args, **kwargs):", f"    _refuse({node.name!r})", ""]
-        elif isinstance(node, ast.ClassDef):
-            lines += ["", f"class {node.name}:", "    def __init__(self, *args, **kwargs):",
-                      f"        _refuse({node.name!r})", ""]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if node.value is None or not all(isinstance(t, ast.Name) for t in targets):
-                continue
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-            lines += [f"{t.id} = {value!r}" for t in targets if isinstance(t, ast.Name)]
-    return "\n".join(lines) + "\n"
-
-
-def _offered_formulas(formulas: frozenset[str]) -> tuple[str, set[str]]:
-    """The `minigpt.costs` stand-in offering `formulas` (and nothing else), and the costs modules it needs."""
-    from minigpt import costs
-
-    modules, imports = set(), []
-    for name in sorted(formulas):
-        home = getattr(costs, name).__module__
-        rel = _rel(home)
-        if rel is None or not rel.startswith("costs/"):
-            raise StagingError(f"formula {name!r} is not a function of a minigpt.costs module")
-        modules.add(rel)
-        imports.append(f"from {home} import {name}")
-    text = ('"""Stand-in written by the grader: the formulas are answers; only those this question\'s instructions '
-            'use are here."""\n\n' + "\n".join(imports) + "\n\n"
-            f"FORMULAS = {tuple(sorted(formulas))!r}\n\n\n"
-            "def __getattr__(name):\n"
-            '    raise ImportError(f"minigpt.costs.{name} is not available while grading: formulas are answers")\n')
-    costs_modules = tuple(p.relative_to(PACKAGE_DIR).as_posix() for p in (PACKAGE_DIR / "costs").glob("*.py"))
-    return text, closure(modules, costs_modules) - {"costs/__init__.py", "costs/presets.py"}
-
+__all__ = [
+    "ANSWERS_LEFT_OUT", "CHILD_PACKAGE", "INSIDE", "MODEL_MODULES", "PACKAGE_DIR", "RUNTIME_DISTRIBUTIONS",
+    "STAND_INS", "STDLIB_LEFT_OUT", "STUBBABLE", "Needs", "Runtime", "StagingError", "distribution_entries",
+    "stage", "stage_lib",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Staging
@@ -244,33 +80,6 @@ class Runtime:
             return self.libs[needs]
 
 
-def _reachable(path: Path) -> bool:
-    """Whether uid 65534 can read `path` (every folder above it searchable by others, itself readable)."""
-    if os.geteuid() != 0:
-        return True  # bwrap runs as the grader's own user, who can read what the grader reads
-    mode = path.stat().st_mode
-    if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
-        return False
-    return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.parents)
-
-
-def _link_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> None:
-    """Hard-link (or copy, across filesystems) the files of `src` into `dest`; folders are created."""
-    if src.is_file():
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(src, dest)
-        except OSError:
-            shutil.copy2(src, dest)
-        return
-    for folder, dirs, files in os.walk(src):
-        rel = Path(folder).relative_to(src)
-        dirs[:] = [d for d in dirs if not (rel == Path(".") and d in skip)]
-        (dest / rel).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            _link_tree(Path(folder) / name, dest / rel / name)
-
-
 def _expose(src: Path, inside: Path, runtime: Runtime, skip: tuple[str, ...] = ()) -> None:
     """Make `src` appear read-only at `inside`: bound where uid 65534 can read it, else staged by hard links."""
     if _reachable(src):
@@ -281,39 +90,6 @@ def _expose(src: Path, inside: Path, runtime: Runtime, skip: tuple[str, ...] = (
         _link_tree(src, staged, skip)
         runtime.binds.append((staged, inside))
 
-
-def _requirements(name: str) -> list[str]:
-    found = []
-    for req in metadata.requires(name) or []:
-        if re.search(r"extra\s*==", req):
-            continue  # an optional extra's dependency
-        match = re.match(r"[A-Za-z0-9._-]+", req)
-        if match:
-            found.append(match[0])
-    return found
-
-
-def distribution_entries(names: tuple[str, ...] = RUNTIME_DISTRIBUTIONS) -> list[Path]:
-    """The top-level site-packages entries (packages, modules, .libs, .dist-info) of `names` and their dependencies."""
-    seen: set[str] = set()
-    todo = list(names)
-    entries: set[Path] = set()
-    while todo:
-        name = todo.pop()
-        key = re.sub(r"[-_.]+", "-", name).lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue  # an optional dependency that is not installed
-        base = Path(dist.locate_file(""))
-        for f in dist.files or []:
-            if f.parts and f.parts[0] not in ("..", "__pycache__") and not f.name.endswith(".pth"):
-                entries.add(base / f.parts[0])
-        todo.extend(_requirements(name))
-    return sorted(p for p in entries if p.exists() and "__editable__" not in p.name)
 
 
 # Imports inside a function of a staged module that are left out on purpose: in the sandbox they raise
@@ -343,8 +119,9 @@ def _check_imports(lib: Path) -> None:
                 if not (staged.with_suffix(".py").is_file() or staged.is_dir()) and not left_out:
                     missing.append(f"{path.relative_to(lib)} imports {name}")
     if missing:
-        raise StagingError("the sandbox's copy of minigpt is incomplete (extend CHILD_PACKAGE or STAND_INS in "
-                           "minigpt/grading/staging.py, without answer functions): " + "; ".join(sorted(set(missing))))
+        raise StagingError("the sandbox's copy of minigpt is incomplete (extend CHILD_PACKAGE in minigpt/grading/"
+                           "allowlist.py or STAND_INS in stand_ins.py, without answer functions): "
+                           + "; ".join(sorted(set(missing))))
 
 
 def stage_lib(lib: Path, needs: Needs = Needs()) -> Path:

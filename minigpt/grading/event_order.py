@@ -1,0 +1,123 @@
+"""The order the parent accepts the child's events in (``cells`` or ``rejected``, then ``ready``,
+``cell_start``/``cell_end`` for each cell the child listed, ``q_start``/``q_end`` for each question, then ``done``),
+each step within its time limit plus a little slack (`_follow`), and what one run reported (`ChildRun`).
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from minigpt.grading.event_lines import SMALL_EVENT_BYTES, _Events
+
+STARTUP_S = 60.0  # importing torch in a fresh sandbox on a busy machine; student code runs only after "ready"
+SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is killed
+
+
+def expected_order(cells: list[int], questions: list[str]) -> list[tuple[str, Any]]:
+    """The only event sequence the parent accepts once the child has listed the cells it will run."""
+    order: list[tuple[str, Any]] = [("ready", None)]
+    for index in cells:
+        order += [("cell_start", index), ("cell_end", index)]
+    for qid in questions:
+        order += [("q_start", qid), ("q_end", qid)]
+    return [*order, ("done", None)]
+
+
+def _matches(event: dict, step: tuple[str, Any]) -> bool:
+    kind, key = step
+    if event.get("event") != kind:
+        return False
+    if kind.startswith("cell_"):
+        return event.get("cell") == key and type(event.get("cell")) is int
+    if kind.startswith("q_"):
+        return event.get("q") == key
+    return True
+
+
+def valid_cells(event: dict, skip: set[int], max_cells: int) -> list[int] | None:
+    """The cell indices of a ``cells`` event, or None unless they are distinct ints, ascending, at most
+    `max_cells`, none of them in `skip`."""
+    cells = event.get("cells")
+    if type(cells) is not list or len(cells) > max_cells:
+        return None
+    previous = -1
+    for index in cells:
+        if type(index) is not int or index <= previous or index in skip or index > 10**6:
+            return None
+        previous = index
+    return cells
+
+
+@dataclass
+class ChildRun:
+    """What one child run reported (accepted events only) and how it ended."""
+
+    events: list[dict] = field(default_factory=list)
+    ended: str = "exited"  # "done", "exited", "timeout", "deadline", "tampered", "rejected", "internal"
+    returncode: int | None = None
+    flooded: bool = False
+    rejected: dict | None = None  # the child's "rejected" event (the notebook is too large or corrupt)
+    cells: list[int] | None = None  # the cells the child said it would run
+    listing: dict | None = None  # its "cells" event (with the static review's findings)
+    out_of_memory: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return any(e["event"] == "ready" for e in self.events)
+
+    @property
+    def current(self) -> tuple[str, Any] | None:
+        """The step that was running when the run ended: ("cell", index), ("q", id) or None (between steps)."""
+        if not self.events or self.events[-1]["event"] not in ("cell_start", "q_start"):
+            return None
+        last = self.events[-1]
+        return ("cell", last["cell"]) if last["event"] == "cell_start" else ("q", last["q"])
+
+
+
+def _follow(run: ChildRun, events_reader: _Events, job: dict, deadline: float, timeout: float,
+            max_cells: int) -> None:
+    """Accept the child's events in the expected order until the run ends; `run.ended` says how."""
+    skip = set(job["skip_cells"])
+    order: list[tuple[str, Any]] = []
+    step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+    while True:
+        remaining = step_deadline - time.monotonic()
+        if remaining <= 0:
+            run.ended = "deadline" if step_deadline >= deadline else "timeout"
+            return
+        try:
+            item = events_reader.queue.get(timeout=remaining)
+        except queue.Empty:
+            continue
+        if item is None:
+            run.ended = "exited"
+            return
+        if not isinstance(item, tuple):
+            run.ended = "tampered"
+            return
+        event, size = item
+        if run.cells is None:  # the first event: the child's reading of the notebook, before any student code
+            if event.get("event") == "rejected" and event.get("kind") in ("too_large", "corrupt"):
+                run.rejected, run.ended = event, "rejected"
+                return
+            cells = valid_cells(event, skip, max_cells) if event.get("event") == "cells" else None
+            if cells is None or size > SMALL_EVENT_BYTES:
+                run.ended = "tampered"
+                return
+            run.cells, run.listing = cells, event
+            order = expected_order(cells, [q["id"] for q in job["questions"]])
+            step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+            continue
+        if len(run.events) >= len(order) or not _matches(event, order[len(run.events)]) or (
+                size > SMALL_EVENT_BYTES and event.get("event") != "q_end"):
+            run.ended = "tampered"
+            return
+        run.events.append(event)
+        if event["event"] == "done":
+            run.ended = "done"
+            return
+        step_deadline = min(deadline, time.monotonic() + timeout + SLACK_S)

@@ -1,0 +1,78 @@
+"""What the student reads about one question or one run: outputs compared with the package's without showing an
+expected value (`_compare`), why a run ended (`_exit_reason`), the static review's findings as the child listed
+them (`_findings`), and the markers the grader decides from in any language (`TIMED_OUT`, `NOT_DEFINED`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minigpt.exercises.spec import Question, describe_call
+from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
+from minigpt.exercises.wire import conforms
+from minigpt.grading.event_order import ChildRun
+from minigpt.grading.feedback import strip_controls
+from minigpt.grading.review import Finding
+from minigpt.i18n import N_, _, fmt_num, translate_known
+
+TAMPERED_REASON = N_("stopped: the notebook wrote to the grader's channel (events out of order or oversized)")
+# The words that mark a verdict as a timeout or a missing function, in English and in the current language (the
+# translations of the messages that hold them must hold their translation: tests/test_feedback_es.py checks it).
+TIMED_OUT = N_("timed out")
+NOT_DEFINED = N_("not defined")
+
+
+def _says(message: str, words: str) -> bool:
+    """Whether `message` holds `words` (a marker: TIMED_OUT, NOT_DEFINED) in English or in the current language."""
+    return words in message or _(words) in message
+
+
+CATEGORIES = ("answer", "runtime", "tampering")
+
+
+def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
+    """Whether the outputs agree; the message names the first failing case's inputs, never its expected value."""
+    if type(outputs) is not list or len(outputs) != len(expected):
+        return False, _("the grader received no usable output")
+    for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
+        where = _("case {i}/{n}: {call}").format(i=i + 1, n=len(cases), call=describe_call(q.function, case))
+        problem = conforms(a, e)  # bounded by the expected answer: nothing larger is read into an array
+        if problem:
+            return False, f"{where}: {translate_known(problem, WIRE_MESSAGES)}"
+        try:
+            problem = q.compare(e, a)
+        except Exception as err:  # noqa: BLE001 - a malformed output must not crash the grader
+            problem = f"the output could not be compared ({type(err).__name__})"
+        if problem:
+            return False, _("{where}: not the package's value (the grader does not show expected values; "
+                            "check() in the notebook shows them on fresh cases)").format(where=where)
+    return True, _("{n} random cases agree with the package").format(n=len(cases))
+
+
+def _exit_reason(run: ChildRun, timeout: float, budget: float, memory_bytes: int) -> str:
+    if run.ended == "deadline":
+        return _(BUDGET_USED).format(seconds=fmt_num(budget, "g"))
+    if run.out_of_memory:
+        return _("ran out of memory (the sandbox may use {n} MiB in all, {tmp} and {shm} included)").format(
+            n=memory_bytes // 2**20, tmp="/tmp", shm="/dev/shm")
+    if run.ended == "timeout" and run.flooded:
+        return _("output flood: the notebook kept printing until it was killed")
+    if run.ended == "timeout":
+        return _("timed out after {seconds} s (the process was killed)").format(seconds=fmt_num(timeout, "g"))
+    if run.ended == "internal":
+        return _("the sandbox could not be started; please report it")
+    return _("the process exited early (exit code {code})").format(code=run.returncode)
+
+
+BUDGET_USED = N_("stopped: the submission used up its time budget ({seconds} s)")
+
+
+def _findings(event: dict) -> list[Finding]:
+    """The review's findings as the child listed them (before any student code ran), validated and cleaned."""
+    found = []
+    items = event.get("findings")
+    for item in items[:200] if type(items) is list else []:
+        if (type(item) is list and len(item) == 4 and type(item[0]) is int and type(item[1]) is int
+                and item[2] in CATEGORIES and type(item[3]) is str):
+            found.append(Finding(item[0], item[1], item[2], strip_controls(item[3])[:80]))
+    return found
