@@ -65,10 +65,11 @@ book: $(STAMP) $(VENDOR) $(WEB)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-# loadgroup: the tests marked xdist_group(name) run on one worker (the distributed tests share the loopback
-# rendezvous ports; the grader's tests share the class folders' fixtures).
+# loadgroup: the tests marked xdist_group(name) run on one worker (the process-group tests, which share the
+# loopback rendezvous ports; the users of a module-scoped fixture, tests/conftest.py). The slowest tests are
+# listed at the end of each run (--durations): where the time goes (CONTRIBUTING.md, "The suite's budget").
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not site" $(XDIST) --dist loadgroup
+	$(BIN)/python -m pytest tests -m "not site" $(XDIST) --dist loadgroup --durations=15
 
 # The same unit tests drawing ten times the Hypothesis examples (tests/profiles.py): before a release, or
 # after changing a mechanism. Not part of `make test` (CONTRIBUTING.md, "The suite's budget").
@@ -100,7 +101,7 @@ unit-portable: $(STAMP)
 	$(PORTABLE) $(MAKE) --no-print-directory unit
 
 site: $(STAMP)
-	$(BIN)/python -m pytest tests -m site $(XDIST) --dist loadgroup
+	$(BIN)/python -m pytest tests -m site $(XDIST) --dist loadgroup --durations=10
 
 test: lint unit nbval book site
 
