@@ -8,6 +8,8 @@ Bugs these tests catch (each checked by mutating the code once by hand):
 - a recompute that forgets the generated tokens (prefill of the prompt only): tokens differ / length check;
 - a swap that does not free the host blocks, or a cancel of a swapped request that leaks them: pool counts;
 - a reservation that is not made up front (admit `t.pending` only): `peak_running` / no-preemption checks.
+- a step whose preemptions empty the batch while a request is swapped out, and that swaps nobody back in:
+  the engine's error on an empty step (found by the property below, kept as its example).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import random
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from minigpt import MiniGPT, ModelConfig, costs, generate
@@ -113,6 +115,29 @@ def test_preemption_keeps_every_token(preemption, chunk_size):
         assert s.swapped_out == 0
     assert [t.tokens for t in out] == [alone(r) for r in reqs]
     assert all(len(t.token_s) == len(t.generated) == t.request.max_new_tokens for t in out)  # none sampled twice
+    assert drained(e)
+
+
+@pytest.mark.parametrize("preemption", ["swap", "recompute"])
+def test_a_batch_emptied_by_preemption_runs_again_in_the_same_step(preemption):
+    """The bug "the scheduler admitted nothing into an empty batch". `a` and `b` prefill the prefix (1, 2) at
+    once, so `b`'s later blocks are cached below `a`'s copy of it and pin it after `a` finishes: alone, `b`
+    cannot grow to its P + D - 1 = 11 blocks in a pool of 11, and preempts itself. The step that emptied the
+    batch runs `b` again: swapped back in (nobody runs to keep the freed blocks for) or recomputed."""
+    a, b = Request("a", (1, 2, 3), 2), Request("b", (1, 2, 4, 5), 8)
+    e = engine(num_blocks=11, block_size=1, max_batch=2, prefix_caching=True, preemption=preemption)
+    for r in (a, b):
+        e.submit(r)
+    emptied = 0
+    while e.busy:
+        before = e.scheduler.preempted
+        ran = [c.tracked.request.id for c in e.step()]  # an empty step with b waiting or swapped raises
+        if e.scheduler.preempted > before:
+            emptied += 1
+            assert ran == ["b"] and e.scheduler.running == [e.requests["b"]]
+    out_a, out_b = e.requests["a"], e.requests["b"]
+    assert emptied == out_b.preemptions == 1 and out_b.swaps == (preemption == "swap") and out_a.preemptions == 0
+    assert out_a.tokens == alone(a) and out_b.tokens == alone(b)
     assert drained(e)
 
 
@@ -214,8 +239,22 @@ def traces(draw):
     return reqs, dict(num_blocks=num_blocks, block_size=block_size, **config)
 
 
+#: Found by Hypothesis: r0 and r3 prefill (8, 36) at once, so r3's later blocks are cached below r0's copy of it
+#: and pin its 2 blocks; alone, r3 cannot grow to its 26 blocks in the pool of 26 and preempts itself, and with r2
+#: swapped out that step swapped nobody in and admitted nobody (`test_a_batch_emptied_by_preemption_...`).
+SELF_PREEMPTION_WITH_A_SWAPPED_REQUEST = (
+    [Request("r0", (8, 36, 4, 31, 28), 7),
+     Request("r1", (8, 36, 4, 16, 1, 24, 27, 38, 0, 28, 17, 14), 4, arrival_s=0.000945),
+     Request("r2", (8, 36, 4, 16, 1), 10, arrival_s=0.0000092),
+     Request("r3", (8, 36, 1, 33, 14, 28, 31, 35, 14), 18)],
+    dict(num_blocks=26, block_size=1, max_batch=2, prefix_caching=True, chunk_size=None, preemption="swap",
+         reservation="paged", watermark=0.0),
+)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(traces())
+@example(trace=SELF_PREEMPTION_WITH_A_SWAPPED_REQUEST)
 def test_every_request_equals_alone_with_both_kinds_of_preemption(trace):
     reqs, settings_ = trace
     e = engine(**settings_)

@@ -39,8 +39,16 @@ V0/V1 do), until the block fits or the request itself was the youngest.
 - `"swap"`: the blocks of its computed tokens are copied to a host pool (`minigpt.runtime.swap`) and
   freed; it waits in `swapped` and is copied back, into whatever blocks are free, before any new
   request is admitted, in a step in which nobody was preempted (vLLM V0's order: running, then
-  swapped, then new prefills). A request with nothing computed yet, or one for which the host pool is
-  full, is recomputed instead.
+  swapped, then new prefills) or whose preemptions emptied the batch. A request with nothing computed
+  yet, or one for which the host pool is full, is recomputed instead.
+
+Invariant: a step never leaves the batch empty while a request waits or is swapped out. With no
+sequence on the device every cached block is evictable, so the whole pool is there for the head of
+`swapped` (first) or of `waiting`, and a request the engine did not reject fits in it alone. The batch
+can empty by preemption: its oldest member cannot grow even alone when cached blocks that duplicate
+its own prefix (computed twice at once, or left cached when it was swapped out and in) are pinned
+above its cached blocks. vLLM (V0 and V1) swaps in or admits nobody in a step that preempted, and so
+runs an empty step there; that guard keeps freed blocks for the running requests, and none is left.
 
 Which costs less is priced by `costs.swap_time` and `costs.recompute_time` (Chapter 12).
 """
@@ -320,7 +328,7 @@ class Scheduler:
         return chunks
 
     def _continuous(self) -> list[Chunk]:
-        preempted = self.preempted  # swap-ins wait for a step that preempts nobody
+        preempted = self.preempted  # swap-ins wait for a step that preempts nobody (or empties the batch)
         budget = self.chunk_size if self.chunk_size is not None else float("inf")
         chunks: list[Chunk] = []
         for t in list(self.running):  # decodes first, then unfinished prompts, oldest first
@@ -333,7 +341,7 @@ class Scheduler:
                 if self._reserve(t, T, chunks):
                     chunks.append(Chunk(t, T))
                     budget -= T
-        while (self.swapped and self.preempted == preempted and len(self.running) < self.max_batch
+        while (self.swapped and (self.preempted == preempted or not self.running) and len(self.running) < self.max_batch
                and budget > 0 and self.fits_admission(len(self.swapped[0].swapped.blocks))):  # type: ignore[union-attr]
             t = self.swapped[0]
             self._swap_in(t)
