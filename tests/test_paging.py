@@ -10,6 +10,8 @@ Bugs these tests catch (each checked by mutating the code once by hand):
 - a reservation that is not made up front (admit `t.pending` only): `peak_running` / no-preemption checks.
 - a step whose preemptions empty the batch while a request is swapped out, and that swaps nobody back in:
   the engine's error on an empty step (found by the property below, kept as its example).
+- an admission that counts the copy-on-write of a hit ending inside a cached block, and does not fall back
+  to whole blocks when that copy does not fit: the same error, with the whole pool free.
 """
 
 from __future__ import annotations
@@ -138,6 +140,18 @@ def test_a_batch_emptied_by_preemption_runs_again_in_the_same_step(preemption):
     out_a, out_b = e.requests["a"], e.requests["b"]
     assert emptied == out_b.preemptions == 1 and out_b.swaps == (preemption == "swap") and out_a.preemptions == 0
     assert out_a.tokens == alone(a) and out_b.tokens == alone(b)
+    assert drained(e)
+
+
+def test_a_prompt_cached_whole_is_admitted_into_a_pool_that_holds_just_it():
+    """The same bug, "the scheduler admitted nothing into an empty batch", from a hit: `b`'s prompt is cached
+    whole, so the hit ends inside its last block, which `b` would share and copy on its first write: 3 blocks
+    for a moment in a pool of 2. The hit then stops at the last whole block and `b` computes the rest."""
+    a, b = Request("a", (5, 6, 7, 8), 1), Request("b", (5, 6, 7, 8), 1)
+    e = engine(num_blocks=2, block_size=2, prefix_caching=True)
+    assert e.run([a])[0].tokens == alone(a)
+    out = e.run([b])[0]  # the empty batch, with both blocks of (5, 6, 7, 8) cached
+    assert out.tokens == alone(b) and out.cached_tokens == 2  # one whole block, not P - 1 = 3 tokens
     assert drained(e)
 
 
