@@ -22,6 +22,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from minigpt import MiniGPT, ModelConfig, costs, generate
 from minigpt.costs.presets import HARDWARE, HOST_LINKS, MODELS
@@ -237,12 +238,15 @@ def traces(draw):
     reqs = []
     for i in range(n):
         own = [rng.randrange(CONFIG.V) for _ in range(rng.randint(1, 12))]
-        prompt = (stem[: rng.randint(0, len(stem))] + own)[: CONFIG.S_max - 24]
+        shared = rng.choice([len(stem), rng.randint(0, len(stem))])  # a system prompt, or part of it
+        prompt = (stem[:shared] + own)[: CONFIG.S_max - 24]
+        if reqs and rng.random() < 0.25:  # the same prompt again: a hit can cover all of it
+            prompt = list(rng.choice(reqs).prompt)
         arrival = rng.choice([0.0, rng.random() * 1e-3])
         reqs.append(Request(f"r{i}", tuple(prompt), rng.randint(4, 24), arrival_s=arrival))
     block_size = draw(st.integers(1, 5))
     need = max(-(-(r.P + r.max_new_tokens - 1) // block_size) for r in reqs)
-    config = dict(max_batch=draw(st.integers(2, 6)), prefix_caching=draw(st.booleans()),
+    config = dict(max_batch=draw(st.integers(2, 6)), prefix_caching=draw(st.sampled_from([False, True, True])),
                   chunk_size=draw(st.none() | st.integers(1, 9)),
                   preemption=draw(st.sampled_from(["recompute", "swap"])),
                   reservation=draw(st.sampled_from(["paged", "paged", "max_tokens", "S_max"])),
@@ -266,7 +270,7 @@ SELF_PREEMPTION_WITH_A_SWAPPED_REQUEST = (
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(traces())
 @example(trace=SELF_PREEMPTION_WITH_A_SWAPPED_REQUEST)
 def test_every_request_equals_alone_with_both_kinds_of_preemption(trace):
