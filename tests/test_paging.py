@@ -8,6 +8,10 @@ Bugs these tests catch (each checked by mutating the code once by hand):
 - a recompute that forgets the generated tokens (prefill of the prompt only): tokens differ / length check;
 - a swap that does not free the host blocks, or a cancel of a swapped request that leaks them: pool counts;
 - a reservation that is not made up front (admit `t.pending` only): `peak_running` / no-preemption checks.
+- a step whose preemptions empty the batch while a request is swapped out, and that swaps nobody back in:
+  the engine's error on an empty step (found by the property below, kept as its example).
+- an admission that counts the copy-on-write of a hit ending inside a cached block, and does not fall back
+  to whole blocks when that copy does not fit: the same error, with the whole pool free.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import random
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
@@ -117,6 +121,41 @@ def test_preemption_keeps_every_token(preemption, chunk_size):
     assert drained(e)
 
 
+@pytest.mark.parametrize("preemption", ["swap", "recompute"])
+def test_a_batch_emptied_by_preemption_runs_again_in_the_same_step(preemption):
+    """The bug "the scheduler admitted nothing into an empty batch". `a` and `b` prefill the prefix (1, 2) at
+    once, so `b`'s later blocks are cached below `a`'s copy of it and pin it after `a` finishes: alone, `b`
+    cannot grow to its P + D - 1 = 11 blocks in a pool of 11, and preempts itself. The step that emptied the
+    batch runs `b` again: swapped back in (nobody runs to keep the freed blocks for) or recomputed."""
+    a, b = Request("a", (1, 2, 3), 2), Request("b", (1, 2, 4, 5), 8)
+    e = engine(num_blocks=11, block_size=1, max_batch=2, prefix_caching=True, preemption=preemption)
+    for r in (a, b):
+        e.submit(r)
+    emptied = 0
+    while e.busy:
+        before = e.scheduler.preempted
+        ran = [c.tracked.request.id for c in e.step()]  # an empty step with b waiting or swapped raises
+        if e.scheduler.preempted > before:
+            emptied += 1
+            assert ran == ["b"] and e.scheduler.running == [e.requests["b"]]
+    out_a, out_b = e.requests["a"], e.requests["b"]
+    assert emptied == out_b.preemptions == 1 and out_b.swaps == (preemption == "swap") and out_a.preemptions == 0
+    assert out_a.tokens == alone(a) and out_b.tokens == alone(b)
+    assert drained(e)
+
+
+def test_a_prompt_cached_whole_is_admitted_into_a_pool_that_holds_just_it():
+    """The same bug, "the scheduler admitted nothing into an empty batch", from a hit: `b`'s prompt is cached
+    whole, so the hit ends inside its last block, which `b` would share and copy on its first write: 3 blocks
+    for a moment in a pool of 2. The hit then stops at the last whole block and `b` computes the rest."""
+    a, b = Request("a", (5, 6, 7, 8), 1), Request("b", (5, 6, 7, 8), 1)
+    e = engine(num_blocks=2, block_size=2, prefix_caching=True)
+    assert e.run([a])[0].tokens == alone(a)
+    out = e.run([b])[0]  # the empty batch, with both blocks of (5, 6, 7, 8) cached
+    assert out.tokens == alone(b) and out.cached_tokens == 2  # one whole block, not P - 1 = 3 tokens
+    assert drained(e)
+
+
 def test_victims_are_the_newest_requests():
     """vLLM's order: the request admitted last is preempted first; the oldest is never preempted here."""
     reqs = growing(4)
@@ -199,12 +238,15 @@ def traces(draw):
     reqs = []
     for i in range(n):
         own = [rng.randrange(CONFIG.V) for _ in range(rng.randint(1, 12))]
-        prompt = (stem[: rng.randint(0, len(stem))] + own)[: CONFIG.S_max - 24]
+        shared = rng.choice([len(stem), rng.randint(0, len(stem))])  # a system prompt, or part of it
+        prompt = (stem[:shared] + own)[: CONFIG.S_max - 24]
+        if reqs and rng.random() < 0.25:  # the same prompt again: a hit can cover all of it
+            prompt = list(rng.choice(reqs).prompt)
         arrival = rng.choice([0.0, rng.random() * 1e-3])
         reqs.append(Request(f"r{i}", tuple(prompt), rng.randint(4, 24), arrival_s=arrival))
     block_size = draw(st.integers(1, 5))
     need = max(-(-(r.P + r.max_new_tokens - 1) // block_size) for r in reqs)
-    config = dict(max_batch=draw(st.integers(2, 6)), prefix_caching=draw(st.booleans()),
+    config = dict(max_batch=draw(st.integers(2, 6)), prefix_caching=draw(st.sampled_from([False, True, True])),
                   chunk_size=draw(st.none() | st.integers(1, 9)),
                   preemption=draw(st.sampled_from(["recompute", "swap"])),
                   reservation=draw(st.sampled_from(["paged", "paged", "max_tokens", "S_max"])),
@@ -215,8 +257,22 @@ def traces(draw):
     return reqs, dict(num_blocks=num_blocks, block_size=block_size, **config)
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: Found by Hypothesis: r0 and r3 prefill (8, 36) at once, so r3's later blocks are cached below r0's copy of it
+#: and pin its 2 blocks; alone, r3 cannot grow to its 26 blocks in the pool of 26 and preempts itself, and with r2
+#: swapped out that step swapped nobody in and admitted nobody (`test_a_batch_emptied_by_preemption_...`).
+SELF_PREEMPTION_WITH_A_SWAPPED_REQUEST = (
+    [Request("r0", (8, 36, 4, 31, 28), 7),
+     Request("r1", (8, 36, 4, 16, 1, 24, 27, 38, 0, 28, 17, 14), 4, arrival_s=0.000945),
+     Request("r2", (8, 36, 4, 16, 1), 10, arrival_s=0.0000092),
+     Request("r3", (8, 36, 1, 33, 14, 28, 31, 35, 14), 18)],
+    dict(num_blocks=26, block_size=1, max_batch=2, prefix_caching=True, chunk_size=None, preemption="swap",
+         reservation="paged", watermark=0.0),
+)
+
+
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(traces())
+@example(trace=SELF_PREEMPTION_WITH_A_SWAPPED_REQUEST)
 def test_every_request_equals_alone_with_both_kinds_of_preemption(trace):
     reqs, settings_ = trace
     e = engine(**settings_)

@@ -39,8 +39,17 @@ V0/V1 do), until the block fits or the request itself was the youngest.
 - `"swap"`: the blocks of its computed tokens are copied to a host pool (`minigpt.runtime.swap`) and
   freed; it waits in `swapped` and is copied back, into whatever blocks are free, before any new
   request is admitted, in a step in which nobody was preempted (vLLM V0's order: running, then
-  swapped, then new prefills). A request with nothing computed yet, or one for which the host pool is
-  full, is recomputed instead.
+  swapped, then new prefills) or whose preemptions emptied the batch. A request with nothing computed
+  yet, or one for which the host pool is full, is recomputed instead.
+
+Invariant: a step never leaves the batch empty while a request waits or is swapped out. With no
+sequence on the device every cached block is evictable, so the whole pool is there for the head of
+`swapped` (first) or of `waiting`, and a request the engine did not reject fits in it alone (a prefix
+hit whose copy-on-write does not fit stops at whole blocks, `_admit`). The batch can empty by
+preemption: its oldest member cannot grow even alone when cached blocks that duplicate its own prefix
+(computed twice at once, or left cached when it was swapped out and in) are pinned above its cached
+blocks. vLLM (V0 and V1) swaps in or admits nobody in a step that preempted, and so runs an empty step
+there; that guard keeps freed blocks for the running requests, and none is left.
 
 Which costs less is priced by `costs.swap_time` and `costs.recompute_time` (Chapter 12).
 """
@@ -220,8 +229,8 @@ class Scheduler:
 
     # -- admission -------------------------------------------------------------------------------
 
-    def _open(self, t: Tracked) -> None:
-        """Give `t` a sequence: from the longest cached prefix of its context, or empty."""
+    def _open(self, t: Tracked, whole_blocks: bool = False) -> None:
+        """Give `t` a sequence: from the longest cached prefix of its context (whole blocks if asked), or empty."""
         context = t.context
         b = self.pool.block_size
         if self.prefix_cache is None:
@@ -230,18 +239,27 @@ class Scheduler:
         t.hashes = block_hashes(context, b, t.hashes)
         blocks = self.prefix_cache.match(t.hashes)
         S = min(len(blocks) * b, len(context) - 1)  # at least one token runs: its logits give the next token
+        S = S // b * b if whole_blocks else S
         t.seq = self.pool.add_sequence_from(blocks[: -(-S // b)], S)
         t.computed = S
         t.registered = len(blocks[: S // b])
 
     def _admit(self, t: Tracked) -> bool:
-        """Open a sequence for `t` if the blocks of its pending context fit in the pool; else leave it waiting."""
-        self._open(t)
-        assert t.seq is not None
-        if not self.fits_admission(self.pool.blocks_needed(t.seq, self._admission_tokens(t))):
+        """Open a sequence for `t` if the blocks of its pending context fit in the pool; else leave it waiting.
+
+        A hit that ends inside a cached block (its whole context cached) shares that block and copies it on
+        the first write, one block more than `t` keeps; when the pool cannot spare it, the hit stops at its
+        last whole block and `t` computes the rest (vLLM V1's hits always do)."""
+        for whole_blocks in (False, True):
+            self._open(t, whole_blocks)
+            assert t.seq is not None
+            if self.fits_admission(self.pool.blocks_needed(t.seq, self._admission_tokens(t))):
+                break
             self.pool.free_sequence(t.seq)
+            partial = t.computed % self.pool.block_size
             t.seq, t.computed = None, 0
-            return False
+            if not partial:
+                return False
         self._reserve_ahead(t)
         self.waiting.remove(t)
         if self.prefix_cache is not None:  # count the hit once, on the admission that uses it
@@ -320,7 +338,7 @@ class Scheduler:
         return chunks
 
     def _continuous(self) -> list[Chunk]:
-        preempted = self.preempted  # swap-ins wait for a step that preempts nobody
+        preempted = self.preempted  # swap-ins wait for a step that preempts nobody (or empties the batch)
         budget = self.chunk_size if self.chunk_size is not None else float("inf")
         chunks: list[Chunk] = []
         for t in list(self.running):  # decodes first, then unfinished prompts, oldest first
@@ -333,7 +351,7 @@ class Scheduler:
                 if self._reserve(t, T, chunks):
                     chunks.append(Chunk(t, T))
                     budget -= T
-        while (self.swapped and self.preempted == preempted and len(self.running) < self.max_batch
+        while (self.swapped and (self.preempted == preempted or not self.running) and len(self.running) < self.max_batch
                and budget > 0 and self.fits_admission(len(self.swapped[0].swapped.blocks))):  # type: ignore[union-attr]
             t = self.swapped[0]
             self._swap_in(t)
