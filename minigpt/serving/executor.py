@@ -18,7 +18,7 @@ from minigpt.runtime.generate import sample
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.runtime.varlen import flatten, forward_varlen
-from minigpt.serving.scheduler import Chunk
+from minigpt.serving.request import Chunk
 
 
 def forwards(chunks: list[Chunk]) -> list[list[Chunk]]:

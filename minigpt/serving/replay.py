@@ -23,7 +23,7 @@ from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving.executor import forwards
-from minigpt.serving.scheduler import Chunk
+from minigpt.serving.request import Chunk
 
 
 def replay_blocks(model: ModelPreset, hardware: HardwarePreset, *, block_size: int = 16, s: int = 2,

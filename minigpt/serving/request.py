@@ -125,3 +125,16 @@ class Tracked:
         if self.stop_len and not self.request.sampling.include_stop:
             return self.generated[: len(self.generated) - self.stop_len]
         return list(self.generated)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """T tokens of one request's context, fed in this step (starting at `request.computed`)."""
+
+    tracked: Tracked
+    T: int
+
+    @property
+    def samples(self) -> bool:
+        """True when the chunk reaches the end of the context: its last logits give a new token."""
+        return self.T == self.tracked.pending

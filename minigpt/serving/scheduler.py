@@ -57,36 +57,30 @@ Which costs less is priced by `costs.swap_time` and `costs.recompute_time` (Chap
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.runtime.swap import HostSwapPool
-from minigpt.serving.prefix_cache import PrefixCache, block_hashes, longest_prefix_first
-from minigpt.serving.request import Status, Tracked
+from minigpt.serving.prefix_cache import PrefixCache, block_hashes
+from minigpt.serving.request import Chunk, Tracked
+from minigpt.serving.scheduler_admission import AdmissionMixin
+from minigpt.serving.scheduler_memory import MemoryMixin
+from minigpt.serving.scheduler_preemption import PreemptionMixin
+
+__all__ = ["Chunk", "Policy", "Preemption", "Reservation", "Scheduler", "new_generator"]
 
 Policy = Literal["static", "continuous"]
 Preemption = Literal["recompute", "swap"]
 Reservation = Literal["paged", "max_tokens", "S_max"]
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """T tokens of one request's context, fed in this step (starting at `request.computed`)."""
-
-    tracked: Tracked
-    T: int
-
-    @property
-    def samples(self) -> bool:
-        """True when the chunk reaches the end of the context: its last logits give a new token."""
-        return self.T == self.tracked.pending
-
-
-class Scheduler:
-    """Admission, chunking, memory and preemption over one `PagedKVCache` (see the module docstring)."""
+class Scheduler(MemoryMixin, PreemptionMixin, AdmissionMixin):
+    """Admission, chunking, memory and preemption over one `PagedKVCache` (see the module docstring). Each
+    concern has its module: `scheduler_memory` (what fits, reservations), `scheduler_preemption` (growth that
+    preempts, swap out and in, release), `scheduler_admission` (a sequence from the cached prefix, the queue's
+    order); this one decides the step."""
 
     def __init__(
         self, pool: PagedKVCache, *, policy: Policy = "continuous", max_batch: int = 8,
@@ -136,168 +130,6 @@ class Scheduler:
         self.peak_running = 0  # most sequences in flight in one step
         self.swap_bytes = 0  # bytes the swaps of the last `schedule` moved (out and in)
 
-    # -- memory ----------------------------------------------------------------------------------
-
-    @property
-    def free_blocks(self) -> int:
-        """Blocks a reservation can use: free ones plus cached blocks that no sequence holds."""
-        evictable = self.prefix_cache.evictable if self.prefix_cache is not None else 0
-        return self.pool.allocator.num_free + evictable
-
-    @property
-    def kv_usage(self) -> float:
-        """Share of the pool held by sequences (cached-only blocks count as free)."""
-        return (self.pool.allocator.num_blocks - self.free_blocks) / self.pool.allocator.num_blocks
-
-    def fits(self, needed: int) -> bool:
-        """True if `needed` blocks can be had now (free ones first; counting the evictable only if short)."""
-        short = needed - self.pool.allocator.num_free
-        return short <= 0 or (self.prefix_cache is not None and self.prefix_cache.can_evict(short))
-
-    def fits_admission(self, needed: int) -> bool:
-        """`fits`, keeping the watermark free while anything runs (an empty batch admits whatever fits)."""
-        return self.fits(needed + (self.watermark_blocks if self.running else 0))
-
-    def _make_room(self, needed: int) -> None:
-        short = needed - self.pool.allocator.num_free
-        if short > 0 and self.prefix_cache is not None:
-            self.prefix_cache.evict(short)
-
-    def _reserve(self, t: Tracked, T: int, chunks: list[Chunk]) -> bool:
-        """Reserve T tokens for `t`, preempting younger requests if needed; False if `t` itself was preempted."""
-        assert t.seq is not None
-        while True:
-            needed = self.pool.blocks_needed(t.seq, T)
-            if self.fits(needed):
-                self._make_room(needed)
-                self.pool.reserve([t.seq], T)
-                return True
-            victim = self.running[-1]
-            self.preempt(victim)
-            chunks[:] = [c for c in chunks if c.tracked is not victim]
-            if victim is t:
-                return False
-
-    def preempt(self, t: Tracked) -> None:
-        """Preempt `t`: by swap (its blocks to the host pool, `t` to `swapped`) if that is the mode, it has
-        computed tokens and the host has room; else by recompute (free it, requeue it first)."""
-        t.preemptions += 1
-        self.preempted += 1
-        assert t.seq is not None
-        if (self.swap_pool is not None and t.computed > 0 and t.computed == self.pool.length(t.seq)
-                and self.swap_pool.can_swap_out(t.seq)):
-            before = self.swap_pool.bytes_out
-            t.swapped = self.swap_pool.swap_out(t.seq)
-            self.swap_bytes += self.swap_pool.bytes_out - before
-            t.seq = None
-            self.running.remove(t)
-            t.status, t.swaps = Status.SWAPPED, t.swaps + 1
-            self.swapped_out += 1
-            self.swapped.appendleft(t)
-            return
-        self.release(t)
-        t.status, t.computed = Status.WAITING, 0
-        self.waiting.appendleft(t)
-
-    def _swap_in(self, t: Tracked) -> None:
-        """Copy `t` back from the host into free blocks; it rejoins the batch as its youngest member."""
-        assert self.swap_pool is not None and t.swapped is not None
-        before = self.swap_pool.bytes_in
-        self._make_room(len(t.swapped.blocks))  # type: ignore[attr-defined]
-        t.seq = self.swap_pool.swap_in(t.swapped)  # type: ignore[arg-type]
-        self.swap_bytes += self.swap_pool.bytes_in - before
-        t.swapped = None
-        t.registered = t.computed // self.pool.block_size  # its blocks are new: the cached ones stay as they were
-        self._reserve_ahead(t)
-        self.swapped.remove(t)
-        t.status = Status.RUNNING
-        self.running.append(t)
-
-    def release(self, t: Tracked) -> None:
-        """Free `t`'s sequence or its swapped blocks (blocks in the prefix cache stay there); out of the batch."""
-        if t.seq is not None:
-            self.pool.free_sequence(t.seq)
-            t.seq = None
-        if t.swapped is not None:
-            assert self.swap_pool is not None
-            self.swap_pool.discard(t.swapped)  # type: ignore[arg-type]
-            t.swapped = None
-        if t in self.running:
-            self.running.remove(t)
-        if t in self.swapped:
-            self.swapped.remove(t)
-
-    # -- admission -------------------------------------------------------------------------------
-
-    def _open(self, t: Tracked, whole_blocks: bool = False) -> None:
-        """Give `t` a sequence: from the longest cached prefix of its context (whole blocks if asked), or empty."""
-        context = t.context
-        b = self.pool.block_size
-        if self.prefix_cache is None:
-            t.seq, t.computed = self.pool.add_sequence(), 0
-            return
-        t.hashes = block_hashes(context, b, t.hashes)
-        blocks = self.prefix_cache.match(t.hashes)
-        S = min(len(blocks) * b, len(context) - 1)  # at least one token runs: its logits give the next token
-        S = S // b * b if whole_blocks else S
-        t.seq = self.pool.add_sequence_from(blocks[: -(-S // b)], S)
-        t.computed = S
-        t.registered = len(blocks[: S // b])
-
-    def _admit(self, t: Tracked) -> bool:
-        """Open a sequence for `t` if the blocks of its pending context fit in the pool; else leave it waiting.
-
-        A hit that ends inside a cached block (its whole context cached) shares that block and copies it on
-        the first write, one block more than `t` keeps; when the pool cannot spare it, the hit stops at its
-        last whole block and `t` computes the rest (vLLM V1's hits always do)."""
-        for whole_blocks in (False, True):
-            self._open(t, whole_blocks)
-            assert t.seq is not None
-            if self.fits_admission(self.pool.blocks_needed(t.seq, self._admission_tokens(t))):
-                break
-            self.pool.free_sequence(t.seq)
-            partial = t.computed % self.pool.block_size
-            t.seq, t.computed = None, 0
-            if not partial:
-                return False
-        self._reserve_ahead(t)
-        self.waiting.remove(t)
-        if self.prefix_cache is not None:  # count the hit once, on the admission that uses it
-            if not t.generated:
-                self.prefix_cache.record(looked_up=len(t.request.prompt), found=t.computed)
-                t.cached_tokens += t.computed
-            else:
-                t.recompute_hit_tokens += t.computed
-        t.status = Status.RUNNING
-        self.running.append(t)
-        return True
-
-    def reserved_tokens(self, t: Tracked) -> int:
-        """Tokens a sequence of `t` is given on admission: S_max, its worst case (prompt + max_new_tokens − 1),
-        or (paged) none ahead of need."""
-        if self.reservation == "S_max":
-            return self.pool.config.S_max
-        if self.reservation == "max_tokens":
-            return len(t.request.prompt) + t.request.max_new_tokens - 1
-        return 0
-
-    def _admission_tokens(self, t: Tracked) -> int:
-        """Tokens whose blocks must be free to admit `t`: its pending context, or its whole reservation."""
-        return max(t.pending, self.reserved_tokens(t) - t.computed)
-
-    def _reserve_ahead(self, t: Tracked) -> None:
-        """Give `t`'s sequence its whole reservation now (no-op when paged)."""
-        assert t.seq is not None
-        ahead = self.reserved_tokens(t) - self.pool.length(t.seq)
-        if ahead > 0:
-            self._make_room(self.pool.blocks_needed(t.seq, ahead))
-            self.pool.reserve([t.seq], ahead)
-
-    def worst_case_blocks(self, t: Tracked) -> int:
-        """Blocks `t` holds at its longest: its context plus every token it may still generate, minus one."""
-        total = len(t.request.prompt) + t.request.max_new_tokens - 1
-        return -(-total // self.pool.block_size)
-
     # -- one step --------------------------------------------------------------------------------
 
     def schedule(self) -> list[Chunk]:
@@ -308,15 +140,6 @@ class Scheduler:
         chunks = self._static() if self.policy == "static" else self._continuous()
         self.peak_running = max(self.peak_running, len(self.running))
         return chunks
-
-    def _order_waiting(self) -> None:
-        """Longest cached prefix first (`longest_prefix_first`), ties first come, first served."""
-        assert self.prefix_cache is not None
-        waiting = list(self.waiting)
-        for t in waiting:
-            t.hashes = block_hashes(t.context, self.pool.block_size, t.hashes)
-        order = longest_prefix_first([t.hashes for t in waiting], self.prefix_cache)
-        self.waiting = deque(waiting[i] for i in order)
 
     def _static(self) -> list[Chunk]:
         # A static batch reserves its worst case, so it is preempted only when prefix-cache blocks it counted on
