@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from site_browser import CHROMIUM, SCREENSHOTS, Visit
+from site_browser import CHROMIUM, Visit, screenshot
 
 from minigpt import costs
 from minigpt.book.explorers import evaluate_spec
@@ -118,8 +118,7 @@ def test_page(name: str, server: str, browser) -> None:
             for out in box.locator("[data-output]").all():
                 assert out.get_attribute("data-error") is None, out.get_attribute("data-error")
                 assert out.get_attribute("data-value"), f"{out.get_attribute('data-output')} has no value"
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / (name.replace("/", "__") + ".png")), full_page=True)
+        screenshot(page, name.replace("/", "__"))
         # Then the page's explorers recompute as Python does (after the screenshot: the sliders move).
         for check in EXPLORER_CHECKS:
             if check[0] == name:
