@@ -1,4 +1,4 @@
-"""Node, for the tests that run the browser scripts without a browser (costs.js, explorer.js, i18n.js,
+"""Node, for the tests that run the browser scripts without a browser (the cost scripts, explorer.js, i18n.js,
 MiniGPT's forward): one way to run a script and read the JSON it prints, under the suite's hang guard."""
 
 from __future__ import annotations
@@ -8,10 +8,20 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from limits import HANG_S
 
+from minigpt.book import cost_scripts
+
 NODE = shutil.which("node")
+WEB = Path(__file__).resolve().parents[1] / "minigpt" / "web"
+
+
+def load_costs() -> str:
+    """A JavaScript expression that loads every cost script (core first) and is `MiniGPTCosts`."""
+    paths = json.dumps([str(WEB / room.path) for room in cost_scripts.rooms().values()])
+    return f"(() => {{ for (const p of {paths}) require(p); return globalThis.MiniGPTCosts; }})()"
 
 
 def run_node(script: str, stdin: str = "", *args: str) -> object:

@@ -494,7 +494,7 @@ def test_fmt_sig_rounds_to_significant_digits():
         costs.fmt_sig(float("nan"))
     with pytest.raises(ValueError, match="digits must be"):
         costs.fmt_sig(1.0, 0)
-# ---- the explorers' formulas (minigpt.book.explorers names them; costs.js twins in test_costs_js.py) ----
+# ---- the explorers' formulas (minigpt.book.explorers names them; JS twins in test_costs_js.py) ----
 
 
 def test_last_decode_step_floor_is_weights_plus_cache_over_bandwidth():

@@ -1,8 +1,11 @@
-"""minigpt/web/costs.js (the browser sliders) computes what minigpt/costs/ computes.
+"""minigpt/web/costs/ (the browser sliders) computes what minigpt/costs/ computes.
 
 The public API of `minigpt.costs` is enumerated: every name of `costs.FORMULAS` must have a twin in
-costs.js and be called on the grid below; every other public name must be listed in `PYTHON_ONLY`
-with the reason it needs no twin.
+the scripts and be called on the grid below; every other public name must be listed in `PYTHON_ONLY`
+with the reason it needs no twin. Each call runs with only the scripts a page would load for that
+function (`cost_scripts.scripts_for`), so a room that calls another without saying so in its
+``needs:`` line fails here, as it would on a page; and each twin lives in the room named after its
+Python module.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ import pytest
 from node import NODE, run_node
 
 from minigpt import costs
+from minigpt.book import cost_scripts
 from minigpt.costs.presets import HARDWARE, MODELS
 
-COSTS_JS = Path(__file__).resolve().parents[1] / "minigpt" / "web" / "costs.js"
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed; costs.js is checked with node")
+WEB = Path(__file__).resolve().parents[1] / "minigpt" / "web"
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed; the cost scripts are checked with node")
 
 DRIVER = """
-const C = require(process.argv[1]);
+for (const path of JSON.parse(process.argv[1])) require(path);
+const C = globalThis.MiniGPTCosts;
 const calls = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const out = calls.map(([name, kwargs, args]) => {
   try {
@@ -48,7 +53,7 @@ PYTHON_ONLY = {
     "MemoryFit": "a result type: the JS twin of memory_fit returns the same fields as a plain object",
     "PrefixHit": "a result type: the JS twin of prefix_hit_ttft returns the same fields as a plain object",
     "config_param_count": "takes a ModelConfig; an explorer gets N_params from preset_value, which calls it",
-    "FIT_RESERVE": "a constant: chips_needed's default reserve, mirrored in costs.js and exercised by the calls "
+    "FIT_RESERVE": "a constant: chips_needed's default reserve, mirrored in costs/memory.js and exercised by the calls "
                    "below that leave reserve out",
 }
 
@@ -430,11 +435,28 @@ def _calls() -> list[tuple[str, dict, list | None]]:
     return calls
 
 
+def _paths(scripts: list[str]) -> str:
+    return json.dumps([str(WEB / s) for s in scripts])
+
+
+def _run(calls: list) -> dict:
+    """Each call run with only the scripts `scripts_for` names for its function (one node per set)."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, (name, _, _) in enumerate(calls):
+        groups.setdefault(tuple(cost_scripts.scripts_for([name])), []).append(i)
+    out: list = [None] * len(calls)
+    for scripts, indices in groups.items():
+        results = run_node(DRIVER, json.dumps([calls[i] for i in indices]), _paths(list(scripts)))
+        for i, got in zip(indices, results["out"], strict=True):
+            out[i] = got
+    every = run_node(DRIVER, "[]", _paths([room.path for room in cost_scripts.rooms().values()]))
+    return {**every, "out": out}
+
+
 @pytest.fixture(scope="module")
 def node_results():
     calls = _calls()
-    results = run_node(DRIVER, json.dumps(calls), str(COSTS_JS))
-    return calls, results
+    return calls, _run(calls)
 
 
 def _python(name, kwargs, args):
@@ -467,7 +489,7 @@ def test_every_public_name_has_a_twin_or_a_reason(node_results):
     assert not unexplained, f"public names of minigpt.costs with no JS twin and no reason in PYTHON_ONLY: {unexplained}"
     assert not set(PYTHON_ONLY) & set(costs.FORMULAS), "a name cannot be both mirrored and Python-only"
     missing = [name for name in costs.FORMULAS if name not in results["functions"]]
-    assert not missing, f"costs.FORMULAS without a twin in costs.js: {missing}"
+    assert not missing, f"costs.FORMULAS without a twin in minigpt/web/costs/: {missing}"
 
 
 def test_every_formula_is_checked_on_the_grid(node_results):
@@ -547,8 +569,39 @@ def test_js_rejects_bad_inputs_like_python():
                                     t_op=1e-6, overlap="max"), None),
         ("overhead_crossover_params", dict(n_ops=236, t_op=1e-6, bandwidth=1e9, s=0), None),
     ]
-    results = run_node(DRIVER, json.dumps(calls), str(COSTS_JS))
+    results = _run(calls)
     for (name, kwargs, _), got in zip(calls, results["out"], strict=True):
         with pytest.raises(ValueError):
             getattr(costs, name)(**kwargs)
         assert "error" in got, f"{name}({kwargs}) should throw in JS, returned {got}"
+
+
+# Names whose room is not their Python module's: the presets' tables, and a constant of memory.py.
+ROOM_OF_CONSTANT = {"MODELS": "presets", "HARDWARE": "presets", "FIT_RESERVE": "memory"}
+
+
+def test_each_twin_lives_in_the_room_of_its_python_module():
+    """costs/flops.js holds the twins of costs/flops.py, and so on: the same rooms on both sides."""
+    misplaced = {}
+    for name, room in cost_scripts.room_of().items():
+        module = ROOM_OF_CONSTANT.get(name) or getattr(costs, name).__module__.rsplit(".", 1)[-1]
+        if room != module:
+            misplaced[name] = (room, module)
+    assert not misplaced, f"name: (its JS room, its Python module): {misplaced}"
+    assert set(cost_scripts.rooms()) - {"core", "presets"} <= {
+        p.stem for p in (Path(costs.__file__).parent).glob("*.py")}
+
+
+def test_a_room_without_core_says_what_to_load_first():
+    script = "try { require(process.argv[1]); console.log(JSON.stringify('loaded')); }" \
+             " catch (e) { console.log(JSON.stringify(e.message)); }"
+    assert run_node(script, "", str(WEB / "costs" / "flops.js")) == "costs/core.js must load before costs/flops.js"
+
+
+def test_scripts_for_names_what_a_function_needs_and_rejects_unknown_names():
+    assert cost_scripts.scripts_for(["prefill_flops"]) == ["costs/core.js", "costs/flops.js"]
+    needed = cost_scripts.scripts_for(["overhead_bound"])  # overhead -> roofline -> flops, memory, traffic
+    assert needed == ["costs/core.js", "costs/flops.js", "costs/memory.js", "costs/overhead.js",
+                      "costs/roofline.js", "costs/traffic.js"]
+    with pytest.raises(ValueError, match="no cost script defines 'prefil_flops'"):
+        cost_scripts.scripts_for(["prefil_flops"])

@@ -1,6 +1,6 @@
 """minigpt.book.explorers: the HTML an explorer writes (deterministic, complete, initial values computed
 in Python, scripts inlined only for a live kernel), its checks, and explorer.js under node on every
-committed explorer. (costs.js against costs.py is tests/test_costs_js.py; the pages are tests/test_site.py.)"""
+committed explorer. (the cost scripts against costs.py are tests/test_costs_js.py; the pages are tests/test_site.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from node import NODE, run_node, slider_values_of
+from node import NODE, load_costs, run_node, slider_values_of
 
 from minigpt import costs
 from minigpt.book.explorers import (
@@ -198,14 +198,15 @@ def _committed_explorers() -> list[tuple[str, str]]:
 
 @pytest.mark.skipif(NODE is None, reason="needs node")
 def test_explorer_js_reproduces_every_committed_explorer() -> None:
-    """explorer.js + costs.js, at each committed explorer's initial values, compute and print what Python did."""
+    """explorer.js + the cost scripts, at each committed explorer's initial values, compute and print what
+    Python did."""
     cases = []
     for page_name, box in _committed_explorers():
         values = slider_values_of(box)
         cases.append({"page": page_name, "spec": _spec(box), "values": values, "shown": _shown(box)})
     assert len(cases) >= 5
     script = f"""
-      const C = require({json.dumps(str(WEB / "costs.js"))});
+      const C = {load_costs()};
       require({json.dumps(str(WEB / "explorer.js"))});
       const E = globalThis.MiniGPTExplorer;
       const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
@@ -236,7 +237,7 @@ def test_explorer_js_reproduces_every_committed_explorer() -> None:
 @pytest.mark.skipif(NODE is None, reason="needs node")
 def test_js_helpers_under_node() -> None:
     script = f"""
-      require({json.dumps(str(WEB / "costs.js"))});
+      {load_costs()};
       require({json.dumps(str(WEB / "explorer.js"))});
       const E = globalThis.MiniGPTExplorer;
       const s = {{min: 1, max: 4096, step: 1, log: true}};
@@ -266,7 +267,7 @@ def test_tick_labels_tell_the_ticks_apart() -> None:
     """A speedup axis formatted with no decimals read "0×, 0×, 1×, 1×" (Chapter 16 at large K): the labels get
     the decimals their step needs; a log axis within one decade still gets two ticks or more."""
     script = f"""
-      const C = require({json.dumps(str(WEB / "costs.js"))});
+      const C = {load_costs()};
       require({json.dumps(str(WEB / "explorer.js"))});
       const E = globalThis.MiniGPTExplorer;
       const times = {{fn: "fmt_fixed", args: {{decimals: 0, suffix: "×"}}}};
@@ -296,7 +297,7 @@ def test_every_committed_explorer_reads_at_its_sliders_extremes() -> None:
     every output computes and prints a plain number (no NaN, Infinity, exponent), every slider's shown value
     too, and the plot's y axis has two or more ticks, all labelled differently."""
     script = f"""
-      const C = require({json.dumps(str(WEB / "costs.js"))});
+      const C = {load_costs()};
       require({json.dumps(str(WEB / "explorer.js"))});
       const E = globalThis.MiniGPTExplorer;
       const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -325,10 +326,20 @@ def test_export_command_writes_every_asset_and_no_temporary_file(tmp_path: Path)
     from minigpt.book.web_export import SCRIPTS, main
 
     assert main([str(tmp_path / "web")]) == 0
-    written = sorted(p.name for p in (tmp_path / "web").iterdir())
+    written = sorted(p.relative_to(tmp_path / "web").as_posix() for p in (tmp_path / "web").rglob("*") if p.is_file())
     assert written == sorted([WEIGHTS_ASSET, *SCRIPTS])
     source = Path(__file__).resolve().parents[1] / "minigpt" / "web"
     for name in SCRIPTS:
         assert (tmp_path / "web" / name).read_text(encoding="utf-8") == (source / name).read_text(encoding="utf-8")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         main([str(tmp_path / "other"), "--checkpoint", str(tmp_path / "missing")])
+
+
+def test_the_live_page_loads_the_scripts_the_export_writes() -> None:
+    """chapters/01_minigpt_live.md loads exactly SCRIPTS' scripts, in order: a cost room minigpt_live.js
+    needs and the page forgets would only show in a browser."""
+    from minigpt.book.web_export import SCRIPTS
+
+    page = (Path(__file__).resolve().parents[1] / "chapters" / "01_minigpt_live.md").read_text(encoding="utf-8")
+    loaded = re.findall(r'<script src="\.\./minigpt-web/([^"]+)"></script>', page)
+    assert loaded == [s for s in SCRIPTS if s.endswith(".js")]

@@ -17,7 +17,6 @@ MAX_LINES = 300
 PATTERNS = ("minigpt/*.py", "minigpt/**/*.py", "minigpt/web/*.js", "scripts/*.py", "scripts/**/*.py")
 #: Modules past MAX_LINES today, each with its ceiling (its length when the rule was written, or less).
 OVER = {
-    "minigpt/web/costs.js": 1024,
     "minigpt/web/minigpt_live.js": 510,
     "minigpt/web/minigpt_forward.js": 465,
     "minigpt/web/explorer.js": 346,

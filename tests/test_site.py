@@ -17,6 +17,7 @@ import yaml
 from site_browser import CHROMIUM, Visit, screenshot
 
 from minigpt import costs
+from minigpt.book import cost_scripts
 from minigpt.book.explorers import evaluate_spec
 from minigpt.costs.presets import HARDWARE
 
@@ -106,12 +107,19 @@ def test_page(name: str, server: str, browser) -> None:
         visible_search = [b for b in page.locator(".search-button-field").all() if b.is_visible()]
         assert len(visible_search) == 1, f"{len(visible_search)} search boxes visible"
         assert page.locator('script[src*="thebe"], link[href*="thebe"]').count() == 0, "thebe is loaded"
-        # The explorers' scripts come from the site, once, and no page carries an inline copy.
-        for name_js in ("costs.js", "i18n.js", "explorer.js"):
-            assert page.locator(f'script[src^="{_static_prefix(name)}{name_js}"]').count() == 1, name_js
+        # The explorers' scripts come from the site, once, and no page carries an inline copy: i18n.js on
+        # every page; explorer.js and the cost scripts its explorers call, in load order, on a page with
+        # explorers, and on no other.
+        static = _static_prefix(name)
+        assert page.locator(f'script[src^="{static}i18n.js"]').count() == 1, "i18n.js"
+        loaded = [src.split("?")[0][len(static):] for src in page.evaluate(
+            "() => [...document.scripts].map(s => s.getAttribute('src') || '')") if src.startswith(static)]
+        functions = cost_scripts.page_functions(page.content())
+        wanted = [*cost_scripts.scripts_for(functions), "explorer.js"] if functions else []
+        assert [s for s in loaded if s.startswith("costs/") or s == "explorer.js"] == wanted
         inline = page.evaluate("() => [...document.scripts].filter(s => !s.src && "
                                "/MiniGPTCosts|MiniGPTExplorer|MiniGPTI18N/.test(s.text)).length")
-        assert inline == 0, "an inline copy of costs.js/i18n.js/explorer.js"
+        assert inline == 0, "an inline copy of a cost script, i18n.js or explorer.js"
         for box in page.locator("div.mgx-explorer").all():
             assert box.get_attribute("data-ready") == "1", "explorer script did not run"
             assert box.locator(".mgx-static").count() == 0, "the static-values note stayed"

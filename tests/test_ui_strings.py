@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from node import NODE, run_node, slider_values_of
+from node import NODE, load_costs, run_node, slider_values_of
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -162,9 +162,9 @@ def explorer_value_texts() -> dict[str, set[str]]:
     """Every text the committed explorers print in an output, a slider's value or an error, at the initial
     settings, each slider at five positions (a select at each option) and all at their ends, and the y ticks
     of the initial plot; and
-    what fmt_memory_fit prints in each of its cases. Computed by explorer.js + costs.js under node."""
+    what fmt_memory_fit prints in each of its cases. Computed by explorer.js + the cost scripts under node."""
     script = f"""
-      const C = require({json.dumps(str(WEB / "costs.js"))});
+      const C = {load_costs()};
       require({json.dumps(str(WEB / "explorer.js"))});
       const E = globalThis.MiniGPTExplorer;
       const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
@@ -199,7 +199,7 @@ def explorer_value_texts() -> dict[str, set[str]]:
       }}
       for (const fit of [{{weights_fit: false}}, {{weights_fit: true, fits: true, max_context: 1, max_batch: 1}},
                          {{weights_fit: true, fits: false, max_context: 1, max_batch: 1}}]) {{
-        add(C.fmt_memory_fit(fit), "costs.js fmt_memory_fit");
+        add(C.fmt_memory_fit(fit), "costs/format.js fmt_memory_fit");
       }}
       for (const b of [true, false]) add(E.format(null, b, C), "explorer.js format (a boolean)");
       process.stdout.write(JSON.stringify(seen));
@@ -435,7 +435,7 @@ def test_explorer_uses_i18n_when_it_is_there(with_i18n: bool) -> None:
     """explorer.js looks MiniGPTI18N up when it uses it: loaded after it (or never, as in a kernel, where it
     prints English as it is) and with a Spanish table, the compact tick labels follow the table's edition."""
     js = f"""
-      require({json.dumps(str(WEB / "costs.js"))});
+      {load_costs()};
       require({json.dumps(str(WEB / "explorer.js"))});
       if ({json.dumps(with_i18n)}) require({json.dumps(str(WEB / "i18n.js"))});
       globalThis.MiniGPTStrings = {{lang: "es", strings: {{}}}};

@@ -22,7 +22,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 LOG_STEPS = 1000  # positions of a log slider; must equal LOG_STEPS in explorer.js
-JS_ENV = "MINIGPT_EXPLORER_JS"  # "site": do not inline costs.js/explorer.js (the book's outputs)
+JS_ENV = "MINIGPT_EXPLORER_JS"  # "site": do not inline the cost scripts/explorer.js (the book's outputs)
 _MISSING = object()
 
 Fmt = str | tuple[str, Mapping[str, Any]]

@@ -4,8 +4,9 @@ This module renders an explorer; its parts (`Slider`, `Output`, `Series`, `Plot`
 Python live in `minigpt.book.explorer_spec`.
 
 Every output names a function of `minigpt.costs` and its arguments; nothing is computed in a string of
-JavaScript. `minigpt/web/costs.js` holds the twin of each function (same name, one object of named
-arguments), so the page computes what Python computes, and ``tests/test_costs_js.py`` checks it::
+JavaScript. `minigpt/web/costs/` holds the twin of each function (same name, one object of named
+arguments; one script per module of `costs`), so the page computes what Python computes, and
+``tests/test_costs_js.py`` checks it::
 
     explorer("prefill", "Prefill FLOPs",
              sliders=[Slider("P", "prompt tokens P", 1, 4096, value=512, log=True)],
@@ -29,15 +30,17 @@ and writes the formatted text into the HTML, so the page shows numbers before (o
 and nbval compares them with the committed output.
 
 **Where the JavaScript comes from.** The explorer's HTML carries no script of its own except its JSON
-spec. On the static site `costs.js`, `i18n.js` (the edition's strings) and `explorer.js` are served once,
-as files of the site (``_config.yml``: ``html_static_path`` adds ``minigpt/web``, ``html_js_files`` loads
-them on every page; `explorer.js` wires every explorer when the page has loaded). A kernel needs no
+spec. On the static site the cost scripts and `explorer.js` are files of the site (``_config.yml``:
+``html_static_path`` adds ``minigpt/web``), and a page with explorers loads `explorer.js` and exactly the
+cost scripts its explorers call (`minigpt.book.sphinx_scripts`, from `cost_scripts.scripts_for`);
+`i18n.js` (the edition's strings) is on every page (``html_js_files``); `explorer.js` wires every
+explorer when the page has loaded. A kernel needs no
 `i18n.js`: it has no edition's table, and `explorer.js` without it prints English. A live kernel (Jupyter, Colab, whose
 output frames are sandboxed and see no site) needs them inline: ``inline=None`` decides by environment,
 inlining unless ``MINIGPT_EXPLORER_JS=site``, which `scripts/book/execute_notebooks.py` (``make notebooks``)
 sets, so the committed outputs hold no JavaScript. nbval re-executes in a plain kernel, which inlines;
 ``tests/nbval_sanitize.cfg`` removes the inlined ``<script class="mgx-inline">`` blocks from both sides
-before comparing. A change to `costs.js` or `explorer.js` therefore needs no notebook re-executed: the
+before comparing. A change to a cost script or `explorer.js` therefore needs no notebook re-executed: the
 site picks it up at the next ``make book``, a kernel at the next run of the cell.
 """
 
@@ -52,6 +55,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from minigpt.book import cost_scripts
 from minigpt.book.explorer_spec import (  # noqa: F401  (re-exported: the explorer's parts)
     _ID,
     _NAME,
@@ -86,7 +90,7 @@ def _script(source: str) -> str:
 
 
 def inline_default() -> bool:
-    """Whether an explorer inlines costs.js and explorer.js: yes in a live kernel, not for the site."""
+    """Whether an explorer inlines the cost scripts and explorer.js: yes in a live kernel, not for the site."""
     mode = os.environ.get(JS_ENV, "inline")
     if mode not in ("inline", "site"):
         raise ValueError(f"{JS_ENV} must be 'inline' or 'site', got {mode!r}")
@@ -242,7 +246,7 @@ def explorer_html(
     spec_json = json.dumps(spec, sort_keys=True, ensure_ascii=False).replace("</", "<\\/")
     scripts = ""
     if inline:
-        scripts = (_script("if (!globalThis.MiniGPTCosts) {\n" + _asset("costs.js") + "\n}")
+        scripts = (_script(cost_scripts.bundle())
                    + _script(_asset("explorer.js")) + _script("globalThis.MiniGPTExplorer.initAll();"))
     return (
         f"<style>{_CSS}</style>"

@@ -24,11 +24,16 @@ from typing import Any
 import torch
 
 from minigpt import Pretrained, load_pretrained
+from minigpt.book.cost_scripts import scripts_for
 
 FORMAT = "minigpt-web/1"
 WEIGHTS_ASSET = "minigpt_weights.js"
-# The browser-side files served next to the weights (sources in minigpt/web/).
-SCRIPTS = ("costs.js", "i18n.js", "minigpt_forward.js", "minigpt_live.js", "minigpt_live.css")
+# The MiniGPTCosts functions minigpt_live.js calls (the counts beside each step, and how they print).
+LIVE_COSTS = ("weight_bytes", "kv_bytes_per_token", "kv_cache_bytes", "prefill_flops", "decode_step_flops",
+              "decode_step_bytes", "fmt_flops", "fmt_bytes")
+# The browser-side files served next to the weights (sources in minigpt/web/), in the page's load order:
+# the cost scripts those functions need (chapters/01_minigpt_live.md loads the same list).
+SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "minigpt_live.js", "minigpt_live.css")
 
 
 def web_weights(pretrained: Pretrained) -> tuple[dict[str, Any], bytes]:
@@ -82,6 +87,7 @@ def export_web_assets(directory: Path | str, pretrained: Pretrained | None = Non
     files.update({name: web.joinpath(name).read_text(encoding="utf-8") for name in SCRIPTS})
     for name, text in files.items():
         tmp = directory / (name + ".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(directory / name)
     return directory / WEIGHTS_ASSET

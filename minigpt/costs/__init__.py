@@ -2,7 +2,7 @@
 
 Every formula takes keyword arguments named by the notation table (L, H_kv, d_h, d, d_ffn, V, B,
 P, D, S, s, bandwidth, peak_flops), returns an exact ``int`` where the quantity is a count, and
-names the book equation it implements. ``minigpt/web/costs.js`` mirrors every name in `FORMULAS`
+names the book equation it implements. ``minigpt/web/costs/`` (one script per module) mirrors every name in `FORMULAS`
 for the browser explorers; ``tests/test_costs_js.py`` keeps the two equal and fails on a formula
 without a twin.
 
@@ -172,7 +172,7 @@ from minigpt.costs.text_rates import chars_per_second
 from minigpt.costs.traffic import decode_step_bytes, gqa_decode_gain, last_decode_step_floor_s, prefill_bytes
 from minigpt.costs.wall_clock import WallClock, cost_per_million_tokens, decode_time_with_kv, wall_clock
 
-# The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs.js.
+# The formulas a reader sees computed: each has a twin of the same name in minigpt/web/costs/<module>.js.
 FORMULAS = (
     "layer_flops", "lm_head_flops", "prefill_flops", "decode_step_flops", "decode_flops", "generation_flops",
     "no_cache_flops", "cache_saving_factor", "prefill_macs", "decode_step_macs", "decode_macs_seed",

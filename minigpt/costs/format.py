@@ -1,4 +1,4 @@
-"""Numbers for the prose: bytes, FLOPs and counts as the book prints them (and costs.js does)."""
+"""Numbers for the prose: bytes, FLOPs and counts as the book prints them (and costs/format.js does)."""
 
 from __future__ import annotations
 
@@ -73,14 +73,14 @@ def fmt_sig(x: float, digits: int = 6) -> float:
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
         raise ValueError(f"digits must be an integer >= 1, got {digits!r}")
     return float(f"{x:.{digits}g}")
-# Formatters of the browser explorers (minigpt.book.explorers); each has a twin in costs.js that prints
+# Formatters of the browser explorers (minigpt.book.explorers); each has a twin in costs/format.js that prints
 # the same string, so the value a page shows before its script runs is the one it shows after.
 
 
 def _number(x: object) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         raise ValueError(f"x must be a finite number, got {x!r}")
-    return float(x)  # the double the browser holds: the same digits as costs.js prints
+    return float(x)  # the double the browser holds: the same digits as costs/format.js prints
 
 
 def _grouped(text: str) -> str:

@@ -5,7 +5,7 @@ holds 80 GiB = 81,920 MiB, as `nvidia-smi` and `torch.cuda.mem_get_info` report;
 reports about 143,771 MiB). Usable memory is lower still: the driver, the CUDA context and the
 framework's allocator reserve some, so a budget leaves a `reserve` (`costs.max_batch`). Bandwidths
 are bytes/s (SI, as datasheets state them) and peak rates FLOP/s, dense (no structured sparsity).
-The records' types are in `minigpt.costs.preset_types`. ``minigpt/web/costs.js`` carries a copy for the
+The records' types are in `minigpt.costs.preset_types`. ``minigpt/web/costs/presets.js`` carries a copy for the
 browser sliders; ``tests/test_costs_js.py`` checks the two are equal.
 """
 

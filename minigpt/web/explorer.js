@@ -1,9 +1,9 @@
 // MiniGPTExplorer: analytic explorers that recompute in the browser, with no kernel.
 // minigpt/book/explorers.py writes the HTML (sliders, outputs with their initial values computed in
 // Python, an optional plot, and a JSON spec). Every output and series of the spec is a call of a
-// MiniGPTCosts function (costs.js) with named arguments: a string argument names a constant, a slider
+// MiniGPTCosts function (costs/*.js) with named arguments: a string argument names a constant, a slider
 // or an earlier output ("m.L" reads a field), anything else is a literal. On the book's site this file
-// and costs.js are loaded once per page and wire every explorer when the page has loaded; in a kernel
+// and the cost scripts its explorers call are loaded once per page and wire every explorer when the page has loaded; in a kernel
 // they are inlined after the explorer, which calls `MiniGPTExplorer.initAll()`.
 // On a page of another edition (globalThis.MiniGPTStrings, the Spanish site, read by i18n.js) `init` shows
 // every text of the box through the edition's table (title, labels, options, note, plot axes and legend,
@@ -18,7 +18,7 @@
   const MISSING = undefined;
 
   // The edition's strings: MiniGPTI18N (i18n.js), looked up when used, so the order the page loads the
-  // scripts in does not matter. Without it (a kernel, where only costs.js and this file are inlined) every
+  // scripts in does not matter. Without it (a kernel, where only the cost scripts and this file are inlined) every
   // text stays the English it is: the kernel has no edition's table anyway.
   const ENGLISH = {edition: () => null, localizeNumbers: String, tr: String, translated: String,
     translateElement: () => {}};
@@ -44,7 +44,7 @@
       if (v !== MISSING) args[k] = v;
     }
     const fn = C[call.fn];
-    if (typeof fn !== "function") throw new Error("costs.js has no function " + call.fn);
+    if (typeof fn !== "function") throw new Error("MiniGPTCosts has no function " + call.fn + " (is its costs/ script loaded?)");
     const result = fn(args);
     return call.key !== null && call.key !== undefined ? result[call.key] : result;
   }
@@ -261,7 +261,7 @@
     if (box.getAttribute("data-ready")) return;
     translateBox(box);
     const C = root.MiniGPTCosts;
-    if (!C) return;  // costs.js not loaded (yet): the initial values computed in Python stay
+    if (!C) return;  // the cost scripts not loaded (yet): the initial values computed in Python stay
     box.setAttribute("data-ready", "1");
     const spec = JSON.parse(box.querySelector("script.mgx-spec").textContent);
     const stale = box.querySelector(".mgx-static");

@@ -1,5 +1,5 @@
 // MiniGPT live: the page that runs MiniGPT in the reader's browser and draws its KV cache filling.
-// Needs MiniGPTForward (minigpt_forward.js), MiniGPTCosts (costs.js) and MiniGPTI18N (i18n.js) loaded
+// Needs MiniGPTForward (minigpt_forward.js), MiniGPTCosts (costs/*.js: web_export.SCRIPTS) and MiniGPTI18N (i18n.js) loaded
 // first; loads the weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
 // Every count beside a step comes from MiniGPTCosts, the browser twin of minigpt.costs.
 // Every string the reader sees goes through `tr` (the edition's table, MiniGPTStrings, on the Spanish site;
@@ -31,7 +31,7 @@
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 
-  // The edition's strings: MiniGPTI18N (i18n.js), loaded before this file like costs.js and minigpt_forward.js.
+  // The edition's strings: MiniGPTI18N (i18n.js), loaded before this file like the cost scripts and minigpt_forward.js.
   const I18N = root.MiniGPTI18N;
   if (!I18N) throw new Error("i18n.js must load before minigpt_live.js");
   const tr = I18N.tr, L = I18N.localizeNumbers;
@@ -484,7 +484,7 @@
     box.textContent = tr("Loading MiniGPT's weights (about 1 MB, from this site)…");
     try {
       const F = root.MiniGPTForward, C = root.MiniGPTCosts;
-      if (!F || !C) throw new Error(tr("minigpt_forward.js and costs.js must load before minigpt_live.js"));
+      if (!F || !C) throw new Error(tr("minigpt_forward.js and the cost scripts must load before minigpt_live.js"));
       if (!root.MiniGPTWeights) {
         const base = box.getAttribute("data-assets") || (SCRIPT_URL || "").replace(/[^/]*$/, "");
         await loadScript(base + "minigpt_weights.js");

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.paths] or default_notebooks()
     os.environ["PYTHONHASHSEED"] = "0"  # inherited by the kernels
-    # Outputs for the book: explorers do not inline costs.js/explorer.js, the site serves them
+    # Outputs for the book: explorers do not inline the cost scripts or explorer.js, the site serves them
     # (minigpt/book/explorers.py; nbval's sanitizer drops the inlined copies a plain kernel adds).
     os.environ["MINIGPT_EXPLORER_JS"] = "site"
     failed = []

@@ -1,7 +1,7 @@
-"""Write the presets of minigpt/costs/presets.py into minigpt/web/costs.js (the block between the markers).
+"""Write the presets of minigpt/costs/presets.py into minigpt/web/costs/presets.js (the block between the markers).
 
     python scripts/book/sync_presets_js.py          # rewrite the block
-    python scripts/book/sync_presets_js.py --check  # exit 1 if costs.js is out of date
+    python scripts/book/sync_presets_js.py --check  # exit 1 if presets.js is out of date
 
 The presets have one source, the Python module; the JavaScript block is generated from it and
 tests/test_costs_js.py checks that the two agree.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from minigpt.costs.presets import HARDWARE, MODELS
 
-COSTS_JS = Path(__file__).resolve().parents[2] / "minigpt" / "web" / "costs.js"
+PRESETS_JS = Path(__file__).resolve().parents[2] / "minigpt" / "web" / "costs" / "presets.js"
 BEGIN = ("  // ---- Presets: generated from minigpt/costs/presets.py by scripts/book/sync_presets_js.py;"
          " do not edit ----\n")
 END = "  // ---- end of presets ----\n"
@@ -34,20 +34,20 @@ def block() -> str:
 
 
 def synced(source: str) -> str:
-    """`source` (costs.js) with its presets block replaced by `block()`."""
+    """`source` (presets.js) with its presets block replaced by `block()`."""
     start, end = source.index(BEGIN), source.index(END) + len(END)
     return source[:start] + block() + source[end:]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="only check; exit 1 if costs.js is out of date")
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 if presets.js is out of date")
     args = parser.parse_args()
-    source = COSTS_JS.read_text(encoding="utf-8")
+    source = PRESETS_JS.read_text(encoding="utf-8")
     new = synced(source)
     if args.check:
         sys.exit(0 if new == source else 1)
-    COSTS_JS.write_text(new, encoding="utf-8")
+    PRESETS_JS.write_text(new, encoding="utf-8")
 
 
 if __name__ == "__main__":

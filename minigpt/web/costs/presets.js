@@ -1,0 +1,31 @@
+// MiniGPTCosts, presets: the twin of minigpt/costs/presets.py, the published models and chips of the
+// book's worked examples (MiniGPTCosts.MODELS, MiniGPTCosts.HARDWARE), for scripts in the page and a
+// reader's console; an explorer gets a preset's numbers already expanded by Python.
+// needs: core
+(function (root) {
+  "use strict";
+  const C = root.MiniGPTCosts;
+  if (!C || !C._) throw new Error("costs/core.js must load before costs/presets.js");
+
+  // ---- Presets: generated from minigpt/costs/presets.py by scripts/book/sync_presets_js.py; do not edit ----
+  C.MODELS = {
+    "MiniGPT": {"name": "MiniGPT", "L": 4, "H": 4, "H_kv": 4, "d_h": 16, "d_ffn": 256, "V": 600, "N_params": 246656, "source": "this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of the course page 'Prefill vs Decode: two phases of one forward')", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 128, "S_max": 128, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-2-7B": {"name": "Llama-2-7B", "L": 32, "H": 32, "H_kv": 32, "d_h": 128, "d_ffn": 11008, "V": 32000, "N_params": 6740000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288); https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-3-8B": {"name": "Llama-3-8B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 128256, "N_params": 8030000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-3-70B": {"name": "Llama-3-70B", "L": 80, "H": 64, "H_kv": 8, "d_h": 128, "d_ffn": 28672, "V": 128256, "N_params": 70600000000, "source": "Meta Llama 3 model card and config; https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 8192, "experts": 1, "active_experts": 1, "window": 0},
+    "Mistral-7B": {"name": "Mistral-7B", "L": 32, "H": 32, "H_kv": 8, "d_h": 128, "d_ffn": 14336, "V": 32000, "N_params": 7240000000, "source": "Jiang et al. 2023, Mistral 7B (arXiv:2310.06825), Table 1 (window_size 4096, a rolling buffer cache of W = 4,096 tokens); https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 32768, "experts": 1, "active_experts": 1, "window": 4096},
+    "GPT-3 175B": {"name": "GPT-3 175B", "L": 96, "H": 96, "H_kv": 96, "d_h": 128, "d_ffn": 49152, "V": 50257, "N_params": 175000000000, "source": "Brown et al. 2020, Language Models are Few-Shot Learners (arXiv:2005.14165), Table 2.1; GPT-2 tokenizer (V = 50,257)", "ffn_matrices": 2, "tied": true, "norm_params": 2, "biases": true, "S_pos": 2048, "S_max": 2048, "experts": 1, "active_experts": 1, "window": 0},
+    "Llama-2-13B": {"name": "Llama-2-13B", "L": 40, "H": 40, "H_kv": 40, "d_h": 128, "d_ffn": 13824, "V": 32000, "N_params": 13000000000, "source": "Touvron et al. 2023, Llama 2 (arXiv:2307.09288), Table 1 (13B); https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json", "ffn_matrices": 3, "tied": false, "norm_params": 1, "biases": false, "S_pos": 0, "S_max": 4096, "experts": 1, "active_experts": 1, "window": 0},
+  };
+  C.HARDWARE = {
+    "T4": {"name": "T4", "memory_bytes": 17179869184, "bandwidth": 320000000000.0, "peak_flops": 65000000000000.0, "peak_flops_dtype": "fp16", "source": "NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); https://www.nvidia.com/en-us/data-center/tesla-t4/"},
+    "A100 40GB": {"name": "A100 40GB", "memory_bytes": 42949672960, "bandwidth": 1555000000000.0, "peak_flops": 312000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA A100 Tensor Core GPU datasheet (BF16 tensor core, dense; HBM2 1,555 GB/s); https://www.nvidia.com/en-us/data-center/a100/"},
+    "A100 80GB": {"name": "A100 80GB", "memory_bytes": 85899345920, "bandwidth": 2039000000000.0, "peak_flops": 312000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA A100 Tensor Core GPU datasheet (SXM, HBM2e 2,039 GB/s; BF16 dense); https://www.nvidia.com/en-us/data-center/a100/"},
+    "H100 SXM": {"name": "H100 SXM", "memory_bytes": 85899345920, "bandwidth": 3350000000000.0, "peak_flops": 989000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h100/"},
+    "H200": {"name": "H200", "memory_bytes": 150754820096, "bandwidth": 4800000000000.0, "peak_flops": 989000000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, 989 dense); https://www.nvidia.com/en-us/data-center/h200/"},
+    "RTX 4090": {"name": "RTX 4090", "memory_bytes": 25769803776, "bandwidth": 1008000000000.0, "peak_flops": 165200000000000.0, "peak_flops_dtype": "bf16", "source": "NVIDIA Ada GPU Architecture whitepaper, Appendix A (BF16 tensor, FP32 accumulate, dense: 165.2 TFLOP/s; GDDR6X 1,008 GB/s); https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"},
+    "Laptop GPU 8 GB": {"name": "Laptop GPU 8 GB", "memory_bytes": 8589934592, "bandwidth": 400000000000.0, "peak_flops": 20000000000000.0, "peak_flops_dtype": "fp16", "source": "illustrative, not a product: the 8 GB card of the guide 'Prefill vs decode: how generation runs' with ~400 GB/s effective bandwidth; ~20 TFLOP/s is an assumed round figure for a mid-range laptop GPU"},
+    "TPU v5e": {"name": "TPU v5e", "memory_bytes": 17179869184, "bandwidth": 819000000000.0, "peak_flops": 197000000000000.0, "peak_flops_dtype": "bf16", "source": "Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 819 GB/s HBM2 bandwidth, 16 GiB HBM2); https://cloud.google.com/tpu/docs/v5e"},
+  };
+  // ---- end of presets ----
+})(typeof globalThis !== "undefined" ? globalThis : this);
