@@ -6,8 +6,10 @@
   rest. At the end of a prefill the scores are the prompt's column sums of attention.
 - `SnapKVCache` (Li et al. 2024): once, at the end of the prefill, the last `window` queries of the prompt
   (the observation window) vote: their attention to each earlier key, summed over the window and the
-  group's heads, smoothed by a max-pool of `kernel` positions, keeps the b - window best prompt keys
-  plus the window itself. Decode steps then append without eviction (SnapKV compresses the prompt only).
+  group's heads, smoothed by a max-pool of `kernel` positions over the keys before the window, keeps the
+  b - window best of those plus the window itself. Decode steps then append without eviction (SnapKV
+  compresses the prompt only). SnapKV's code (FasterDecoding/SnapKV, `snapkv_utils.py` at 395b54d) pools
+  with an average by default and offers this max-pool as `pooling='maxpool'`.
 
 Both keep each kept key's position (as the papers do with RoPE): a token at t gets position t, so the
 stream stays within S_max. The kept sets differ per layer and head, so each (layer, sequence, head) row is
@@ -189,8 +191,14 @@ class SnapKVCache(ScoredKVCache):
         w = min(self.window, T)
         votes = self.weights(q[:, :, T - w :], k, None if visible is None else visible[:, T - w :])
         votes = votes.sum(dim=(2, 3))  # [B, H_kv, K]
-        pooled = F.max_pool1d(votes.flatten(0, 1).unsqueeze(1), self.kernel, stride=1, padding=self.kernel // 2)
-        self.score[layer, :, :, : k.shape[2]] = pooled.view_as(votes)
+        # The keys before the window are pooled among themselves (the window is kept whole, so its votes do
+        # not spill onto its neighbour), as SnapKV's code pools `attn_weights[..., :-window]`.
+        prefix = votes[..., : k.shape[2] - w]
+        if prefix.shape[-1]:
+            pooled = F.max_pool1d(prefix.flatten(0, 1).unsqueeze(1), self.kernel, stride=1,
+                                  padding=self.kernel // 2)
+            votes[..., : prefix.shape[-1]] = pooled.view_as(prefix)
+        self.score[layer, :, :, : k.shape[2]] = votes
 
     def _evict(self, T: int) -> None:
         if self.compressed or self.n <= self.budget:
