@@ -10,9 +10,11 @@ The bugs these catch (each checked by mutating `minigpt/runtime/eviction.py`):
 - SnapKV pooling across the window's edge (the window's votes spilling onto the key before it);
 - a vote or a score summed over the wrong heads (every head instead of the K/V head's group).
 
-The references follow the reference code's arithmetic: H2O (FMInference/H2O, `h2o_hf/utils_real_drop`)
-adds each new query's attention weights, summed over the query heads, to the accumulated score of every
-key it saw and keeps the `recent` newest plus the best accumulated scores; SnapKV (FasterDecoding/SnapKV,
+The references follow the reference code's arithmetic: H2O (FMInference/H2O at 0ee6a85,
+`h2o_hf/utils_real_drop/modify_llama.py`, `_update_hh_score`) adds each step's attention weights, summed over
+its new queries, to the accumulated score of every key they saw, and keeps the `recent` newest plus the best
+accumulated scores. That code keeps one score per query head (its K/V repeated to every head); a cache that
+stores each K/V head once keeps one per K/V head, summed over its group's query heads, as here; SnapKV (FasterDecoding/SnapKV,
 `snapkv_utils.py` at 395b54d, with `pooling='maxpool'`) sums the observation window's softmax over its
 queries for the keys before the window, max-pools those among themselves (kernel, stride 1, same length),
 keeps the window plus the top of them, and compresses the prompt once. Where the
