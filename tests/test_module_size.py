@@ -22,7 +22,6 @@ OVER = {
     "minigpt/web/minigpt_forward.js": 465,
     "minigpt/web/explorer.js": 346,
     "scripts/bench/bench.py": 394,
-    "scripts/maintenance/gpu_run.py": 374,
 }
 
 
