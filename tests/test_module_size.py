@@ -21,7 +21,6 @@ OVER = {
     "minigpt/web/minigpt_live.js": 510,
     "minigpt/web/minigpt_forward.js": 465,
     "minigpt/web/explorer.js": 346,
-    "scripts/bench/bench.py": 394,
 }
 
 
