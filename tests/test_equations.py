@@ -32,6 +32,7 @@ if "book_text" not in sys.modules:  # tests/test_prose.py loads it the same way
     sys.modules["book_text"] = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(sys.modules["book_text"])
 book_text = sys.modules["book_text"]
+book_pages = sys.modules["book_pages"]  # book_text finds the book at its ROOT: a test patches it there
 
 PAGES = book_text.pages()
 TARGET = re.compile(r"^\s*\(eq-(\d+)-(\d+)\)=\s*$")
@@ -193,7 +194,7 @@ def test_equation_parser_on_examples(tmp_path, monkeypatch):
         "(eq-3-1)=\n$$\nI = F/B \\tag{3.1}\n$$\n\n(eq-3-3)=\n$$\nx \\tag{3.2}\n$$\n\n(eq-3-4)=\ntext\n",
         encoding="utf-8",
     )
-    monkeypatch.setattr(book_text, "ROOT", tmp_path)
+    monkeypatch.setattr(book_pages, "ROOT", tmp_path)
     found = equations("chapters/03_x.md")
     assert [n for n, _ in found] == [(3, 1), (3, 3), (3, 4)]
     assert found[0][1] == ""

@@ -53,7 +53,7 @@ def test_unpack_writes_the_device_data_and_a_summary_without_log_tails(gpu_run, 
     summary = {"device": "cuda", "ok": False, "stages": {"unit": {"rc": 1, "tail": "a long log", "tests": 3}}}
     (returned / "summary.json").write_text(json.dumps(summary))
     (returned / "env.json").write_text(json.dumps({"device_name": "NVIDIA H200", "nvidia_smi": "a table"}))
-    monkeypatch.setattr(gpu_run, "DATA", data)
+    monkeypatch.setattr(sys.modules["gpu_pack"], "DATA", data)  # gpu_run imports its parts by name
     gpu_run.unpack(returned)
     assert sorted(p.name for p in data.iterdir()) == ["gpu_run_cuda.json", "hardware_cuda.json"]
     assert json.loads((data / "hardware_cuda.json").read_text()) == {"models": []}
@@ -119,7 +119,7 @@ def test_a_gpu_is_matched_to_its_datasheet(device_name: str, preset: str | None)
 
 def test_distributed_stage_records_a_single_gpu_and_runs_nothing(gpu_run, tmp_path: Path, monkeypatch) -> None:
     run = gpu_run.Run(tmp_path / "out", 100.0, "cuda")
-    monkeypatch.setattr(gpu_run, "child", lambda *a, **k: pytest.fail("NCCL must not run on one GPU"))
+    monkeypatch.setattr(sys.modules["gpu_sweeps"], "child", lambda *a, **k: pytest.fail("NCCL must not run on one GPU"))
     gpu_run.stage_distributed(run, 0.0, gpus=1)
     assert run.record["stages"]["distributed"]["gpus"] == 1
     assert "NCCL needs 2 or more" in run.record["stages"]["distributed"]["skipped"]
@@ -128,7 +128,8 @@ def test_distributed_stage_records_a_single_gpu_and_runs_nothing(gpu_run, tmp_pa
 def test_distributed_stage_runs_the_nccl_sweep_on_two_gpus(gpu_run, tmp_path: Path, monkeypatch) -> None:
     run = gpu_run.Run(tmp_path / "out", 100.0, "cuda")
     calls = []
-    monkeypatch.setattr(gpu_run, "child", lambda run, name, cmd, limit: calls.append(cmd) or {"rc": 0})
+    monkeypatch.setattr(sys.modules["gpu_sweeps"], "child",
+                        lambda run, name, cmd, limit: calls.append(cmd) or {"rc": 0})
     gpu_run.stage_distributed(run, 0.0, gpus=2)
     assert calls and "--backend" in calls[0] and calls[0][calls[0].index("--backend") + 1] == "nccl"
     assert calls[0][calls[0].index("--worlds") + 1:calls[0].index("--out")] == ["1", "2"]

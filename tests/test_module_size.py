@@ -20,9 +20,6 @@ OVER = {
     "minigpt/web/minigpt_live.js": 510,
     "minigpt/web/minigpt_forward.js": 465,
     "minigpt/web/explorer.js": 346,
-    "scripts/book/book_text.py": 409,
-    "scripts/bench/bench.py": 394,
-    "scripts/maintenance/gpu_run.py": 374,
 }
 
 

@@ -29,6 +29,7 @@ def _load(name: str, path: Path):
 
 
 book_text = _load("book_text", ROOT / "scripts" / "book" / "book_text.py")
+book_pages = sys.modules["book_pages"]  # book_text finds the book at its ROOT: a test patches it there
 
 PAGES = book_text.pages()
 ALLOWLIST = ROOT / "tests" / "data" / "prose_numbers_allowlist.txt"
@@ -282,7 +283,7 @@ def test_number_detector_on_examples():
 def errata_tables() -> dict[str, list[list[str]]]:
     """The appendix's tables by their `## ` heading, as rows of cells."""
     tables: dict[str, list[list[str]]] = {}
-    text = (book_text.ROOT / book_text.ERRATA_PAGE).read_text(encoding="utf-8")
+    text = (book_pages.ROOT / book_text.ERRATA_PAGE).read_text(encoding="utf-8")
     for section in re.split(r"^## ", text, flags=re.M)[1:]:
         heading, _, body = section.partition("\n")
         tables[heading.strip()] = book_text.table_rows(body)
@@ -353,7 +354,7 @@ def shown_in_problems() -> list[str]:
                         problems.append(f"row {row[0]}: [{text}]({address}) should say {title!r}")
                     continue
                 path, _, anchor = address.partition("#")
-                root = book_text.ROOT.resolve()
+                root = book_pages.ROOT.resolve()
                 page = ((root / book_text.ERRATA_PAGE).parent / path).resolve().relative_to(root).as_posix()
                 if page not in pages:
                     problems.append(f"row {row[0]}: {address} is not a page of the book")
@@ -396,7 +397,7 @@ def test_errata_checks_on_a_small_book(tmp_path, monkeypatch):
                 + "| 2 | guide | x | y | [Chapter 1](../chapters/01_a.md#a-section), "
                 "[Chapter 1](../chapters/01_a.md#nope) |\n")
     (tmp_path / "appendices" / "errata.md").write_text(appendix)
-    monkeypatch.setattr(book_text, "ROOT", tmp_path)
+    monkeypatch.setattr(book_pages, "ROOT", tmp_path)
     assert box_problems() == ["chapters/02_b.md: 'Erratum (course page: \"x\")' has no `:name: erratum-…`"]
     problems = shown_in_problems()
     assert ("row 1: [Chapter 2](#erratum-one) is in Chapter 1 (run `python scripts/book/book_text.py --write`)"
@@ -419,7 +420,7 @@ def test_name_boxes_adds_the_name_and_class_and_nothing_else(tmp_path, monkeypat
     (tmp_path / "chapters").mkdir()
     path = tmp_path / "chapters" / "01_a.ipynb"
     nbformat.write(nb, path)
-    monkeypatch.setattr(book_text, "ROOT", tmp_path)
+    monkeypatch.setattr(book_pages, "ROOT", tmp_path)
     assert book_text.name_boxes([("chapters/01_a.ipynb", "guide", "erratum-x")]) == ["chapters/01_a.ipynb: erratum-x"]
     after = nbformat.read(path, as_version=4)
     assert after.cells[0].source == "Text.\n\n```{admonition} Erratum (guide: \"x\")\n:class: warning erratum\n" \
