@@ -77,7 +77,10 @@ def test_export_then_import_moves_exactly_the_prompts_kv_into_other_blocks() -> 
 
 @pytest.fixture(scope="module")
 def plain_run() -> tuple[list[Request], disagg.DisaggRun]:
-    requests = _trace()
+    # The trace, and one-token requests: one answered by its prefill alone (its K/V never leaves the prefill
+    # worker), and a one-token prompt decoded.
+    requests = _trace() + [Request("one-out", (5, 17, 9), 1, arrival_s=0.01),
+                           Request("one-in", (23,), 5, arrival_s=0.02)]
     cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=1, chunk_size=16, num_blocks=64)
     return requests, disagg.serve(requests, cfg, timeout_s=HANG_S)
 
@@ -90,6 +93,7 @@ def test_disaggregated_tokens_equal_the_colocated_engines(plain_run) -> None:
         assert rec.status == "finished", (rec.id, rec.reason)
         assert rec.tokens == want[rec.id], rec.id
         assert len(rec.token_s) == rec.max_new_tokens and rec.ttft_s > 0
+    assert {"one-out", "one-in"} <= {rec.id for rec in run.records}
     assert not run.dead and all(not _alive(p) for p in run.pids.values())
 
 
@@ -99,6 +103,7 @@ def test_transfer_bytes_are_eq_2_1_times_P_counted_on_both_sides(plain_run) -> N
     per_token = costs.kv_bytes_per_token(L=c.L, H_kv=c.H_kv, d_h=c.d_h, s=4)
     for rec in run.records:
         assert rec.kv_bytes == per_token * rec.P if rec.max_new_tokens > 1 else rec.kv_bytes == 0
+    assert any(r.max_new_tokens == 1 for r in requests), "no one-token request: the zero-transfer case is unchecked"
     expected = sum(per_token * r.P for r in requests if r.max_new_tokens > 1)
     sent = run.workers[1]["kv_bytes_sent"]
     received = run.workers[2]["kv_bytes_received"]

@@ -14,11 +14,11 @@ The references follow the reference code's arithmetic: H2O (FMInference/H2O at 0
 `h2o_hf/utils_real_drop/modify_llama.py`, `_update_hh_score`) adds each step's attention weights, summed over
 its new queries, to the accumulated score of every key they saw, and keeps the `recent` newest plus the best
 accumulated scores. That code keeps one score per query head (its K/V repeated to every head); a cache that
-stores each K/V head once keeps one per K/V head, summed over its group's query heads, as here; SnapKV (FasterDecoding/SnapKV,
-`snapkv_utils.py` at 395b54d, with `pooling='maxpool'`) sums the observation window's softmax over its
-queries for the keys before the window, max-pools those among themselves (kernel, stride 1, same length),
-keeps the window plus the top of them, and compresses the prompt once. Where the
-reference code averages a K/V head's group (SnapKV's GQA ports) this cache sums it: a constant factor g,
+stores each K/V head once keeps one per K/V head, summed over its group's query heads, as here. SnapKV
+(FasterDecoding/SnapKV at 395b54d, `snapkv_utils.py`, with `pooling='maxpool'`) sums the observation
+window's softmax over its queries for the keys before the window, max-pools those among themselves
+(kernel, stride 1, same length), keeps the window plus the top of them, and compresses the prompt once.
+Where the reference code averages a K/V head's group (SnapKV's GQA ports) this cache sums it: a constant factor g,
 the same top-k. Max-pooling makes plateaus of equal votes, and topk breaks ties as it likes (here and in
 the reference code), so SnapKV's kept keys are checked by their votes, not their positions.
 """

@@ -32,9 +32,12 @@ CHECKPOINTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa")  # H_kv = 4, 2, 1 with 
 
 
 def _cases(W: int) -> list[tuple[str, int, int, int, int]]:
+    """(checkpoint, B, P, decode steps, seed): random shapes fixed per W, then one-token requests: a
+    one-token prompt answered by its prefill alone (no decode step), and one-token prompts decoded."""
     rng = random.Random(20 + W)  # several random shapes, fixed per W
-    return [(name, rng.randint(2, 4), rng.randint(1, 12), rng.randint(2, 4), rng.randrange(10**6))
-            for name in CHECKPOINTS]
+    drawn = [(name, rng.randint(2, 4), rng.randint(1, 12), rng.randint(2, 4), rng.randrange(10**6))
+             for name in CHECKPOINTS]
+    return drawn + [("minigpt-mqa", 1, 1, 0, 7 + W), ("minigpt-gqa2", 3, 1, 3, 11 + W)]
 
 
 def _expected_record(L: int, B: int, T: int, d: int, V: int, s: int = 4) -> list[tuple[str, int]]:

@@ -189,3 +189,43 @@ def test_bad_steps_name_what_is_wrong():
     seq = other.add_sequence()
     with pytest.raises(ValueError, match="pool was built for"):
         forward_varlen(MODEL, other, flatten(other, [seq], [[1]]))
+
+
+def test_the_engine_the_book_builds_runs_one_fused_forward_reading_only_its_blocks(monkeypatch):
+    """`Engine.for_model` (what the chapters and the server build): every step is one `forward_varlen`, each
+    weight matrix is called once, and attention reads exactly L·Σ_b ⌈(S_b + T_b)/b⌉·b key positions, each
+    sequence's own blocks. Catches an executor that defaults to the unfused path (one forward per chunk
+    length) and a read padded to the longest sequence on the real engine, not only on a hand-built batch."""
+    import minigpt.serving.executor as executor
+
+    b = 4
+    batches, counted = [], []
+    real = executor.forward_varlen
+
+    def recording(model, pool, batch):
+        batches.append(batch)
+        return real(model, pool, batch)
+
+    monkeypatch.setattr(executor, "forward_varlen", recording)
+    engine = Engine.for_model(MODEL, num_blocks=40, block_size=b, config=EngineConfig(chunk_size=8))
+    reqs = [Request("long", tuple(j % 37 + 1 for j in range(30)), 5), Request("short", (1, 2, 3), 9),
+            Request("mid", tuple(range(1, 12)), 6, arrival_s=1e-9)]
+    for r in reqs:
+        engine.submit(r)
+    hook = MODEL.blocks[0].mlp.up.register_forward_hook(lambda *_: counted.append(1))
+    steps = 0
+    try:
+        while engine.busy:
+            before_batches, before_calls = len(batches), len(counted)
+            if engine.step():
+                steps += 1
+                assert len(batches) - before_batches == 1, "more than one forward in a step"
+                assert len(counted) - before_calls == 1, "a weight matrix called more than once in a step"
+                batch = batches[-1]
+                blocks = sum(-(-(S + T) // b) for S, T in zip(batch.context_lens, batch.query_lens, strict=True))
+                assert batch.keys_read == CONFIG.L * blocks * b
+    finally:
+        hook.remove()
+    mixed = [bt for bt in batches if len(set(bt.query_lens)) > 1]
+    assert steps == len(batches) and mixed, "no step mixed a prompt chunk with decodes: the case proves little"
+    assert all(engine.requests[r.id].status.name == "FINISHED" for r in reqs)
