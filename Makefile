@@ -22,7 +22,7 @@ NB ?=
 JOBS ?= auto
 XDIST := -n $(JOBS)
 
-.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench clean
+.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench mutate clean
 
 help:
 	@echo "make book        build the static site, English into _build/html, Spanish into _build/html/es (warnings are errors)"
@@ -32,6 +32,7 @@ help:
 	@echo "make notebooks   re-execute every notebook in place (NB=path/to.ipynb for one)"
 	@echo "make translations  bring the Spanish catalogs and notebooks in step with the English pages"
 	@echo "make bench       speed and memory benchmarks (scripts/bench/bench.py, scripts/bench/bench_browser.py, scripts/bench/grade_class_demo.py)"
+	@echo "make mutate      mutation testing of the mechanism modules (MODULE=minigpt/runtime/eviction.py for one); mutation/report.md"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
 
@@ -51,6 +52,14 @@ $(STAMP): requirements.txt pyproject.toml $(LLAMACPP_WHEEL) | $(BIN)/python
 	touch $@
 
 install: $(STAMP)
+
+# Mutation testing (CONTRIBUTING, "Tests that can fail"): mutmut over the mechanism modules, or one module
+# (MODULE=...), each in a scratch copy under _build/mutate/; results in mutation/results/, the report in
+# mutation/report.md. Not part of `make test`.
+mutate: $(STAMP)
+	$(BIN)/python -m pip install -q -r requirements-mutate.txt
+	$(BIN)/python scripts/maintenance/mutate.py $(if $(MODULE),$(MODULE),--all)
+	$(BIN)/python scripts/maintenance/mutate.py --report
 
 $(VENDOR): package.json package-lock.json scripts/book/vendor_assets.sh
 	scripts/book/vendor_assets.sh

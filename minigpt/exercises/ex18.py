@@ -81,7 +81,7 @@ def _h2o_keep(positions: list[int], scores: torch.Tensor, budget: int, recent: i
     cache.pos[..., :n] = torch.tensor(positions)
     cache.score[..., :n] = scores
     cache.n, cache.t = n, positions[-1] + 1
-    cache._evict(0)
+    cache._evict()
     return cache.pos[0, 0, 0, : cache.n].tolist()
 
 

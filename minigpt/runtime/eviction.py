@@ -44,8 +44,8 @@ class ScoredKVCache:
 
     _kind = "eviction cache"
 
-    def __init__(self, config: ModelConfig, B: int = 1, *, budget: int, dtype: torch.dtype = torch.float32,
-                 device: torch.device | str = "cpu") -> None:
+    def __init__(self, config: ModelConfig, B: int, *, budget: int, dtype: torch.dtype,
+                 device: torch.device | str) -> None:
         S_max = check_cache_args(config, B, None, dtype)
         self.budget = _count("budget", budget, 1)
         self.config, self.B, self.S_max = config, B, S_max
@@ -105,26 +105,25 @@ class ScoredKVCache:
         self.bytes_read += k.nbytes + v.nbytes
         return k, v
 
-    def weights(self, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor | None) -> torch.Tensor:
-        """Attention weights `[B, H_kv, g, T, K]` of queries q `[B, H, T, d_h]` on keys k `[B, H_kv, K, d_h]`."""
+    def weights(self, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """Attention weights `[B, H_kv, g, T, K]` of queries q `[B, H, T, d_h]` on keys k `[B, H_kv, K, d_h]`
+        where `visible` `[1 or B, T, K]` lets them see (`MiniGPT` always passes the mask it attends with)."""
         B, H, T, d_h = q.shape
         H_kv = k.shape[1]
         scores = q.float().view(B, H_kv, H // H_kv, T, d_h) @ k.float().unsqueeze(2).transpose(-2, -1)
-        scores = scores / math.sqrt(d_h)
-        if visible is not None:
-            scores = scores.masked_fill(~visible[:, None, None], float("-inf"))
+        scores = (scores / math.sqrt(d_h)).masked_fill(~visible[:, None, None], float("-inf"))
         return torch.softmax(scores, dim=-1)
 
-    def observe(self, layer: int, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor | None) -> None:
+    def observe(self, layer: int, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor) -> None:
         raise NotImplementedError
 
     def advance(self, T: int) -> None:
         """Count the T tokens, then evict down to the budget (every layer)."""
         self.n += T
         self.t += T
-        self._evict(T)
+        self._evict()
 
-    def _evict(self, T: int) -> None:
+    def _evict(self) -> None:
         raise NotImplementedError
 
     def _keep(self, priority: torch.Tensor, count: int) -> None:
@@ -156,12 +155,12 @@ class H2OCache(ScoredKVCache):
             raise ValueError(f"recent must be an integer in 0..budget={budget}, got {recent!r}")
         self.recent = recent
 
-    def observe(self, layer: int, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor | None) -> None:
+    def observe(self, layer: int, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor) -> None:
         """Add each key's attention, summed over the queries and the group's heads, to its score."""
         K = k.shape[2]
         self.score[layer, :, :, :K] += self.weights(q, k, visible).sum(dim=(2, 3))
 
-    def _evict(self, T: int) -> None:
+    def _evict(self) -> None:
         if self.n <= self.budget:
             return
         recent = self.pos[..., : self.n] >= self.t - self.recent  # the newest `recent` tokens stay
@@ -183,13 +182,13 @@ class SnapKVCache(ScoredKVCache):
         self.window, self.kernel = window, kernel
         self.compressed = False
 
-    def observe(self, layer: int, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor | None) -> None:
+    def observe(self, layer: int, q: torch.Tensor, k: torch.Tensor, visible: torch.Tensor) -> None:
         """In the prefill (the first forward), score the prompt's keys by the observation window's attention."""
         if self.t > 0:
             return
         T = q.shape[2]
         w = min(self.window, T)
-        votes = self.weights(q[:, :, T - w :], k, None if visible is None else visible[:, T - w :])
+        votes = self.weights(q[:, :, T - w :], k, visible[:, T - w :])
         votes = votes.sum(dim=(2, 3))  # [B, H_kv, K]
         # The keys before the window are pooled among themselves (the window is kept whole, so its votes do
         # not spill onto its neighbour), as SnapKV's code pools `attn_weights[..., :-window]`.
@@ -200,7 +199,7 @@ class SnapKVCache(ScoredKVCache):
             votes[..., : prefix.shape[-1]] = pooled.view_as(prefix)
         self.score[layer, :, :, : k.shape[2]] = votes
 
-    def _evict(self, T: int) -> None:
+    def _evict(self) -> None:
         if self.compressed or self.n <= self.budget:
             self.compressed = True
             return

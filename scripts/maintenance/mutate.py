@@ -1,0 +1,230 @@
+"""Mutation testing of the package's mechanism modules with mutmut 3 (`make mutate`; not part of `make test`).
+
+    python scripts/maintenance/mutate.py minigpt/runtime/eviction.py      # one module, every mutant
+    python scripts/maintenance/mutate.py --all                             # every mechanism module
+    python scripts/maintenance/mutate.py --report                          # mutation/report.md from results
+
+A module runs in its own scratch copy (`_build/mutate/<module>/`: the package, the tests, the exercises
+and the chapters' data, with a `[tool.mutmut]` section written for that module), so runs never touch the
+work tree and two modules never share mutmut's state. mutmut mutates the module's functions, runs the
+module's tests once to learn which test calls which function, and then runs, for each mutant, only the
+tests that reach it (forked, `--max-children` at a time). A module's tests are the test files that import
+it, plus `EXTRA_TESTS`; a mutant those miss counts as survived, never as killed.
+
+Each run's counts go to `mutation/results/<module>.json` (committed): mutants, killed, survived, timed
+out, no tests, and the names of the survivors, and `--report` renders every result and the triage of
+`mutation/triage.yml` (each survivor killed by a named test, or equivalent with the reason) into
+`mutation/report.md`, each score with its 95 % Wilson interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRATCH = ROOT / "_build" / "mutate"
+RESULTS = ROOT / "mutation" / "results"
+MUTMUT = "3.8.1"  # the version requirements-mutate.txt pins
+#: The mechanism modules (the issue's list): caches, attention, speculative, MLA, eviction, window; the
+#: serving engine; Part IV's processes; the formulas; the exporters; the exercises' checkers.
+MECHANISMS = ("minigpt/runtime/*.py", "minigpt/runtime/attention/*.py", "minigpt/serving/*.py",
+              "minigpt/distributed/*.py", "minigpt/costs/*.py", "minigpt/interop/*.py",
+              "minigpt/exercises/*.py")
+#: Tests that reach a module without importing it by name (through the engine, the model, a facade).
+EXTRA_TESTS = {
+    "minigpt/serving/executor.py": ("tests/test_varlen.py", "tests/test_serving.py", "tests/test_paging.py"),
+    "minigpt/serving/scheduler.py": ("tests/test_serving.py", "tests/test_paging.py"),
+    "minigpt/serving/scheduler_admission.py": ("tests/test_serving.py", "tests/test_paging.py"),
+    "minigpt/serving/scheduler_memory.py": ("tests/test_serving.py", "tests/test_paging.py"),
+    "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
+}
+TARGET = 0.90
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
+          -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "type check"}
+
+
+def modules() -> list[str]:
+    """Every mechanism module (package-relative paths), `__init__` files left out (re-exports only)."""
+    found = {p.relative_to(ROOT).as_posix() for pattern in MECHANISMS for p in ROOT.glob(pattern)}
+    return sorted(m for m in found if not m.endswith("__init__.py"))
+
+
+def tests_of(module: str) -> list[str]:
+    """The test files that import `module`: by its dotted name, by name from its package, or through its
+    package's facade (`from minigpt import costs`, `from minigpt.serving import Engine`), plus `EXTRA_TESTS`."""
+    dotted = module[:-3].replace("/", ".")
+    package, _, name = dotted.rpartition(".")
+    top = package.split(".")[1] if package.count(".") else name
+    pattern = re.compile(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b"
+                         rf"|^from minigpt\.{re.escape(top)} import |^from minigpt import [^\n]*\b{re.escape(top)}\b",
+                         re.M)
+    found = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")
+             if pattern.search(p.read_text(encoding="utf-8"))}
+    return sorted(found | set(EXTRA_TESTS.get(module, ())))
+
+
+def _slug(module: str) -> str:
+    return module[:-3].replace("/", ".")
+
+
+def _workdir(module: str, tests: list[str]) -> Path:
+    """A fresh copy of what the tests read, with mutmut's configuration for `module` alone."""
+    work = SCRATCH / _slug(module)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("minigpt", "tests", "exercises", "chapters/data"):
+        shutil.copytree(ROOT / part, work / part, ignore=ignore)
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    config += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["minigpt"]\n'
+        f"only_mutate = [{json.dumps(module)}]\n"
+        'also_copy = ["exercises", "chapters"]\n'
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
+        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site", "-q"]\n'
+    )
+    (work / "pyproject.toml").write_text(config, encoding="utf-8")
+    return work
+
+
+def _mutmut(work: Path, *args: str) -> int:
+    """Run mutmut in `work`; its progress (a spinner per mutant) goes to `work/mutmut.log`."""
+    with open(work / "mutmut.log", "w", encoding="utf-8") as log:
+        return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
+                              stderr=subprocess.STDOUT).returncode
+
+
+def _exit_codes(work: Path, module: str) -> dict[str, int | None]:
+    meta = work / "mutants" / (module + ".meta")
+    return json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"] if meta.exists() else {}
+
+
+def run_module(module: str, *, names: list[str] | None = None, max_children: int = 2) -> dict:
+    """Run mutmut on `module` (every mutant, or `names`); write and return its result."""
+    tests = tests_of(module)
+    if not tests:
+        raise SystemExit(f"{module}: no test file imports it; add it to EXTRA_TESTS")
+    work = _workdir(module, tests)
+    start = time.monotonic()
+    rc = _mutmut(work, "run", f"--max-children={max_children}", *(names or []))
+    codes = _exit_codes(work, module)
+    if rc != 0 or not codes:
+        raise SystemExit(f"{module}: mutmut exited {rc} with {len(codes)} mutants; see {work / 'mutmut.log'}")
+    if names is not None:
+        codes = {k: v for k, v in codes.items() if k in set(names)}
+    counts: dict[str, int] = {}
+    for code in codes.values():
+        status = STATUS.get(code, "not run" if code is None else "suspicious")
+        counts[status] = counts.get(status, 0) + 1
+    result = {"module": module, "tests": tests, "mutmut": MUTMUT, "sampled": names is not None,
+              "mutants": len(codes), "counts": dict(sorted(counts.items())),
+              "survivors": sorted(k for k, v in codes.items() if STATUS.get(v) == "survived"),
+              "seconds": round(time.monotonic() - start)}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{_slug(module)}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return result
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson interval of a proportion k/n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p, d = k / n, 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (centre - half, centre + half)
+
+
+def score(result: dict) -> tuple[int, int]:
+    """(killed, decided): timeouts count as killed (the mutant hangs the code), no-test mutants as
+    survived; equivalent mutants (triage) leave the denominator."""
+    c = result["counts"]
+    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("type check", 0)
+    return killed, killed + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0)
+
+
+def _triage() -> dict[str, dict]:
+    path = ROOT / "mutation" / "triage.yml"
+    if not path.exists():
+        return {}
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def report() -> str:
+    """mutation/report.md: each module's counts and score (equivalent mutants out of the denominator), the
+    survivors not yet triaged, and the target."""
+    triage = _triage()
+    rows, open_survivors = [], []
+    for path in sorted(RESULTS.glob("*.json")):
+        r = json.loads(path.read_text(encoding="utf-8"))
+        equivalent = [s for s in r["survivors"] if triage.get(s, {}).get("verdict") == "equivalent"]
+        killed, decided = score(r)
+        decided -= len(equivalent)
+        lo, hi = wilson(killed, decided)
+        c = r["counts"]
+        rows.append(f"| `{r['module']}` | {r['mutants']} | {killed} | {c.get('survived', 0) - len(equivalent)} | "
+                    f"{len(equivalent)} | {c.get('no tests', 0)} | {c.get('timeout', 0)} | "
+                    f"{killed / max(decided, 1):.1%} | {lo:.0%}–{hi:.0%} | "
+                    f"{'yes' if decided and killed / decided >= TARGET else 'no'} | {r['seconds']} s |")
+        open_survivors += [f"- `{s}`" for s in r["survivors"] if s not in triage]
+    lines = [
+        "# Mutation score of the mechanism modules",
+        "",
+        "Written by `python scripts/maintenance/mutate.py --report` from `mutation/results/` (one file per",
+        f"module run by `make mutate`, mutmut {MUTMUT}) and `mutation/triage.yml` (equivalent mutants, each with",
+        "its reason). Score = killed / (mutants − equivalent); a timeout counts as killed, a mutant no test",
+        f"reaches as survived. Target: at least {TARGET:.0%} in every module. The interval is Wilson's, 95 %.",
+        "",
+        "| module | mutants | killed | survived | equivalent | no tests | timeout | score | 95 % | ≥ target | time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
+        *rows,
+        "",
+        "## Survivors not yet triaged",
+        "",
+        *(open_survivors or ["None."]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help="package-relative paths (minigpt/runtime/eviction.py)")
+    parser.add_argument("--all", action="store_true", help="every mechanism module")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants run at once (default 2)")
+    parser.add_argument("--list", action="store_true", help="print each module with its tests, run nothing")
+    parser.add_argument("--report", action="store_true", help="write mutation/report.md from the results")
+    args = parser.parse_args()
+    if args.report:
+        (ROOT / "mutation" / "report.md").write_text(report(), encoding="utf-8")
+        return
+    chosen = modules() if args.all else args.modules
+    unknown = sorted(set(chosen) - set(modules()))
+    if unknown:
+        raise SystemExit(f"not a mechanism module: {unknown}; modules are {MECHANISMS}")
+    if not chosen:
+        parser.error("name modules, or --all")
+    for module in chosen:
+        if args.list:
+            print(module, " ".join(tests_of(module)))
+            continue
+        result = run_module(module, max_children=args.max_children)
+        killed, decided = score(result)
+        lo, hi = wilson(killed, decided)
+        print(f"{module}: {killed}/{decided} killed ({killed / max(decided, 1):.0%}, 95 % {lo:.0%}-{hi:.0%}), "
+              f"{result['counts']}, {result['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

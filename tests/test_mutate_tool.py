@@ -1,0 +1,48 @@
+"""scripts/maintenance/mutate.py (`make mutate`) counts what mutmut found the way CONTRIBUTING says: a
+timeout is a kill, a mutant no test reaches is a survivor, an equivalent mutant (mutation/triage.yml) leaves
+the denominator; and a module's tests include the ones that reach it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "maintenance"))
+import mutate  # noqa: E402
+
+
+def test_wilson_interval_brackets_the_proportion():
+    assert mutate.wilson(0, 0) == (0.0, 1.0)
+    lo, hi = mutate.wilson(90, 100)
+    assert lo < 0.9 < hi and hi - lo < 0.13
+    assert mutate.wilson(400, 400)[1] == pytest.approx(1.0)
+
+
+def test_score_counts_timeouts_as_kills_and_untested_mutants_as_survivors():
+    result = {"counts": {"killed": 7, "timeout": 1, "survived": 1, "no tests": 1}}
+    assert mutate.score(result) == (8, 10)
+
+
+def test_report_takes_triaged_equivalents_out_of_the_denominator(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "m.json").write_text(json.dumps({
+        "module": "minigpt/x.py", "mutants": 10, "counts": {"killed": 8, "survived": 2},
+        "survivors": ["m.a", "m.b"], "seconds": 3}))
+    monkeypatch.setattr(mutate, "RESULTS", results)
+    monkeypatch.setattr(mutate, "_triage", lambda: {"m.a": {"verdict": "equivalent", "reason": "same"}})
+    text = mutate.report()
+    assert "| `minigpt/x.py` | 10 | 8 | 1 | 1 | 0 | 0 | 88.9% |" in text
+    assert "- `m.b`" in text and "- `m.a`" not in text
+
+
+def test_a_modules_tests_include_the_ones_that_reach_it():
+    tests = mutate.tests_of("minigpt/runtime/eviction.py")
+    assert {"tests/test_eviction.py", "tests/test_eviction_reference.py"} <= set(tests)
+    assert "tests/test_varlen.py" in mutate.tests_of("minigpt/serving/executor.py")
+    assert "minigpt/runtime/eviction.py" in mutate.modules() and not any(
+        m.endswith("__init__.py") for m in mutate.modules())
