@@ -208,11 +208,15 @@ def test_the_engine_the_book_builds_runs_one_fused_forward_reading_only_its_bloc
 
     monkeypatch.setattr(executor, "forward_varlen", recording)
     engine = Engine.for_model(MODEL, num_blocks=40, block_size=b, config=EngineConfig(chunk_size=8))
+    sampling = []  # how many of each step's chunks sample, read before the step runs them
+    run = engine.executor.run
+    engine.executor.run = lambda chunks: (sampling.append(sum(c.samples for c in chunks)), run(chunks))[1]
     reqs = [Request("long", tuple(j % 37 + 1 for j in range(30)), 5), Request("short", (1, 2, 3), 9),
             Request("mid", tuple(range(1, 12)), 6, arrival_s=1e-9)]
     for r in reqs:
         engine.submit(r)
-    hook = MODEL.blocks[0].mlp.up.register_forward_hook(lambda *_: counted.append(1))
+    linears = [m for m in MODEL.modules() if isinstance(m, torch.nn.Linear)]
+    hooks = [m.register_forward_hook(lambda mod, *_: counted.append(mod)) for m in linears]
     steps = 0
     try:
         while engine.busy:
@@ -220,12 +224,43 @@ def test_the_engine_the_book_builds_runs_one_fused_forward_reading_only_its_bloc
             if engine.step():
                 steps += 1
                 assert len(batches) - before_batches == 1, "more than one forward in a step"
-                assert len(counted) - before_calls == 1, "a weight matrix called more than once in a step"
+                # the LM head runs at the rows that sample, and only there (not at a mid-prompt chunk's end)
+                assert len(batches[-1].logits_indices) == sampling[-1]
+                called = counted[before_calls:]
+                assert len(called) == len(linears) and set(map(id, called)) == set(map(id, linears)), (
+                    "each weight matrix is called exactly once per step")
                 batch = batches[-1]
                 blocks = sum(-(-(S + T) // b) for S, T in zip(batch.context_lens, batch.query_lens, strict=True))
                 assert batch.keys_read == CONFIG.L * blocks * b
     finally:
-        hook.remove()
+        for hook in hooks:
+            hook.remove()
     mixed = [bt for bt in batches if len(set(bt.query_lens)) > 1]
     assert steps == len(batches) and mixed, "no step mixed a prompt chunk with decodes: the case proves little"
     assert all(engine.requests[r.id].status.name == "FINISHED" for r in reqs)
+
+
+def test_an_executor_refuses_a_pool_built_for_another_model():
+    other = ModelConfig(L=1, H=4, H_kv=2, d_h=8, d_ffn=64, V=40, S_max=48)
+    with pytest.raises(ValueError, match=r"pool was built for ModelConfig\(L=1.*but the model is ModelConfig\(L=2"):
+        ModelExecutor(MODEL, PagedKVCache(other, num_blocks=4, block_size=4))
+
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_step_where_nothing_samples_runs(fused):
+    """A lone 30-token prompt in chunks of 8: its first three steps sample nothing (the prompt is not done), and
+    both executors run them and then give the tokens `generate` gives. Catches a stack of no logits."""
+    from minigpt import generate
+
+    prompt = tuple(j % 37 + 1 for j in range(30))
+    pool = PagedKVCache(CONFIG, num_blocks=16, block_size=4)
+    engine = Engine(ModelExecutor(MODEL, pool, fused=fused), pool, EngineConfig(chunk_size=8))
+    engine.submit(Request("alone", prompt, 5))
+    sampled = []
+    run = engine.executor.run
+    engine.executor.run = lambda chunks: (sampled.append(sum(c.samples for c in chunks)), run(chunks))[1]
+    while engine.busy:
+        engine.step()
+    assert sampled[:4] == [0, 0, 0, 1]
+    assert engine.requests["alone"].tokens == generate(MODEL, list(prompt), max_new_tokens=5).tokens[0]

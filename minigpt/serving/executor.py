@@ -46,33 +46,33 @@ class ModelExecutor:
         self.fused = fused
         self.S_max, self.V, self.device = model.config.S_max, model.config.V, model.device
 
-    @torch.no_grad()
     def run(self, chunks: list[Chunk]) -> dict[int, int]:
         """Feed every chunk through the model; return the new token of each request whose chunk samples.
 
         Keys are `id(tracked)`; the pool's lengths advance by each chunk's T (the forward does it).
         """
-        sampled = [c for c in chunks if c.samples]
-        if self.fused:
-            batch = flatten(self.pool, [c.tracked.seq for c in chunks],  # type: ignore[misc]
-                            [c.tracked.context[c.tracked.computed : c.tracked.computed + c.T] for c in chunks],
-                            [c.samples for c in chunks])
-            logits = forward_varlen(self.model, self.pool, batch)  # [len(sampled), V]
-        else:
-            rows = {}
-            for group in forwards(chunks):
-                T = group[0].T
-                ids = [c.tracked.context[c.tracked.computed : c.tracked.computed + T] for c in group]
-                tokens = torch.tensor(ids, dtype=torch.long, device=self.device)  # [B, T]
-                batch = self.pool.batch([c.tracked.seq for c in group])  # type: ignore[misc]
-                out = self.model(tokens, batch, last_only=True)[:, -1]  # [B, V]
-                rows.update({id(c): out[i] for i, c in enumerate(group)})
-            logits = torch.stack([rows[id(c)] for c in sampled]) if sampled else None
-        out: dict[int, int] = {}
-        for i, c in enumerate(sampled):
-            s = c.tracked.request.sampling
-            token = sample(logits[i : i + 1], temperature=float(s.temperature), top_k=s.top_k,  # type: ignore[index]
-                           generator=c.tracked.generator)  # type: ignore[arg-type]
-            out[id(c.tracked)] = int(token)
-        sync(self.device)
-        return out
+        with torch.no_grad():
+            sampled = [c for c in chunks if c.samples]
+            if self.fused:
+                batch = flatten(self.pool, [c.tracked.seq for c in chunks],  # type: ignore[misc]
+                                [c.tracked.context[c.tracked.computed : c.tracked.computed + c.T] for c in chunks],
+                                [c.samples for c in chunks])
+                logits = forward_varlen(self.model, self.pool, batch)  # [len(sampled), V]
+            else:
+                rows = {}
+                for group in forwards(chunks):
+                    T = group[0].T
+                    ids = [c.tracked.context[c.tracked.computed : c.tracked.computed + T] for c in group]
+                    tokens = torch.tensor(ids, dtype=torch.long, device=self.device)  # [B, T]
+                    batch = self.pool.batch([c.tracked.seq for c in group])  # type: ignore[misc]
+                    out = self.model(tokens, batch, last_only=True)[:, -1]  # [B, V]
+                    rows.update({id(c): out[i] for i, c in enumerate(group)})
+                logits = torch.stack([rows[id(c)] for c in sampled]) if sampled else None
+            out: dict[int, int] = {}
+            for i, c in enumerate(sampled):
+                s = c.tracked.request.sampling
+                token = sample(logits[i : i + 1], temperature=float(s.temperature), top_k=s.top_k,  # type: ignore[index]
+                               generator=c.tracked.generator)  # type: ignore[arg-type]
+                out[id(c.tracked)] = int(token)
+            sync(self.device)
+            return out
