@@ -43,6 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line("markers", "sandbox: grades in a bubblewrap sandbox (needs a working bwrap)")
     config.addinivalue_line("markers", "llamacpp: runs a GGUF file in llama.cpp (needs llama_cpp)")
+    config.addinivalue_line(
+        "markers", "source_text: reads the package's source text (its layout, or mutants made from it); "
+        "deselected under `make mutate`, whose copy of the package is rewritten"
+    )
 
 
 def _browser_skipped_by_choice() -> bool:

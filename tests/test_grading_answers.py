@@ -82,6 +82,7 @@ def notebook_with(eid: str, cells: list[str], dest: Path) -> None:
     nbformat.write(nb, dest)
 
 
+@pytest.mark.source_text  # builds cells from the exercise module's source
 @pytest.mark.parametrize("eid", sorted(EXERCISES))
 def test_oracle_route_scores_only_where_the_oracle_is_the_solution(eid: str, tmp_path: Path) -> None:
     (tmp_path / "subs").mkdir()

@@ -32,6 +32,7 @@ from minigpt.corpus.sentences import generate_sentences
 from minigpt.runtime import speculative as spec
 from minigpt.runtime.exact_draws import ExactDraws
 from minigpt.runtime.speculative import (
+    accept_drafts,
     acceptance_probability,
     residual_distribution,
     speculative_generate,
@@ -311,6 +312,7 @@ def test_the_sampling_primitives_draw_what_they_are_given():
     assert torch.all((counts - probs).abs() <= 6 * (probs * (1 - probs) / N).sqrt() + 1e-12), counts
 
 
+@pytest.mark.source_text
 def test_every_random_draw_goes_through_the_primitives():
     """The exact tests replace `_draw` and `_coin`; a draw made elsewhere would escape them (and make the replay
     non-deterministic), so the module samples nowhere else."""
@@ -391,6 +393,7 @@ def statistic(kind: str) -> float | bool:
     raise ValueError(kind)
 
 
+@pytest.mark.source_text
 @pytest.mark.parametrize("mutant", list(MUTANTS))
 def test_each_mutant_of_the_rule_is_rejected(monkeypatch, mutant):
     name, old, new, kind = MUTANTS[mutant]
@@ -486,3 +489,76 @@ def test_bad_requests_are_named(kwargs, match):
     with pytest.raises(ValueError, match="share the vocabulary"):
         speculative_generate(target, random_model(ModelConfig(L=1, H=2, H_kv=2, d_h=4, V=7, S_max=16), 0, 1.0),
                              torch.tensor([[1]]), 2)
+
+
+def test_at_the_models_S_max_the_last_rounds_draft_nothing():
+    """P + D − 1 = S_max: the last rounds have no room to draft (g = 0) and verify the last token alone; the
+    tokens are still the target's greedy ones. Catches a g = 0 round that emits a wrong token or count."""
+    target, draft = close_pair(TINY, seed=4)
+    prompt = torch.tensor([[1, 2, 3], [4, 0, 2]])
+    D = TINY.S_max - prompt.shape[1] + 1
+    out = speculative_generate(target, draft, prompt, D, gamma=3)
+    assert out.proposed[-1] == 0 and out.tokens.shape == (2, D)
+    assert_same_or_near_tie(target, prompt, greedy(target, prompt, D), out.tokens, allow_ties=False)
+
+
+def test_a_seeded_run_is_reproduced_whatever_the_global_seed():
+    """Sampling draws only from the caller's generator: the same seed gives the same tokens and counts even when
+    torch's global seed differs, up to the model's S_max (where the g = 0 rounds draw too). Catches a draw that
+    forgets the generator (it would use the global RNG)."""
+    target, draft = close_pair(TINY, seed=5)
+    prompt = torch.tensor([[1, 2], [3, 4]])
+    D = TINY.S_max - prompt.shape[1] + 1
+    runs = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        out = speculative_generate(target, draft, prompt, D, gamma=3, temperature=1.0,
+                                   generator=torch.Generator().manual_seed(7))
+        runs.append((out.tokens.tolist(), out.accepted, out.proposed))
+    assert runs[0] == runs[1] and runs[0][2][-1] == 0
+    others = {str(speculative_generate(target, draft, prompt, D, gamma=3, temperature=1.0,
+                                       generator=torch.Generator().manual_seed(s)).tokens.tolist())
+              for s in range(4)}
+    assert len(others) > 1, "four seeds gave the same tokens: the draws ignore the generator"
+
+
+def test_beta_is_sum_min_p_q_at_each_verified_position_and_accumulates():
+    """By hand: p = (.5, .3, .2) against q = (.2, .5, .3) shares 0.2 + 0.3 + 0.2 = 0.7; (.1, .1, .8) against
+    (.3, .3, .4) shares 0.6. A second call appends (β is kept per verified position over the run)."""
+    p = torch.tensor([[[0.5, 0.3, 0.2], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]]])
+    q = [torch.tensor([[0.2, 0.5, 0.3]]), torch.tensor([[0.3, 0.3, 0.4]])]
+    drafts = [torch.tensor([[0]]), torch.tensor([[2]])]
+    result = spec.SpeculativeResult(tokens=torch.empty(1, 0, dtype=torch.long))
+    for _ in range(2):
+        accept_drafts(p, q, drafts, False, torch.Generator().manual_seed(0), result)
+    assert result.beta == pytest.approx([0.7, 0.6, 0.7, 0.6])
+
+
+@pytest.mark.parametrize("prompt,match", [
+    (torch.tensor([[1.0, 2.0]]), "prompt must be a torch.long tensor"),
+    (torch.tensor([1, 2]), "prompt must be a torch.long tensor"),
+    (torch.zeros(1, 0, dtype=torch.long), r"shape \[B, P\] with P >= 1"),
+    ([[1, 2]], "prompt must be a torch.long tensor"),
+])
+def test_a_bad_prompt_is_named(prompt, match):
+    target, draft = random_model(TINY, 1, 1.0), random_model(TINY, 2, 1.0)
+    with pytest.raises(ValueError, match=match):
+        speculative_generate(target, draft, prompt, 2)
+
+
+def test_the_edges_of_each_argument():
+    """Wrong types are refused (a bool is not a count, 1e30 is not a finite temperature); the longest request the
+    caches hold, P + D − 1 = S_max, is accepted, and one more token is refused with its count."""
+    target, draft = random_model(TINY, 1, 1.0), random_model(TINY, 2, 1.0)
+    prompt = torch.tensor([[1, 2]])
+    for kwargs, match in [(dict(D=True), "D must be an integer"), (dict(D=2.0), "D must be an integer"),
+                          (dict(gamma=True), "gamma must be an integer"), (dict(gamma=2.0), "gamma must be"),
+                          (dict(temperature=True), "temperature must be"), (dict(temperature=1e30), "temperature"),
+                          (dict(temperature="1"), "temperature must be"),
+                          (dict(D=TINY.S_max), rf"P \+ D - 1 = {TINY.S_max + 1} tokens exceed S_max={TINY.S_max}")]:
+        args = dict(D=2) | kwargs
+        with pytest.raises(ValueError, match=match):
+            speculative_generate(target, draft, prompt, args.pop("D"), **args)
+    longest = speculative_generate(target, draft, prompt, TINY.S_max - 1, gamma=1, temperature=1e29,
+                                   generator=torch.Generator().manual_seed(0))
+    assert longest.tokens.shape == (1, TINY.S_max - 1)

@@ -98,46 +98,46 @@ def residual_distribution(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, residual / total.clamp_min(torch.finfo(residual.dtype).tiny), p)
 
 
-@torch.no_grad()
 def speculative_generate(
     target: MiniGPT, draft: MiniGPT, prompt: torch.Tensor, D: int, *, gamma: int = 4, temperature: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> SpeculativeResult:
     """D new tokens per sequence of `prompt` `[B, P]`, drafted γ at a time; `costs.speculative_tokens_per_pass`."""
-    _check(target, draft, prompt, D, gamma, temperature)
-    B, P = prompt.shape
-    S_max = min(target.config.S_max, draft.config.S_max, P + D - 1 + gamma)  # room to draft γ past the end
-    t_cache, d_cache = target.new_cache(B, S_max=S_max), draft.new_cache(B, S_max=S_max)
-    if P > 1:  # both caches hold the sequence but its last token, which the next round feeds
-        target(prompt[:, :-1], t_cache)
-        draft(prompt[:, :-1], d_cache)
-    result = SpeculativeResult(tokens=prompt.new_empty(B, 0))
-    seq = prompt  # every committed token; the target's cache holds all but the last, the draft's a prefix
-    greedy = temperature == 0
-    while result.tokens.shape[1] < D:
-        g = min(gamma, S_max - seq.shape[1])  # the verify pass writes g + 1 rows after the seq_len − 1 cached
-        drafts, q = [], []
-        feed = seq[:, d_cache.S :]  # what the draft has not seen: the last token, or the last two
-        for _ in range(g):  # the draft proposes g tokens, one decode step each
-            q_j = _probs(draft(feed, d_cache, last_only=True)[:, -1], temperature)
-            feed = q_j.argmax(-1, keepdim=True) if greedy else _draw(q_j, generator)[:, None]
-            drafts.append(feed)
-            q.append(q_j)
-            result.draft_steps += 1
-        proposal = torch.cat([seq[:, -1:], *drafts], dim=1)  # [B, g+1]
-        p = _probs(target(proposal, t_cache), temperature)  # [B, g+1, V]: one pass verifies every draft
-        result.target_passes += 1
-        n, nxt = accept_drafts(p, q, drafts, greedy, generator, result)
-        result.drafted.append(torch.cat(drafts, dim=1))
-        new = torch.cat([*drafts[:n], nxt], dim=1)  # [B, n+1]
-        result.tokens = torch.cat([result.tokens, new], dim=1)
-        result.accepted.append(n)
-        result.proposed.append(g)
-        seq = torch.cat([seq, new], dim=1)
-        t_cache.truncate(seq.shape[1] - 1)  # rewind past the rejected drafts: all but `nxt` stays
-        d_cache.truncate(min(d_cache.S, seq.shape[1] - 1))
-    result.tokens = result.tokens[:, :D]
-    return result
+    with torch.no_grad():
+        _check(target, draft, prompt, D, gamma, temperature)
+        B, P = prompt.shape
+        S_max = min(target.config.S_max, draft.config.S_max, P + D - 1 + gamma)  # room to draft γ past the end
+        t_cache, d_cache = target.new_cache(B, S_max=S_max), draft.new_cache(B, S_max=S_max)
+        if P > 1:  # both caches hold the sequence but its last token, which the next round feeds
+            target(prompt[:, :-1], t_cache)
+            draft(prompt[:, :-1], d_cache)
+        result = SpeculativeResult(tokens=prompt.new_empty(B, 0))
+        seq = prompt  # every committed token; the target's cache holds all but the last, the draft's a prefix
+        greedy = temperature == 0
+        while result.tokens.shape[1] < D:
+            g = min(gamma, S_max - seq.shape[1])  # the verify pass writes g + 1 rows after the seq_len − 1 cached
+            drafts, q = [], []
+            feed = seq[:, d_cache.S :]  # what the draft has not seen: the last token, or the last two
+            for _ in range(g):  # the draft proposes g tokens, one decode step each
+                q_j = _probs(draft(feed, d_cache, last_only=True)[:, -1], temperature)
+                feed = q_j.argmax(-1, keepdim=True) if greedy else _draw(q_j, generator)[:, None]
+                drafts.append(feed)
+                q.append(q_j)
+                result.draft_steps += 1
+            proposal = torch.cat([seq[:, -1:], *drafts], dim=1)  # [B, g+1]
+            p = _probs(target(proposal, t_cache), temperature)  # [B, g+1, V]: one pass verifies every draft
+            result.target_passes += 1
+            n, nxt = accept_drafts(p, q, drafts, greedy, generator, result)
+            result.drafted.append(torch.cat(drafts, dim=1) if drafts else seq.new_empty(B, 0))  # g = 0 at S_max
+            new = torch.cat([*drafts[:n], nxt], dim=1)  # [B, n+1]
+            result.tokens = torch.cat([result.tokens, new], dim=1)
+            result.accepted.append(n)
+            result.proposed.append(g)
+            seq = torch.cat([seq, new], dim=1)
+            t_cache.truncate(seq.shape[1] - 1)  # rewind past the rejected drafts: all but `nxt` stays
+            d_cache.truncate(min(d_cache.S, seq.shape[1] - 1))
+        result.tokens = result.tokens[:, :D]
+        return result
 
 
 def accept_drafts(

@@ -103,7 +103,8 @@ def _workdir(module: str, tests: list[str]) -> Path:
         f"only_mutate = [{json.dumps(module)}]\n"
         'also_copy = ["exercises", "chapters"]\n'
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site", "-q"]\n'
+        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site and not source_text",'
+        ' "-q"]\n'
     )
     (work / "pyproject.toml").write_text(config, encoding="utf-8")
     return work
