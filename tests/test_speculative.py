@@ -498,8 +498,45 @@ def test_at_the_models_S_max_the_last_rounds_draft_nothing():
     prompt = torch.tensor([[1, 2, 3], [4, 0, 2]])
     D = TINY.S_max - prompt.shape[1] + 1
     out = speculative_generate(target, draft, prompt, D, gamma=3)
-    assert out.proposed[-1] == 0 and out.tokens.shape == (2, D)
+    assert out.proposed[-1] == 0 and out.accepted[-1] == 0 and out.tokens.shape == (2, D)
     assert_same_or_near_tie(target, prompt, greedy(target, prompt, D), out.tokens, allow_ties=False)
+    # the counts: a draft step per proposed token, a target pass per round, the drafts kept per round [B, g]
+    assert out.draft_steps == sum(out.proposed) and out.target_passes == len(out.proposed)
+    assert [tuple(d.shape) for d in out.drafted] == [(2, g) for g in out.proposed]
+
+
+def test_with_room_every_round_drafts_gamma_and_the_default_gamma_is_4():
+    """Away from S_max the caches hold P + D − 1 + γ tokens, room for γ drafts in every round, the last
+    included; without `gamma`, a round drafts 4."""
+    target, draft = close_pair(TINY, seed=4)
+    prompt = torch.tensor([[1, 2, 3]])
+    out = speculative_generate(target, draft, prompt, 7, gamma=3)
+    assert set(out.proposed) == {3}
+    assert speculative_generate(target, draft, prompt, 6).proposed[0] == 4
+
+
+@pytest.mark.parametrize("smaller", ["target", "draft"])
+def test_the_smaller_position_table_of_the_two_models_bounds_the_request(smaller):
+    """A draft (or target) with a shorter position table than the other: requests up to its S_max run and give
+    the target's greedy tokens; the caches are sized by the smaller model."""
+    big, short = TINY, replace(TINY, S_max=10)
+    target, _ = close_pair(short if smaller == "target" else big, seed=4)
+    draft, _ = close_pair(big if smaller == "target" else short, seed=6)
+    prompt = torch.tensor([[1, 2, 3]])
+    D = short.S_max - prompt.shape[1] + 1
+    out = speculative_generate(target, draft, prompt, D, gamma=3)
+    assert_same_or_near_tie(target, prompt, greedy(target, prompt, D), out.tokens, allow_ties=False)
+    with pytest.raises(ValueError, match=f"exceed S_max={short.S_max}"):
+        speculative_generate(target, draft, prompt, D + 1, gamma=3)
+
+
+def test_a_round_with_no_drafts_samples_its_token_when_sampling():
+    """g = 0 (no room to draft): the token comes from p at the last position, drawn when sampling (both tokens
+    of p = (0.5, 0.5, 0) appear over 20 seeds), its argmax when greedy; nothing is accepted."""
+    p = torch.tensor([[[0.5, 0.5, 0.0]]])
+    drawn = {int(accept_drafts(p, [], [], False, torch.Generator().manual_seed(s))[1]) for s in range(20)}
+    assert drawn == {0, 1}
+    assert accept_drafts(torch.tensor([[[0.1, 0.7, 0.2]]]), [], [], True) == (0, torch.tensor([[1]]))
 
 
 def test_a_seeded_run_is_reproduced_whatever_the_global_seed():
@@ -535,7 +572,7 @@ def test_beta_is_sum_min_p_q_at_each_verified_position_and_accumulates():
 
 
 @pytest.mark.parametrize("prompt,match", [
-    (torch.tensor([[1.0, 2.0]]), "prompt must be a torch.long tensor"),
+    (torch.tensor([[1.0, 2.0]]), r"^prompt must be a torch.long tensor of shape \[B, P\] with P >= 1$"),
     (torch.tensor([1, 2]), "prompt must be a torch.long tensor"),
     (torch.zeros(1, 0, dtype=torch.long), r"shape \[B, P\] with P >= 1"),
     ([[1, 2]], "prompt must be a torch.long tensor"),

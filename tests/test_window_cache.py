@@ -142,3 +142,90 @@ def test_bad_input_is_named():
     model(torch.zeros(1, 1, dtype=torch.long), cache)
     with pytest.raises(ValueError, match="must start from an empty cache"):
         model(torch.zeros(1, 2, dtype=torch.long), cache)
+
+
+def test_the_edges_of_each_argument():
+    """Wrong types refused (a bool or a float is not a count); the largest ring positions='cache' allows,
+    sinks + window = S_max, accepted and one more refused with its size; the stream limit is the model's
+    S_max with absolute positions and none with re-indexed ones."""
+    c = ModelConfig(L=1, H=2, H_kv=2, d_h=4, d_ffn=16, V=20, S_max=8)
+    for bad in (True, 2.0):
+        with pytest.raises(ValueError, match="window must be a positive integer"):
+            WindowKVCache(c, window=bad)
+        with pytest.raises(ValueError, match="sinks must be an integer >= 0"):
+            WindowKVCache(c, window=2, sinks=bad)
+    with pytest.raises(ValueError, match="dtype must be a floating-point dtype"):
+        WindowKVCache(c, window=2, dtype=torch.int64)
+    with pytest.raises(ValueError, match="got 9$"):
+        WindowKVCache(c, window=7, sinks=2, positions="cache")
+    edge = WindowKVCache(c, window=6, sinks=2, positions="cache")
+    assert (edge.capacity, edge.S_max, WindowKVCache(c, window=3).S_max) == (8, None, 8)
+    assert (WindowKVCache(c, window=1).window, WindowKVCache(c, window=2, sinks=0).sinks) == (1, 0)
+    assert WindowKVCache(c, window=2, sinks=1).slot_pos.tolist() == [-1, -1, -1]  # -1: an empty slot
+
+
+@pytest.mark.parametrize("positions", ["absolute", "cache"])
+def test_every_tensor_lives_on_the_cache_device_with_its_dtype(positions):
+    """Built on the `meta` device in fp16: K and V in the cache's dtype, slot positions int64, every mask and
+    index on the device (a chunk's and a decode step's). Catches a tensor left on the CPU, which a GPU run pays
+    for with a copy or an error."""
+    c = ModelConfig(L=2, H=2, H_kv=1, d_h=4, d_ffn=16, V=20, S_max=16)
+    cache = WindowKVCache(c, 2, window=4, sinks=1, positions=positions, dtype=torch.float16, device="meta")
+    assert {x.device.type for x in (cache.k, cache.v, cache.slot_pos)} == {"meta"}
+    assert (cache.k.dtype, cache.v.dtype, cache.slot_pos.dtype, cache.dtype) == (
+        torch.float16, torch.float16, torch.int64, torch.float16)
+    assert cache.bytes_read == 0 and cache.t == 0
+    chunk = cache.visible(3)
+    assert chunk.device.type == "meta" and chunk.dtype == torch.bool
+    kept = cache._kept(3)
+    assert all(x.device.type == "meta" and x.dtype == torch.int64 for x in kept)
+    cache.t = 5
+    step = cache.visible(1)
+    assert step is None if positions == "cache" else step.device.type == "meta"
+
+
+@pytest.mark.parametrize("chunks", [(2, 3, 2), (5, 6), (7, 2, 9), (1, 2, 1, 2)])
+@pytest.mark.parametrize("window,sinks", [(3, 0), (4, 2), (6, 1)])
+def test_chunks_after_chunks_equal_the_windowed_full_model(chunks, window, sinks):
+    """Absolute positions, the prompt fed in several chunks (each chunk's mask reads the positions the last one
+    recorded in the slots), then decodes: the windowed full model's logits. Catches a chunk that records the
+    wrong positions, or only its first one, and a chunk of two taken for a decode step."""
+    model = _model(7)
+    B, n = 2, sum(chunks) + 3
+    tokens = torch.randint(0, 20, (B, n), generator=torch.Generator().manual_seed(7))
+    cache = WindowKVCache(model.config, B, window=window, sinks=sinks)
+    outs, start = [], 0
+    with torch.no_grad():
+        for T in chunks:
+            outs.append(model(tokens[:, start : start + T], cache))
+            start += T
+        outs += [model(tokens[:, t : t + 1], cache) for t in range(start, n)]
+        want = windowed(model, window, sinks)(tokens)
+    assert_close(torch.cat(outs, dim=1), want)
+    held = sorted(p for p in cache.slot_pos.tolist() if p >= 0)
+    assert held == sorted(set(range(min(sinks, n))) | set(range(max(n - window, 0), n)))
+
+
+def test_a_chunk_that_fills_the_reindexed_ring_exactly_is_accepted():
+    c = ModelConfig(L=1, H=2, H_kv=2, d_h=4, d_ffn=16, V=20, S_max=8)
+    model = MiniGPT(c).eval()
+    cache = WindowKVCache(c, window=4, sinks=2, positions="cache")
+    with torch.no_grad():
+        model(torch.zeros(1, 6, dtype=torch.long), cache)  # sinks + window = 6 tokens
+    assert cache.t == 6
+    with pytest.raises(ValueError, match="fit sinks \\+ window = 6 tokens .*feed the rest one token at a time$"):
+        WindowKVCache(c, window=4, sinks=2, positions="cache").check_room(7)
+
+
+def test_reset_empties_the_ring_and_it_serves_a_new_stream():
+    model = _model(8)
+    tokens = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(8))
+    cache = WindowKVCache(model.config, 2, window=4, sinks=1)
+    with torch.no_grad():
+        first = _stream(model, cache, tokens, 5)
+        cache.reset()
+        assert (cache.t, cache.bytes_read, cache.slot_pos.tolist()) == (0, 0, [-1] * 5)
+        again = _stream(model, cache, tokens, 5)
+    assert torch.equal(first, again)
+    assert repr(cache).startswith("WindowKVCache(window=4, sinks=1, positions='absolute', L=2, B=2, H_kv=2, t=12, "
+                                  "held=5/5, d_h=4, dtype=torch.float32")

@@ -179,10 +179,11 @@ def report() -> str:
     """mutation/report.md: each module's counts and score (equivalent mutants out of the denominator), the
     survivors not yet triaged, and the target."""
     triage = _triage()
-    rows, open_survivors, done = [], [], set()
+    rows, open_survivors, done, survivors = [], [], set(), set()
     for path in sorted(RESULTS.glob("*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
         done.add(r["module"])
+        survivors.update(r["survivors"])
         equivalent = [s for s in r["survivors"] if triage.get(s, {}).get("verdict") == "equivalent"]
         killed, decided = score(r)
         decided -= len(equivalent)
@@ -214,6 +215,10 @@ def report() -> str:
         "## Survivors not yet triaged",
         "",
         *(open_survivors or ["None."]),
+        "",
+        "## Triage entries whose mutant no longer survives (remove them)",
+        "",
+        *([f"- `{k}`" for k in triage if k not in survivors] or ["None."]),
         "",
         "## Mechanism modules not yet run",
         "",
