@@ -163,3 +163,90 @@ def test_every_owner_of_a_shared_block_writing_at_once_needs_one_copy_fewer():
     decode_step(MODEL, torch.tensor([1, 1]), paged.batch(children))  # row 3 of the blocks they own: no block
     with pytest.raises(OutOfBlocks, match="need 2 free KV blocks but only 0"):
         decode_step(MODEL, torch.tensor([1, 1]), paged.batch(children))
+
+
+def _state(paged: PagedKVCache, seqs: list[int]) -> tuple:
+    return (paged.allocator.num_free, [paged.block_table(s) for s in seqs], [paged.length(s) for s in seqs])
+
+
+def _filled(paged: PagedKVCache, S: int) -> int:
+    """A sequence holding S tokens (their K/V left as they are: only the tables and counts matter here)."""
+    seq = paged.add_sequence()
+    paged.reserve([seq], S)
+    paged.advance([seq], S)
+    return seq
+
+
+def test_a_reservation_that_does_not_fit_changes_nothing_whatever_the_sharing():
+    """Three kinds of last block, each with one free block too few: shared and full (each writer needs a fresh
+    block, no copy is spared), unshared and partial (no copy at all), shared and partial written by both owners
+    beside a third sequence that needs a fresh block (one copy spared, not two). Each refuses before touching the
+    pool. Catches a spared-copy count that counts full blocks, unshared blocks, or each spared copy twice: the
+    reservation then passes its check and fails half-way, with blocks taken."""
+    # shared, full: a (4 tokens, one full block) and a fork of it; each needs a new block for one more token
+    paged = PagedKVCache(CONFIG, num_blocks=2, block_size=4)
+    a = _filled(paged, 4)
+    b = paged.add_sequence_from(paged.block_table(a), 4)
+    before = _state(paged, [a, b])
+    with pytest.raises(OutOfBlocks, match="need 2 free KV blocks but only 1"):
+        paged.reserve([a, b], 1)
+    assert _state(paged, [a, b]) == before
+    # unshared, partial: two sequences of 3 tokens, each needs a new block for 2 more, one block free
+    paged = PagedKVCache(CONFIG, num_blocks=3, block_size=4)
+    x, y = _filled(paged, 3), _filled(paged, 3)
+    before = _state(paged, [x, y])
+    with pytest.raises(OutOfBlocks, match="need 2 free KV blocks but only 1"):
+        paged.reserve([x, y], 2)
+    assert _state(paged, [x, y]) == before
+    # shared partial block written by both owners (one copy, the other writes in place) + one fresh block
+    paged = PagedKVCache(CONFIG, num_blocks=3, block_size=4)
+    p = _filled(paged, 2)
+    q = paged.add_sequence_from(paged.block_table(p), 2)
+    c = _filled(paged, 4)
+    before = _state(paged, [p, q, c])
+    with pytest.raises(OutOfBlocks, match="need 2 free KV blocks but only 1"):
+        paged.reserve([p, q, c], 1)
+    assert _state(paged, [p, q, c]) == before
+
+
+def test_allocator_and_pool_errors_say_what_is_wrong():
+    """Messages a caller acts on: the pool is out of blocks, a block is free, a block id is out of range (the
+    last valid id is num_blocks - 1), S or a block is not an integer, the lists differ in length; and the
+    defaults (vLLM's block of 16 tokens)."""
+    allocator = BlockAllocator(1)
+    allocator.allocate()
+    with pytest.raises(OutOfBlocks, match="the KV pool is full: all 1 blocks are in use"):
+        allocator.allocate()
+    with pytest.raises(ValueError, match="block 0 is free; only a used block can be shared"):
+        BlockAllocator(2).incref(0)
+    paged = PagedKVCache(CONFIG, num_blocks=4, block_size=4)
+    assert PagedKVCache(CONFIG, num_blocks=4).block_size == 16
+    for bad in (2.0, True):
+        with pytest.raises(ValueError, match="num_blocks must be a positive integer"):
+            PagedKVCache(CONFIG, num_blocks=bad)
+    a = _filled(paged, 4)
+    with pytest.raises(ValueError, match=r"block ids must be integers in 0\.\.3, got 4"):
+        paged.add_sequence_from([4], 4)
+    with pytest.raises(ValueError, match=r"block ids must be integers in 0\.\.3, got 0\.0"):
+        paged.add_sequence_from([0.0], 4)
+    with pytest.raises(ValueError, match="S must be a non-negative integer, got 4.0"):
+        paged.add_sequence_from(paged.block_table(a), 4.0)
+    other = paged.add_sequence()
+    before = _state(paged, [a, other])
+    with pytest.raises(ValueError):  # one T per sequence, checked before any block is taken
+        paged.reserve_each([a, other], [5])
+    assert _state(paged, [a, other]) == before
+
+
+def test_a_pool_lives_on_its_device_with_its_dtype():
+    paged = PagedKVCache(CONFIG, num_blocks=4, block_size=4, dtype=torch.float16, device="meta")
+    assert (paged.k.device.type, paged.v.device.type, paged.k.dtype) == ("meta", "meta", torch.float16)
+    seqs = [_filled(paged, 3), _filled(paged, 6)]
+    tables = paged._padded_tables(seqs, 8)
+    assert tables.device.type == "meta" and tables.dtype == torch.int64
+
+
+def test_the_pool_says_what_it_holds():
+    paged = PagedKVCache(CONFIG, num_blocks=4, block_size=4)
+    _filled(paged, 6)
+    assert repr(paged) == "PagedKVCache(L=2, H_kv=2, d_h=8, block_size=4, blocks 2/4 used, 1 sequences)"
