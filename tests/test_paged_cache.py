@@ -250,3 +250,22 @@ def test_the_pool_says_what_it_holds():
     paged = PagedKVCache(CONFIG, num_blocks=4, block_size=4)
     _filled(paged, 6)
     assert repr(paged) == "PagedKVCache(L=2, H_kv=2, d_h=8, block_size=4, blocks 2/4 used, 1 sequences)"
+
+
+def test_copy_on_write_copies_the_last_block_of_a_long_table():
+    """A fork of 10 tokens in blocks of 4 shares three blocks; one more token for the fork copies the third (the
+    partly filled last one), not another, and leaves the parent's table and data as they were. Catches a copy
+    of the wrong block, which tables of one or two blocks cannot tell from the right one."""
+    paged = PagedKVCache(CONFIG, num_blocks=8, block_size=4)
+    torch.manual_seed(0)
+    paged.k.normal_()
+    paged.v.normal_()
+    parent = _filled(paged, 10)
+    child = paged.fork(parent)
+    shared = paged.block_table(parent)
+    paged.reserve([child], 1)
+    table = paged.block_table(child)
+    assert table[:2] == shared[:2] and table[2] not in shared and paged.block_table(parent) == shared
+    assert torch.equal(paged.k[:, table[2]], paged.k[:, shared[2]])
+    assert torch.equal(paged.v[:, table[2]], paged.v[:, shared[2]])
+    assert [paged.allocator.refcount(b) for b in shared] == [2, 2, 1]

@@ -20,6 +20,7 @@ out, no tests, and the names of the survivors, and `--report` renders every resu
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import re
@@ -76,8 +77,6 @@ def tests_of(module: str) -> list[str]:
 def decorated(module: str) -> list[str]:
     """The functions of `module` mutmut 3 leaves alone: every decorated one but a staticmethod or classmethod
     (properties, `@torch.no_grad()`, caches); the report lists how many, as a blind spot of the score."""
-    import ast
-
     tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
     return sorted(f"{node.name}:{node.lineno}" for node in ast.walk(tree)
                   if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.decorator_list
