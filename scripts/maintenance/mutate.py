@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import math
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -106,16 +109,29 @@ def _workdir(module: str, tests: list[str]) -> Path:
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site and not source_text",'
         ' "-q"]\n'
+        # A mutant that hangs (a loop that never ends) is killed after 4x its tests' clean time in CPU
+        # seconds, plus 1 s, doubled (mutmut's default, 15x, let one mutant of kv_cache.py run 15 minutes).
+        "timeout_multiplier = 4.0\n"
     )
     (work / "pyproject.toml").write_text(config, encoding="utf-8")
     return work
 
 
 def _mutmut(work: Path, *args: str) -> int:
-    """Run mutmut in `work`; its progress (a spinner per mutant) goes to `work/mutmut.log`."""
+    """Run mutmut in `work`; its progress (a spinner per mutant) goes to `work/mutmut.log`. mutmut forks a
+    worker per mutant: it runs in its own process group, and if this script stops for any reason (an error,
+    Ctrl-C, SIGTERM) the whole group is killed, so no worker outlives it."""
     with open(work / "mutmut.log", "w", encoding="utf-8") as log:
-        return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
-                              stderr=subprocess.STDOUT).returncode
+        proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        try:
+            return proc.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            with contextlib.suppress(ProcessLookupError):  # workers may outlive mutmut's own process
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def _exit_codes(work: Path, module: str) -> dict[str, int | None]:
