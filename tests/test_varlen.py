@@ -191,6 +191,20 @@ def test_bad_steps_name_what_is_wrong():
         forward_varlen(MODEL, other, flatten(other, [seq], [[1]]))
 
 
+def count_sampling(engine: Engine) -> list[int]:
+    """A list that gets, for each step the engine runs, how many of its chunks sample (read before the step
+    runs them: a chunk's `samples` is computed from its request's progress, which the step moves on)."""
+    counts: list[int] = []
+    run = engine.executor.run
+
+    def counting(chunks):
+        counts.append(sum(c.samples for c in chunks))
+        return run(chunks)
+
+    engine.executor.run = counting
+    return counts
+
+
 def test_the_engine_the_book_builds_runs_one_fused_forward_reading_only_its_blocks(monkeypatch):
     """`Engine.for_model` (what the chapters and the server build): every step is one `forward_varlen`, each
     weight matrix is called once, and attention reads exactly L·Σ_b ⌈(S_b + T_b)/b⌉·b key positions, each
@@ -208,9 +222,7 @@ def test_the_engine_the_book_builds_runs_one_fused_forward_reading_only_its_bloc
 
     monkeypatch.setattr(executor, "forward_varlen", recording)
     engine = Engine.for_model(MODEL, num_blocks=40, block_size=b, config=EngineConfig(chunk_size=8))
-    sampling = []  # how many of each step's chunks sample, read before the step runs them
-    run = engine.executor.run
-    engine.executor.run = lambda chunks: (sampling.append(sum(c.samples for c in chunks)), run(chunks))[1]
+    sampling = count_sampling(engine)
     reqs = [Request("long", tuple(j % 37 + 1 for j in range(30)), 5), Request("short", (1, 2, 3), 9),
             Request("mid", tuple(range(1, 12)), 6, arrival_s=1e-9)]
     for r in reqs:
@@ -257,9 +269,7 @@ def test_a_step_where_nothing_samples_runs(fused):
     pool = PagedKVCache(CONFIG, num_blocks=16, block_size=4)
     engine = Engine(ModelExecutor(MODEL, pool, fused=fused), pool, EngineConfig(chunk_size=8))
     engine.submit(Request("alone", prompt, 5))
-    sampled = []
-    run = engine.executor.run
-    engine.executor.run = lambda chunks: (sampled.append(sum(c.samples for c in chunks)), run(chunks))[1]
+    sampled = count_sampling(engine)
     while engine.busy:
         engine.step()
     assert sampled[:4] == [0, 0, 0, 1]

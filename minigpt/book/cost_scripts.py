@@ -114,6 +114,7 @@ def page_functions(html: str) -> set[str]:
     return found
 
 
+@cache
 def bundle() -> str:
     """Every room in one script, core first: what an explorer inlines in a kernel."""
     return "\n".join(_source(name) for name in rooms())
