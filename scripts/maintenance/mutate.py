@@ -53,8 +53,6 @@ EXTRA_TESTS = {
     "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
 }
 TARGET = 0.90
-STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
-          -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "type check"}
 
 
 def modules() -> list[str]:
@@ -152,13 +150,15 @@ def run_module(module: str, *, names: list[str] | None = None, max_children: int
         raise SystemExit(f"{module}: mutmut exited {rc} with {len(codes)} mutants; see {work / 'mutmut.log'}")
     if names is not None:
         codes = {k: v for k, v in codes.items() if k in set(names)}
+    from mutmut.stats import status_by_exit_code  # mutmut's own reading of its exit codes (installed by make mutate)
+
     counts: dict[str, int] = {}
     for code in codes.values():
-        status = STATUS.get(code, "not run" if code is None else "suspicious")
+        status = status_by_exit_code[code]
         counts[status] = counts.get(status, 0) + 1
     result = {"module": module, "tests": tests, "mutmut": MUTMUT, "sampled": names is not None,
               "mutants": len(codes), "counts": dict(sorted(counts.items())),
-              "survivors": sorted(k for k, v in codes.items() if STATUS.get(v) == "survived"),
+              "survivors": sorted(k for k, v in codes.items() if status_by_exit_code[v] == "survived"),
               "not_mutated": decorated(module),
               "seconds": round(time.monotonic() - start)}
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -179,7 +179,7 @@ def score(result: dict) -> tuple[int, int]:
     """(killed, decided): timeouts count as killed (the mutant hangs the code), no-test mutants as
     survived; equivalent mutants (triage) leave the denominator."""
     c = result["counts"]
-    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("type check", 0)
+    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("caught by type check", 0)
     return killed, killed + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0)
 
 
