@@ -77,7 +77,7 @@ def test_replayed_pair_decodes_after_the_transfer() -> None:
 
 
 def test_goodput_bound_is_the_slower_pool_at_its_objective() -> None:
-    """Eq. (19.6) by hand: the prefill pool's rate 1/t_pre, the decode pool's B/(D·step) at the largest B
+    """Eq. (19.6): the prefill pool's rate 1/t_pre, the decode pool's B/((D − 1)·step) at the largest B
     whose step (plus the transfer spread over the D − 1 gaps) meets the TPOT objective and whose caches fit.
     The bugs it catches: a decode rate taken at B_max regardless of the objective, a transfer charged to the
     TTFT, a memory cap that ignores the weights."""
@@ -93,7 +93,7 @@ def test_goodput_bound_is_the_slower_pool_at_its_objective() -> None:
     fit = int((h.memory_bytes * 0.9 - m.N_params * 2) // (S * costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv,
                                                                                         d_h=m.d_h, s=2)))
     B = max(b for b in range(1, fit + 1) if costs.mixed_step_time(B=b, S=S, **chip) + gap <= tpot)
-    decode = B / (D * costs.mixed_step_time(B=B, S=S, **chip))
+    decode = B / ((D - 1) * costs.mixed_step_time(B=B, S=S, **chip))
     args = dict(chip, P=P, D=D, ttft_slo=ttft, tpot_slo=tpot, link_bandwidth=link, memory_bytes=h.memory_bytes)
     for n, k in [(1, 1), (1, 3), (3, 1)]:
         got = costs.disagg_goodput_bound(**args, prefill_chips=n, decode_chips=k)
@@ -102,3 +102,20 @@ def test_goodput_bound_is_the_slower_pool_at_its_objective() -> None:
     assert costs.disagg_goodput_bound(**dict(args, tpot_slo=1e-4), prefill_chips=1, decode_chips=1) == 0
     with pytest.raises(ValueError, match="D"):
         costs.disagg_goodput_bound(**dict(args, D=1), prefill_chips=1, decode_chips=1)
+
+
+def test_goodput_bound_counts_the_decode_chips_d_minus_1_tokens_by_hand() -> None:
+    """A chip worked out on paper: memory-bound (π huge), 1,000 weight bytes at 1,000 B/s, K/V of 2 bytes per
+    token, P = 4, one sequence per decode step (B_max = 1), an instant link. The prefill reads the weights once:
+    t_pre = 1 s, one request per second. With D = 2 and D = 3 the mean context is the same, S = P + D // 2 = 5,
+    so a decode step reads 1,000 + 5·2 bytes: 1.01 s. A request's first token comes from its prefill chip, so
+    the decode chip makes D − 1 steps per request: 1/1.01 req/s at D = 2, half that at D = 3. With one chip
+    in each pool the bound is min(1, 1/1.01)/2 at D = 2 and (1/2.02)/2 at D = 3.
+    The bug it catches: a decode chip charged all D tokens (2× low at D = 2, 1.5× at D = 3)."""
+    chip = dict(L=1, d=1, N_params=1000, s=1, bandwidth=1000.0, peak_flops=1e30, H_kv=1, d_h=1, d_ffn=4)
+    run = dict(chip, P=4, ttft_slo=10.0, tpot_slo=2.0, link_bandwidth=1e30, prefill_chips=1, decode_chips=1,
+               B_max=1)
+    assert costs.mixed_step_time(B=1, S=5, **chip) == pytest.approx(1.01)
+    assert costs.mixed_step_time(T=4, **chip) == pytest.approx(1.0)
+    assert costs.disagg_goodput_bound(**run, D=2) == pytest.approx(1 / 1.01 / 2, rel=1e-9)
+    assert costs.disagg_goodput_bound(**run, D=3) == pytest.approx(1 / 2.02 / 2, rel=1e-9)

@@ -75,7 +75,7 @@ def test_collectives_match_eqs_20_1_and_20_2(runs) -> None:
             assert len(record) == costs.tp_collectives_per_step(L=c.L, W=W)
             assert sum(n for _, n in record) == costs.tp_collective_bytes(L=c.L, B=B, T=T, d=c.d, V=c.V, s=4, W=W)
         assert got["pair_ok"], "the (max, index) all-gather chose another token than the full argmax"
-        assert got["pair_record"] == [("all_gather", B * W * 2 * 4)]  # 2 numbers per sequence per rank
+        assert got["pair_record"] == [("all_gather", B * W * 2 * 8)]  # 2 float64 per sequence per rank
 
 
 def test_cache_bytes_count_the_replicated_kv_heads(runs) -> None:
@@ -140,3 +140,18 @@ def test_formulas_by_hand() -> None:
     assert costs.tp_per_gpu_bandwidth(weight_bytes=800, W=4, step_time=2.0) == 100.0
     assert costs.pipeline_time(t_one=1.0, W=4, m=1) == 1.0  # one decode step: no gain
     assert costs.pipeline_time(t_one=1.0, W=4, m=1000) == pytest.approx(0.25, rel=0.01)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_greedy_token_is_exact_for_any_logits_dtype(dtype: torch.dtype) -> None:
+    """The (max, index) pair of `greedy_token` with low-precision logits, V = 600 > 256. The bug it
+    catches: the index cast to the logits' dtype (bf16 keeps 8 significant bits: 451 becomes 452, 599
+    becomes 600, outside the vocabulary). One rank (W = 1) runs the same code with nothing sent."""
+    tp = TensorParallelMiniGPT(load_pretrained().model, Collectives(0, 1))
+    V = tp.config.V
+    logits = torch.zeros(4, V, dtype=dtype)
+    for row, best in enumerate((451, 599, 257, 0)):
+        logits[row, best] = 3.0
+    logits[3, 300] = 3.0  # a tie: the lowest id wins
+    got = tp.greedy_token(logits)
+    assert got.dtype == torch.long and got.tolist() == [451, 599, 257, 0]

@@ -108,7 +108,8 @@ def disagg_goodput_bound(
     t_pre > ttft_slo. A decode chip runs the largest batch B <= B_max whose step (B decodes at the mean
     context S = P + D/2) plus the transfer spread over the D − 1 gaps (Eq. 19.2 / (D − 1)) stays within
     tpot_slo and, given the chip's `memory_bytes`, whose caches fit beside the weights with Eq. (9.4)'s
-    10 % reserve; it serves B / (D · step) requests/s, and none if even B = 1 misses. Queueing only lowers the
+    10 % reserve; it serves B / ((D − 1) · step) requests/s (the first of a request's D tokens comes from its
+    prefill chip, so a decode chip emits D − 1 of them), and none if even B = 1 misses. Queueing only lowers the
     measured goodput below this bound (DistServe's placement search starts from the same two rates).
     """
     if _int("D", D, 2) < 2:
@@ -128,7 +129,7 @@ def disagg_goodput_bound(
         step = mixed_step_time(B=B, S=S, **chip)
         if step + gap > tpot:
             break
-        best = B / (D * step)
+        best = B / ((D - 1) * step)
     if t_pre > ttft or best == 0.0:
         return 0.0
     chips = _int("prefill_chips", prefill_chips, 1) + _int("decode_chips", decode_chips, 1)

@@ -128,9 +128,14 @@ class TensorParallelMiniGPT:
 
     def greedy_token(self, logits_shard: torch.Tensor) -> torch.Tensor:
         """The argmax over the whole vocabulary from each rank's slice `[B, V/W]`, by all-gathering
-        only (max, index) pairs: 2·B numbers per rank instead of B·V/W. Ties go to the lowest id."""
+        only (max, index) pairs: 2·B numbers per rank instead of B·V/W. Ties go to the lowest id.
+
+        The pairs travel as float64 whatever the logits' dtype: every bf16, fp16 or fp32 value is exact
+        there, and so is every id below 2^53. In the logits' own dtype an id is not (bf16 holds 8
+        significant bits: 451 becomes 452, 599 becomes 600, outside the vocabulary); vLLM's sampler
+        casts the logits to fp32 for the same reason."""
         value, index = logits_shard.max(dim=-1)
-        pair = torch.stack([value, (index + self.vocab_start).to(value.dtype)], dim=-1)  # [B, 2]
+        pair = torch.stack([value.double(), (index + self.vocab_start).double()], dim=-1)  # [B, 2]
         pairs = self.comm.all_gather(pair).view(pair.shape[0], -1, 2)  # [B, W, 2], rank order
         best = pairs[..., 0].argmax(dim=-1, keepdim=True)  # first rank holding the max
         return pairs[..., 1].gather(-1, best).squeeze(-1).long()

@@ -79,7 +79,7 @@
     for (let B = 1; B <= Bmax; B++) {
       const step = C.mixed_step_time(Object.assign({}, a, { T: 0, B: B, S: S, S_prefix: 0 }));
       if (step + gap > tpot) break;
-      best = B / (D * step);
+      best = B / ((D - 1) * step);  // a decode chip emits D - 1 tokens per request
     }
     if (tPre > ttft || best === 0) return 0;
     const n = N(int(a, "prefill_chips", 1)), m = N(int(a, "decode_chips", 1));
