@@ -116,7 +116,7 @@ def test_transfer_bytes_are_eq_2_1_times_P_counted_on_both_sides(plain_run) -> N
 def test_a_decode_worker_that_dies_costs_no_request_and_leaves_no_process() -> None:
     requests = _trace(10, seed=5)
     cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=2, num_blocks=64, silence_s=3.0,
-                              die_after=(0, 12))
+                              faults=(disagg.Fault("decode", "decode", worker=0, after=12),))
     run = disagg.serve(requests, cfg, timeout_s=HANG_S)
     want = _colocated(requests)
     assert list(run.dead) == [2], run.dead  # decode worker 0 is rank 2
@@ -126,14 +126,14 @@ def test_a_decode_worker_that_dies_costs_no_request_and_leaves_no_process() -> N
         assert rec.status == "finished" and rec.tokens == want[rec.id], (rec.id, rec.status, rec.reason)
         assert rec.decode_rank == 3 or not rec.retried
         assert all("rank 2 died" in why for why in rec.retried)
-    assert isinstance(run.workers[2], dict) and run.workers[2]["exitcode"] == 1
+    assert isinstance(run.workers[2], dict) and run.workers[2]["exitcode"] == -9  # SIGKILL
     assert len(run.pids) == 3 and not any(_alive(p) for p in run.pids.values())
 
 
 def test_with_no_decode_worker_left_a_request_fails_with_the_reason() -> None:
     requests = _trace(6, seed=7)
     cfg = disagg.DisaggConfig(prefill_workers=1, decode_workers=1, num_blocks=64, silence_s=3.0,
-                              die_after=(0, 6))
+                              faults=(disagg.Fault("decode", "decode", worker=0, after=6),))
     run = disagg.serve(requests, cfg, timeout_s=HANG_S)
     assert set(run.dead) == {2}
     assert {r.status for r in run.records} <= {"finished", "failed"}
@@ -144,14 +144,10 @@ def test_with_no_decode_worker_left_a_request_fails_with_the_reason() -> None:
 
 @pytest.mark.parametrize(("kwargs", "name"), [
     ({"prefill_workers": 0}, "prefill_workers"), ({"decode_workers": 0}, "decode_workers"),
-    ({"retries": -1}, "retries"), ({"silence_s": 0}, "silence_s"), ({"die_after": (3, 1)}, "die_after"),
+    ({"retries": -1}, "retries"), ({"retries": 2}, "retries"), ({"silence_s": 0}, "silence_s"),
+    ({"faults": (disagg.Fault("decode", "decode", worker=3),)}, "decode fault names worker 3"),
+    ({"faults": ("kill rank 2",)}, "faults"),
 ])
 def test_bad_config_names_the_parameter(kwargs: dict, name: str) -> None:
     with pytest.raises(ValueError, match=name):
         disagg.DisaggConfig(**kwargs)
-
-
-def test_sampled_requests_are_refused_with_a_reason() -> None:
-    from minigpt import Sampling
-    with pytest.raises(ValueError, match="greedy"):
-        disagg.serve([Request("a", (1, 2), 3, sampling=Sampling(temperature=1.0, seed=1))])

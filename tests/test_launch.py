@@ -97,3 +97,16 @@ def test_a_non_expendable_failure_still_kills_all(tmp_path: Path) -> None:
 def test_rank_0_cannot_be_expendable() -> None:
     with pytest.raises(ValueError, match="expendable"):
         launch.run(basic.all_reduce_rank, 2, 0.0, expendable=[0])
+
+
+@pytest.mark.parametrize(("setup", "rank", "detail"), [
+    (basic.die_in_setup_on_rank_1, 1, "exit code -9"),
+    (basic.raise_in_setup_on_rank_2, 2, "cannot load its weights"),
+])
+def test_a_worker_that_dies_before_the_group_forms_ends_the_run_at_once(setup, rank: int, detail: str) -> None:
+    """The others would wait in `init_process_group` for the missing rank until their timeout (here
+    HANG_S): the launcher must notice the death itself. The error's type is the proof that it did: a
+    run that waited would end in `TimeoutError` instead. An expendable rank is no exception: without it
+    the group never forms."""
+    with pytest.raises(launch.RendezvousError, match=f"rank {rank} .*before the process group formed(.|\n)*{detail}"):
+        launch.run(basic.all_reduce_rank, 3, 0.0, timeout_s=HANG_S, expendable=[1, 2], setup=setup)

@@ -1,11 +1,18 @@
 """The driver of disaggregated serving (Chapter 19), rank 0: arrivals, routing to a prefill and a decode
-worker, the reports of both pools, failures (a dead worker's requests retried or failed), the pool log."""
+worker, the reports of both pools, failures (a dead worker's requests retried or failed), the pool log.
+
+Every request is checked where it enters, before any worker sees it, with the colocated engine's rule
+(`minigpt.serving.request.rejection`: positions, ids, KV blocks of one decode worker's pool) and its
+messages, plus what this path cannot serve (sampled requests, cancellation) and a repeated id: a request
+that fails the check ends `failed` with the reason on arrival. A request whose worker died, or whose step
+raised, is prefilled again once; a second failure ends it, since it may be what kills workers."""
 
 from __future__ import annotations
 
 import queue
 import time
 from collections import deque
+from dataclasses import replace
 
 import torch
 import torch.distributed as dist
@@ -13,6 +20,7 @@ import torch.distributed as dist
 from minigpt.distributed.disagg_records import DisaggConfig, DisaggRun, PoolInterval, RequestRecord
 from minigpt.distributed.disagg_wire import (
     DONE,
+    ERROR,
     FAIL,
     FIRST,
     HELLO,
@@ -24,18 +32,22 @@ from minigpt.distributed.disagg_wire import (
     TAG_PROMPT,
     TOKEN,
     XFAIL,
+    Tripwire,
     _recv_report,
     _thread,
 )
-from minigpt.serving.request import Request
+from minigpt.runtime.generate import Sampling
+from minigpt.serving.request import Request, rejection
 
 
 class Driver:
     """Rank 0: arrivals, routing, the reports of both pools, failures, the pool log."""
 
-    def __init__(self, cfg: DisaggConfig, requests: list[Request], echo: bool) -> None:
+    def __init__(self, cfg: DisaggConfig, requests: list[Request], echo: bool, *, S_max: int, V: int) -> None:
         self.cfg, self.requests, self.echo = cfg, requests, echo
         self.records = [RequestRecord(r.id, r.P, r.max_new_tokens, r.arrival_s) for r in requests]
+        self.verdicts = admission(requests, cfg, S_max=S_max, V=V)  # None, or why a request is refused
+        self.tokens_heard = Tripwire(cfg.fault_at(0, "decode"))
         self.live = set(cfg.prefill_ranks() + cfg.decode_ranks())
         self.dead: dict[int, str] = {}
         self.heard: dict[int, float] = {}
@@ -71,25 +83,33 @@ class Driver:
         if rank not in self.live:
             return
         self.live.discard(rank)
-        self.dead[rank] = why
-        for i, r in enumerate(self.records):
-            if self._waits_on(r, rank):
-                self.retry(i, f"rank {rank} died ({why})")
+        held = [i for i, r in enumerate(self.records) if self._waits_on(r, rank)]
+        self.dead[rank] = f"{why}; it held {', '.join(self.records[i].id for i in held) or 'no request'}"
+        for i in held:
+            self.retry(i, f"rank {rank} died ({why})")
 
     def retry(self, i: int, why: str) -> None:
+        """Prefill request `i` again after `why` (its worker died, or its step raised), unless it failed once
+        already (then it may be what kills workers), retries is 0, or no worker is left to retry on."""
         r = self.records[i]
-        if r.attempt < self.cfg.retries and self._pick(self.cfg.decode_ranks(), "decode") is not None \
-                and self._pick(self.cfg.prefill_ranks(), "prefill") is not None:
+        prefill = self._pick(self.cfg.prefill_ranks(), "prefill")
+        decode = self._pick(self.cfg.decode_ranks(), "decode")
+        if r.retried:
+            refused = (f"not retried again: its first attempt failed too ({r.retried[0]}), and a request that "
+                       f"fails twice may be what kills workers")
+        elif self.cfg.retries == 0:
+            refused = "not retried (retries=0)"
+        elif prefill is None or decode is None:
+            refused = f"no live {'prefill' if prefill is None else 'decode'} worker to retry on"
+        else:
             r.attempt += 1
             r.status, r.tokens, r.token_s, r.kv_bytes, r.transfer_s = "queued", [], [], 0, None
             r.prefill_rank = r.decode_rank = None
             r.retried.append(why)
             r.reason = ""
             self.queue.appendleft(i)
-        else:
-            r.status = "failed"
-            r.reason = (f"{why}; no retry left (retries={self.cfg.retries}, attempts={r.attempt + 1}) or no live "
-                        f"worker to retry on")
+            return
+        r.status, r.reason = "failed", f"{why}; {refused}"
 
     def _pick(self, ranks: list[int], pool: str) -> int | None:
         live = [k for k in ranks if k in self.live]
@@ -145,12 +165,13 @@ class Driver:
             r.tokens.append(int(msg[3]))
             r.token_s.append(msg[4] - self.t0)
             self._interval[1] += 1
+            self.tokens_heard.hit()
         elif kind == DONE:
             r.status, r.reason = "finished", "max_new_tokens"
-        elif kind == FAIL:
-            r.status = "failed"
-            r.reason = (f"needs {int(msg[3])} tokens of KV blocks but decode rank {src} has "
-                        f"{self.cfg.num_blocks} blocks of {self.cfg.block_size}")
+        elif kind == FAIL:  # the worker's own check refused it: final
+            r.status, r.reason = "failed", str(msg[6])
+        elif kind == ERROR and r.status not in ("finished", "queued"):  # its worker's step raised
+            self.retry(i, str(msg[6]))
 
     def tick(self, now: float, force: bool = False) -> None:
         start = self.log[-1].end_s if self.log else 0.0
@@ -172,15 +193,15 @@ class Driver:
         inbox: queue.Queue = queue.Queue()
         threads = [_thread(inbox, k, _recv_report(k)) for k in workers]
         self.t0 = time.monotonic()
-        while len(self.pids) < len(workers):  # every worker has loaded its model and listens
+        while len(self.pids) + len(self.dead) < len(workers):  # every worker has loaded its model and listens
             try:
                 k, msg, err = inbox.get(timeout=0.05)
             except queue.Empty:
                 k, msg, err = None, None, None
             if msg is not None:
                 self.handle(k, msg, 0.0)  # type: ignore[arg-type]
-            elif k is not None:
-                raise RuntimeError(f"worker rank {k} ended before it said hello: {err}")
+            elif k is not None:  # it died loading: the run goes on without it
+                self.declare_dead(k, f"it ended before it said hello: {err}")
             if time.monotonic() - self.t0 > timeout_s:
                 raise TimeoutError(f"workers {sorted(set(workers) - set(self.pids))} never said hello")
         self.t0 = time.monotonic()
@@ -193,6 +214,9 @@ class Driver:
             busy = False
             while arrivals and self.requests[arrivals[0]].arrival_s <= now:
                 i = arrivals.popleft()
+                if self.verdicts[i] is not None:  # refused where it enters: no worker ever sees it
+                    self.records[i].status, self.records[i].reason = "failed", f"rejected: {self.verdicts[i]}"
+                    continue
                 self.records[i].status = "queued"
                 self.queue.append(i)
             while self.queue:
@@ -216,6 +240,7 @@ class Driver:
                 time.sleep(IDLE_S)
         end = time.monotonic() - self.t0
         self.tick(end, force=True)
+        Tripwire(cfg.fault_at(0, "shutdown")).hit()
         for k in sorted(self.live):
             try:
                 dist.send(torch.tensor([STOP, 0, 0, 0, 0, 0], dtype=torch.long), k, tag=TAG_CTRL)
@@ -226,6 +251,32 @@ class Driver:
         return DisaggRun(self.records, self.log, {}, dict(self.dead), end, dict(self.pids))
 
 
+def admission(requests: list[Request], cfg: DisaggConfig, *, S_max: int, V: int) -> list[str | None]:
+    """For each request, why it is refused where it enters (None if admitted): the colocated engine's rule on
+    one decode worker's pool, Request's own field checks run again, what this path cannot serve, and an id
+    already used by an earlier request of the list."""
+    seen: set[str] = set()
+    out: list[str | None] = []
+    for r in requests:
+        why = None
+        if r.id in seen:
+            why = f"request id {r.id!r} is already in use; ids must be unique"
+        seen.add(r.id)
+        if why is None:
+            try:
+                replace(r)  # Request's checks, again: the object may have been changed since it was made
+            except ValueError as e:
+                why = str(e)
+        if why is None and r.sampling != Sampling():
+            why = f"disaggregated serving here takes greedy requests only (sampling=Sampling()), got {r.sampling}"
+        if why is None and r.cancel_s is not None:
+            why = "cancel_s is not supported by disaggregated serving"
+        if why is None:
+            why = rejection(r, S_max=S_max, V=V, num_blocks=cfg.num_blocks, block_size=cfg.block_size)
+        out.append(why)
+    return out
+
+
 def driver(rank: int, world_size: int, cfg: DisaggConfig, requests: list[Request], echo: bool,
-           timeout_s: float) -> DisaggRun:
-    return Driver(cfg, requests, echo).run(timeout_s)
+           timeout_s: float, S_max: int, V: int) -> DisaggRun:
+    return Driver(cfg, requests, echo, S_max=S_max, V=V).run(timeout_s)

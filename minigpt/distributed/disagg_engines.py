@@ -45,7 +45,11 @@ class DecodeEngine(Engine):
         return t
 
 
-def _engine(cls: type[Engine], cfg: DisaggConfig, *, prefill: bool) -> Engine:
-    model = load_pretrained().model
-    return cls.for_model(model, num_blocks=cfg.num_blocks, block_size=cfg.block_size,
-                         config=cfg.engine_config(prefill=prefill))
+def _engine(cls: type[Engine], cfg: DisaggConfig, *, prefill: bool, device: torch.device | str = "cpu") -> Engine:
+    """A fresh engine (a new pool, nothing held) on the shipped MiniGPT, on `device`."""
+    model = load_pretrained(device=device).model
+    engine = cls.for_model(model, num_blocks=cfg.num_blocks, block_size=cfg.block_size,
+                           config=cfg.engine_config(prefill=prefill))
+    if isinstance(engine, PrefillEngine):
+        engine.handoff = []
+    return engine

@@ -9,14 +9,48 @@ from dataclasses import dataclass, field
 from minigpt.serving.engine import EngineConfig
 from minigpt.serving.meters import TokenTimes
 
+#: Where each role can be killed by a `Fault`: before its process group forms, in the middle of its work,
+#: between a transfer's header and its K/V, after the run's last request ended.
+PHASES = {
+    "driver": ("rendezvous", "decode", "shutdown"),
+    "prefill": ("rendezvous", "prefill", "step", "transfer", "shutdown"),
+    "decode": ("rendezvous", "transfer", "decode", "step", "shutdown"),
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Fault injection (the tests of Chapter 19): kill `role`'s worker number `worker` (SIGKILL, as the OOM
+    killer would) at `phase`, the `after`-th time it gets there. Phases: `rendezvous`, before the process
+    group forms; `prefill`, after a prefill step (a prefill worker); `transfer`, between a K/V transfer's
+    header and its K/V (the prefill worker sending it, or the decode worker receiving it); `decode`, after a
+    generated token (a decode worker) or a report of one (the driver); `shutdown`, once the last request has
+    ended (the driver before it sends STOP, a worker once it has received it). `step` kills nothing: the
+    worker's `after`-th engine step raises, as a kernel error would."""
+
+    role: str
+    phase: str
+    worker: int = 0
+    after: int = 1
+
+    def __post_init__(self) -> None:
+        if self.role not in PHASES:
+            raise ValueError(f"role must be one of {tuple(PHASES)}, got {self.role!r}")
+        if self.phase not in PHASES[self.role]:
+            raise ValueError(f"phase of a {self.role} fault must be one of {PHASES[self.role]}, got {self.phase!r}")
+        for name in ("worker", "after"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "after" else 0):
+                raise ValueError(f"{name} must be an integer >= {1 if name == 'after' else 0}, got {v!r}")
+
 
 @dataclass(frozen=True)
 class DisaggConfig:
     """Pools and their engines: N prefill and M decode workers, each with its own paged pool of
     `num_blocks` blocks of `block_size` tokens; `chunk_size` chunks long prompts on the prefill side.
-    `silence_s`: a worker holding requests that says nothing this long is dead; `retries`: how many
-    times a request whose worker died is prefilled again. `die_after`: fault injection for the tests,
-    (decode worker j, tokens): that worker exits hard once it has generated that many tokens."""
+    `silence_s`: a worker holding requests that says nothing this long is dead; `retries`: whether (1) or
+    not (0) a request whose worker died, or whose step raised, is prefilled again; never twice, since a
+    request that failed twice may be what kills workers. `faults`: fault injection for the tests."""
 
     prefill_workers: int = 1
     decode_workers: int = 1
@@ -27,19 +61,32 @@ class DisaggConfig:
     silence_s: float = 10.0
     retries: int = 1
     log_interval_s: float = 1.0
-    die_after: tuple[int, int] | None = None
+    faults: tuple[Fault, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "max_batch", "num_blocks", "block_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise ValueError(f"retries must be an integer >= 0, got {self.retries!r}")
+        if self.retries not in (0, 1) or isinstance(self.retries, bool):
+            raise ValueError(f"retries must be 0 or 1 (a request that failed twice may be what kills workers: it "
+                             f"is not retried again), got {self.retries!r}")
         if not self.silence_s > 0:
             raise ValueError(f"silence_s must be > 0 seconds, got {self.silence_s!r}")
-        if self.die_after is not None and not 0 <= self.die_after[0] < self.decode_workers:
-            raise ValueError(f"die_after names decode worker j in 0..{self.decode_workers - 1}, got {self.die_after}")
+        object.__setattr__(self, "faults", tuple(self.faults))
+        for f in self.faults:
+            if not isinstance(f, Fault):
+                raise ValueError(f"faults must hold minigpt.distributed.disagg.Fault, got {type(f).__name__}")
+            top = {"driver": 1, "prefill": self.prefill_workers, "decode": self.decode_workers}[f.role]
+            if f.worker >= top:
+                raise ValueError(f"a {f.role} fault names worker {f.worker}, but there are {top} (0..{top - 1})")
+
+    def fault_at(self, rank: int, phase: str) -> int | None:
+        """How many times `rank` gets to `phase` before it is killed there, or None."""
+        role = "driver" if rank == 0 else "prefill" if rank in self.prefill_ranks() else "decode"
+        first = {"driver": 0, "prefill": 1, "decode": 1 + self.prefill_workers}[role]
+        hits = [f.after for f in self.faults if f.role == role and f.phase == phase and first + f.worker == rank]
+        return min(hits) if hits else None
 
     @property
     def world_size(self) -> int:
@@ -106,6 +153,7 @@ class DisaggRun:
     dead: dict[int, str]
     span_s: float
     pids: dict[int, int] = field(default_factory=dict)  # every worker's process id (from its hello)
+    error: str = ""  # why the run itself ended early (its group never formed, the driver died), if it did
 
     @property
     def kv_bytes(self) -> int:

@@ -6,19 +6,22 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from minigpt.distributed.kv_transfer import send_kv
 
 
-def _sender(jobs: queue.Queue, done: queue.Queue) -> None:
-    """A prefill worker's sender thread: K/V transfers one after another, each result on `done`."""
+def _sender(jobs: queue.Queue, done: queue.Queue, group: Any, between: Callable[[], None] | None) -> None:
+    """A prefill worker's sender thread for one decode worker (the only user of that pair's `group`): K/V
+    transfers one after another, each result on `done`."""
     while True:
         job = jobs.get()
         if job is None:
             return
         start = time.monotonic()
         try:
-            kv_bytes, meta_bytes = send_kv(*job)
+            kv_bytes, meta_bytes = send_kv(*job, group=group, between=between)
             done.put((job, kv_bytes, meta_bytes, time.monotonic() - start, None))
         except Exception as e:
             done.put((job, 0, 0, time.monotonic() - start, str(e).splitlines()[0][:120]))
@@ -28,8 +31,8 @@ class _Senders:
     """One sender thread per decode worker, created on first use: a transfer stuck on a dead worker (a gloo
     send to a peer that is gone may block instead of raising) never holds up the transfers to the others."""
 
-    def __init__(self, done: queue.Queue) -> None:
-        self.done = done
+    def __init__(self, done: queue.Queue, groups: dict[int, Any], between: Callable[[], None] | None = None) -> None:
+        self.done, self.groups, self.between = done, groups, between
         self.queues: dict[int, queue.Queue] = {}
         self.threads: list[threading.Thread] = []
 
@@ -37,7 +40,8 @@ class _Senders:
         dst = job[0]
         if dst not in self.queues:
             self.queues[dst] = queue.Queue()
-            thread = threading.Thread(target=_sender, args=(self.queues[dst], self.done), daemon=True)
+            args = (self.queues[dst], self.done, self.groups.get(dst), self.between)
+            thread = threading.Thread(target=_sender, args=args, daemon=True)
             thread.start()
             self.threads.append(thread)
         self.queues[dst].put(job)

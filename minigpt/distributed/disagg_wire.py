@@ -4,13 +4,21 @@ the message kinds, a worker's report to the driver and the driver's control mess
 Driver -> worker: a control header of int64 `[kind, request index, attempt, P, max_new_tokens, decode rank]`
 on `TAG_CTRL` (`NEW` or `STOP`), then the prompt's token ids on `TAG_PROMPT`. Worker -> driver: a report
 of `REPORT` float64 fields `[kind, request index, attempt, a, b, c]` on `TAG_REPORT`, sent from the
-worker's main thread only. Receives block, so each runs in a listener thread (`_thread`) that puts what
+worker's main thread only; a `FAIL` or `ERROR` report carries its reason as text, `c` bytes of UTF-8 on
+`TAG_TEXT` right after it. Receives block, so each runs in a listener thread (`_thread`) that puts what
 arrives on a queue; a receive that raises (the peer is gone) ends the thread with the reason.
+
+Every control message is a CPU tensor on the default group: gloo carries it whatever the K/V's device
+(with NCCL for the K/V, the group is "cpu:gloo,cuda:nccl"), so the tags these messages rely on are
+gloo's; the K/V travel apart (`kv_transfer`), without tags.
 """
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
+import sys
 import threading
 
 import torch
@@ -18,9 +26,12 @@ import torch.distributed as dist
 
 from minigpt.distributed.kv_transfer import HEADER
 
-TAG_CTRL, TAG_PROMPT, TAG_REPORT = 10, 11, 30
+TAG_CTRL, TAG_PROMPT, TAG_REPORT, TAG_TEXT = 10, 11, 30, 31
 NEW, STOP = 1, 2  # driver -> worker
-BYE, HELLO, FIRST, SENT, XFAIL, TOKEN, DONE, FAIL = 0, 1, 2, 3, 4, 5, 6, 7  # worker -> driver
+BYE, HELLO, FIRST, SENT, XFAIL, TOKEN, DONE, FAIL, ERROR = 0, 1, 2, 3, 4, 5, 6, 7, 8  # worker -> driver
+# FAIL: the worker cannot serve the request (its reason is final); ERROR: the worker's step raised while the
+# request was in it (the driver may retry it elsewhere, once)
+TEXT_KINDS = (FAIL, ERROR)
 REPORT = 6  # float64 fields of a report: kind, request index, attempt, a, b, c
 IDLE_S = 0.0005  # a process with nothing to do sleeps this long before it looks again
 
@@ -28,6 +39,13 @@ IDLE_S = 0.0005  # a process with nothing to do sleeps this long before it looks
 def _report(kind: int, index: int = -1, attempt: int = 0, a: float = 0.0, b: float = 0.0, c: float = 0.0) -> None:
     """A worker's report to the driver (main thread only: one sender per pair and tag keeps the order)."""
     dist.send(torch.tensor([kind, index, attempt, a, b, c], dtype=torch.float64), 0, tag=TAG_REPORT)
+
+
+def _report_text(kind: int, index: int, attempt: int, text: str) -> None:
+    """A `FAIL` or `ERROR` report with its reason."""
+    data = torch.tensor(list(text.encode()[:2000]) or [32], dtype=torch.uint8)
+    _report(kind, index, attempt, c=data.numel())
+    dist.send(data, 0, tag=TAG_TEXT)
 
 
 def _listen(q: queue.Queue, src: int, receive) -> None:
@@ -61,9 +79,38 @@ def _recv_ctrl() -> tuple[int, int, int, int, int, list[int]] | None:
 
 
 def _recv_report(src: int):
-    def receive() -> list[float] | None:
+    """A receiver of `src`'s reports: the six fields, and for `FAIL`/`ERROR` the reason's text appended."""
+    def receive() -> list | None:
         buf = torch.empty(REPORT, dtype=torch.float64)
         dist.recv(buf, src, tag=TAG_REPORT)
-        msg = buf.tolist()
+        msg: list = buf.tolist()
+        if int(msg[0]) in TEXT_KINDS:
+            data = torch.empty(int(msg[5]), dtype=torch.uint8)
+            dist.recv(data, src, tag=TAG_TEXT)
+            msg.append(bytes(data.tolist()).decode(errors="replace"))
         return None if int(msg[0]) == BYE else msg
     return receive
+
+
+def kill_self() -> None:
+    """Fault injection: end this process as the kernel would (SIGKILL: no cleanup, no goodbye)."""
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Tripwire:
+    """Fault injection: counts this rank's passes through one phase and kills it at the `after`-th
+    (`DisaggConfig.faults`), or with `raises`, raises there once; does nothing for a rank no fault names."""
+
+    def __init__(self, left: int | None, raises: bool = False) -> None:
+        self.left, self.raises = left, raises
+
+    def hit(self, n: int = 1) -> None:
+        if self.left is None:
+            return
+        self.left -= n
+        if self.left <= 0:
+            if self.raises:
+                self.left = None
+                raise RuntimeError("a fault injected by DisaggConfig.faults (phase 'step')")
+            kill_self()

@@ -1,6 +1,11 @@
 """The two kinds of worker of disaggregated serving (Chapter 19), each a process running its engine: a
 prefill worker takes prompts from the driver and sends each request's K/V to its decode worker; a decode
-worker receives K/V, decodes, and reports every token to the driver."""
+worker receives K/V, decodes, and reports every token to the driver.
+
+A worker never dies of a request. What it is handed is checked again on arrival with the colocated
+engine's rule (`Engine.rejection`): a request it cannot serve ends `FAIL` with the reason. A step that
+raises anyway ends `ERROR` for every request it held (the driver retries each elsewhere, once), and the
+worker goes on with a fresh engine: nothing of the failed step's state is trusted."""
 
 from __future__ import annotations
 
@@ -8,6 +13,10 @@ import os
 import queue
 import time
 from collections import deque
+from functools import partial
+from typing import Any
+
+import torch
 
 from minigpt.distributed.disagg_engines import DecodeEngine, PrefillEngine, _engine
 from minigpt.distributed.disagg_records import DisaggConfig
@@ -15,6 +24,7 @@ from minigpt.distributed.disagg_senders import _Senders
 from minigpt.distributed.disagg_wire import (
     BYE,
     DONE,
+    ERROR,
     FAIL,
     FIRST,
     HELLO,
@@ -22,26 +32,35 @@ from minigpt.distributed.disagg_wire import (
     SENT,
     TOKEN,
     XFAIL,
+    Tripwire,
     _recv_ctrl,
     _report,
+    _report_text,
     _thread,
 )
 from minigpt.distributed.kv_transfer import Transfer, recv_kv, send_bye
-from minigpt.serving.request import Request, Tracked
+from minigpt.serving.request import Request, Status, Tracked
 
 
-def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
-    engine = _engine(PrefillEngine, cfg, prefill=True)
-    assert isinstance(engine, PrefillEngine)
-    engine.handoff = []
+def _why(role: str, rank: int, e: Exception) -> str:
+    return f"{role} rank {rank}: a step raised {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+
+def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
+    """Rank `rank`'s loop: prompts in from the driver, first tokens reported, K/V out to decode workers over
+    `groups` (the pair's group per decode rank)."""
+    engine = _engine(PrefillEngine, cfg, prefill=True, device=device)
     inbox: queue.Queue = queue.Queue()
     listener = _thread(inbox, 0, _recv_ctrl)
     done: queue.Queue = queue.Queue()
-    senders = _Senders(done)
+    senders = _Senders(done, groups, between=Tripwire(cfg.fault_at(rank, "transfer")).hit)
+    stepped, stopped = Tripwire(cfg.fault_at(rank, "prefill")), Tripwire(cfg.fault_at(rank, "shutdown"))
+    raising = Tripwire(cfg.fault_at(rank, "step"), raises=True)
     _report(HELLO, a=os.getpid())
     meta: dict[str, tuple[int, int, int, int]] = {}  # rid -> (index, attempt, max_new_tokens, dst)
     stats = {"role": "prefill", "rank": rank, "pid": os.getpid(), "prompt_tokens": 0, "busy_s": 0.0,
-             "kv_bytes_sent": 0, "meta_bytes_sent": 0, "transfers": 0, "failed_transfers": 0, "transfer_s": 0.0}
+             "kv_bytes_sent": 0, "meta_bytes_sent": 0, "transfers": 0, "failed_transfers": 0, "transfer_s": 0.0,
+             "step_errors": 0}
     stopping = False
     while not (stopping and not engine.busy and not meta):
         busy = False
@@ -49,17 +68,34 @@ def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
             _, item, err = inbox.get()
             if item is None:  # STOP (or the driver is gone)
                 stopping = True
+                stopped.hit()
                 continue
             index, attempt, max_new, dst, _, prompt = item
             rid = f"{index}.{attempt}"
+            try:
+                request = Request(rid, tuple(prompt), 1, arrival_s=engine.now)
+            except ValueError as e:
+                _report_text(FAIL, index, attempt, f"prefill rank {rank}: {e}")
+                continue
             meta[rid] = (index, attempt, max_new, dst)
-            engine.submit(Request(rid, tuple(prompt), 1, arrival_s=engine.now))
+            engine.submit(request)
             busy = True
         if engine.busy:
             start = time.monotonic()
-            engine.step()
+            try:
+                raising.hit()
+                engine.step()
+            except Exception as e:  # every request it held is retried elsewhere; this worker goes on
+                stats["step_errors"] += 1
+                for index, attempt, _, _ in meta.values():
+                    _report_text(ERROR, index, attempt, _why("prefill", rank, e))
+                meta.clear()
+                engine = _engine(PrefillEngine, cfg, prefill=True, device=device)
+                continue
             stats["busy_s"] += time.monotonic() - start
             busy = True
+            stepped.hit()
+            assert isinstance(engine, PrefillEngine)
             for t, kv in engine.handoff:
                 index, attempt, max_new, dst = meta.pop(t.request.id)
                 stats["prompt_tokens"] += t.request.P
@@ -68,6 +104,10 @@ def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
                 if max_new > 1:
                     senders.put((dst, index, attempt, list(t.request.prompt), max_new, first, kv))
             engine.handoff.clear()
+            for rid, t in [(rid, engine.requests.get(rid)) for rid in meta]:
+                if t is not None and t.status is Status.REJECTED:  # the engine's own rule, on arrival
+                    index, attempt, _, _ = meta.pop(rid)
+                    _report_text(FAIL, index, attempt, f"prefill rank {rank}: {t.reason}")
         while not done.empty():
             (dst, index, attempt, *_), kv_bytes, meta_bytes, took, err = done.get()
             if err is None:
@@ -99,22 +139,37 @@ def prefill_worker(rank: int, cfg: DisaggConfig) -> dict:
     return stats
 
 
-def decode_worker(rank: int, cfg: DisaggConfig) -> dict:
-    engine = _engine(DecodeEngine, cfg, prefill=False)
-    assert isinstance(engine, DecodeEngine)
+def _admit(engine: DecodeEngine, x: Transfer) -> str | None:
+    """Why the decode engine cannot serve transfer `x` (the colocated engine's rule), or None."""
+    try:
+        return engine.rejection(Request(f"{x.index}.{x.attempt}", tuple(x.prompt), x.max_new_tokens))
+    except ValueError as e:
+        return str(e)
+
+
+def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
+    """Rank `rank`'s loop: K/V in from prefill workers over `groups` (the pair's group per prefill rank),
+    decoded in its engine, every token reported to the driver."""
+    def fresh() -> DecodeEngine:
+        engine = _engine(DecodeEngine, cfg, prefill=False, device=device)
+        assert isinstance(engine, DecodeEngine)
+        return engine
+
+    engine = fresh()
     c = engine.pool.config
     shape = (2, c.L, c.H_kv, c.d_h)
     inbox: queue.Queue = queue.Queue()
+    on_header = Tripwire(cfg.fault_at(rank, "transfer")).hit
     threads = [_thread(inbox, 0, _recv_ctrl)]
-    threads += [_thread(inbox, src, lambda src=src: recv_kv(src, shape, engine.pool.dtype))
-                for src in cfg.prefill_ranks()]
+    threads += [_thread(inbox, src, partial(recv_kv, src, shape, engine.pool.dtype, engine.pool.device,
+                                            groups.get(src), on_header)) for src in cfg.prefill_ranks()]
+    token, stopped = Tripwire(cfg.fault_at(rank, "decode")), Tripwire(cfg.fault_at(rank, "shutdown"))
+    raising = Tripwire(cfg.fault_at(rank, "step"), raises=True)
     _report(HELLO, a=os.getpid())
     held: deque[Transfer] = deque()  # received, waiting for room in the pool
     active: dict[str, tuple[Tracked, int, int, int]] = {}  # rid -> (tracked, index, attempt, tokens reported)
-    me = cfg.decode_ranks().index(rank)
-    die_after = cfg.die_after[1] if cfg.die_after is not None and cfg.die_after[0] == me else None
     stats = {"role": "decode", "rank": rank, "pid": os.getpid(), "generated_tokens": 0, "busy_s": 0.0,
-             "kv_bytes_received": 0, "transfers": 0}
+             "kv_bytes_received": 0, "transfers": 0, "step_errors": 0}
     open_ = set(range(len(threads)))
     while True:
         busy = False
@@ -122,6 +177,8 @@ def decode_worker(rank: int, cfg: DisaggConfig) -> dict:
             src, item, err = inbox.get()
             if item is None:
                 open_.discard(0 if src == 0 else cfg.prefill_ranks().index(src) + 1)
+                if src == 0:
+                    stopped.hit()
                 continue
             if src == 0:
                 continue  # the driver sends a decode worker nothing but STOP
@@ -133,10 +190,10 @@ def decode_worker(rank: int, cfg: DisaggConfig) -> dict:
             break
         while held:
             x = held[0]
-            total = len(x.prompt) + x.max_new_tokens - 1
-            if -(-total // engine.pool.block_size) > engine.pool.allocator.num_blocks:
+            why = _admit(engine, x)
+            if why is not None:
                 held.popleft()
-                _report(FAIL, x.index, x.attempt, total)
+                _report_text(FAIL, x.index, x.attempt, f"decode rank {rank}: {why}")
                 continue
             if not engine.can_accept(len(x.prompt)):
                 break
@@ -145,7 +202,16 @@ def decode_worker(rank: int, cfg: DisaggConfig) -> dict:
             active[rid] = (engine.accept(rid, x.prompt, x.max_new_tokens, x.first, x.kv), x.index, x.attempt, 1)
         if engine.scheduler.running or engine.scheduler.waiting:
             start = time.monotonic()
-            engine.step()
+            try:
+                raising.hit()
+                engine.step()
+            except Exception as e:  # every request it held is retried elsewhere; this worker goes on
+                stats["step_errors"] += 1
+                for _, index, attempt, _ in active.values():
+                    _report_text(ERROR, index, attempt, _why("decode", rank, e))
+                active.clear()
+                engine = fresh()
+                continue
             now = time.monotonic()
             stats["busy_s"] += now - start
             busy = True
@@ -153,8 +219,7 @@ def decode_worker(rank: int, cfg: DisaggConfig) -> dict:
                 for tok in t.generated[sent:]:
                     _report(TOKEN, index, attempt, tok, now)
                     stats["generated_tokens"] += 1
-                    if die_after is not None and stats["generated_tokens"] >= die_after:
-                        os._exit(1)  # fault injection: a decode worker that dies mid-run
+                    token.hit()
                 active[rid] = (t, index, attempt, len(t.generated))
                 if t.status.done:
                     _report(DONE, index, attempt)

@@ -7,12 +7,16 @@ This is the KV connector of disaggregated serving (Chapter 19), reduced to its t
   exactly P·(Eq. 2.1's bytes per token): no padding of the last block travels.
 - `import_kv(pool, kv)`: a new sequence in another pool, given ⌈P/b⌉ fresh blocks (any free ones: the
   block ids of the two pools have nothing in common), its K/V written and its length advanced to P.
-- `send_kv` / `recv_kv`: a small int64 header (request, attempt, P, D, first token, element count), the
-  prompt's token ids, then the K/V tensor, each with `dist.send` / `dist.recv` on their own tag, called
-  from a sender thread on the prefill side and a receiver thread per prefill worker on the decode side,
-  so the transfer overlaps both engines' steps. gloo carries CPU tensors, NCCL CUDA tensors: the same
-  calls. (A gloo `irecv` cannot be polled: `is_completed()` stays False until `wait()`, and a `wait`
-  with a timeout closes the connection; a blocking receive in a thread is what works.)
+- `send_kv` / `recv_kv`: a small int64 header (request, attempt, P, D, first token, element count) and
+  the prompt's token ids, CPU tensors with `dist.send` / `dist.recv` on their own tags over gloo, then
+  the K/V tensor, on the device, over the pair's own group (`group`: gloo on a CPU, NCCL on GPUs).
+  A prefill worker calls `send_kv` from one sender thread per decode worker, a decode worker `recv_kv`
+  from one receiver thread per prefill worker, so the transfer overlaps both engines' steps. The pair's
+  group is used by exactly one thread on each side, in one order (header, ids, K/V on the control
+  group, K/V alone on the pair's): NCCL ignores tags and one communicator must not be driven from two
+  threads at once, and this needs neither. (A gloo `irecv` cannot be polled: `is_completed()` stays
+  False until `wait()`, and a `wait` with a timeout closes the connection; a blocking receive in a
+  thread is what works.)
 
 vLLM's P2P NCCL connector sends a request's K/V layer by layer while the prefill runs; its NIXL
 connector lets the decode instance read the prefill's blocks (RDMA) once they are done; SGLang and
@@ -22,7 +26,9 @@ gathered copy: simpler, and the copy costs one extra pass over P tokens' K/V on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -88,28 +94,34 @@ class Transfer:
 
 
 def send_kv(dst: int, index: int, attempt: int, prompt: list[int], max_new_tokens: int, first: int,
-            kv: torch.Tensor) -> tuple[int, int]:
-    """Send a request's header, prompt ids and K/V to rank `dst` (blocking: a prefill worker calls it from
-    its sender thread). Returns (K/V bytes, metadata bytes); raises if `dst` is gone."""
-    header = torch.tensor([index, attempt, len(prompt), max_new_tokens, first, kv.numel()], dtype=torch.long,
-                          device=kv.device)
-    ids = torch.tensor(prompt, dtype=torch.long, device=kv.device)
+            kv: torch.Tensor, group: Any = None, between: Callable[[], None] | None = None) -> tuple[int, int]:
+    """Send a request's header and prompt ids (CPU, tagged) and its K/V (on `kv`'s device, over `group`) to
+    rank `dst`; blocking: a prefill worker calls it from its sender thread for `dst`. `between` runs after
+    the header, before the K/V (the tests' fault injection). Returns (K/V bytes, metadata bytes); raises if
+    `dst` is gone."""
+    header = torch.tensor([index, attempt, len(prompt), max_new_tokens, first, kv.numel()], dtype=torch.long)
+    ids = torch.tensor(prompt, dtype=torch.long)
     dist.send(header, dst, tag=TAG_KV_HEADER)
     dist.send(ids, dst, tag=TAG_KV_PROMPT)
-    dist.send(kv, dst, tag=TAG_KV)
+    if between is not None:
+        between()
+    dist.send(kv.contiguous(), dst, group=group, tag=0 if group is not None else TAG_KV)
+    if kv.device.type == "cuda":  # the send is queued on a stream: done means done
+        torch.cuda.current_stream(kv.device).synchronize()
     return kv.numel() * kv.element_size(), (header.numel() + ids.numel()) * 8
 
 
-def send_bye(dst: int, device: torch.device | str = "cpu") -> None:
+def send_bye(dst: int) -> None:
     """Tell `dst`'s receiver for this rank that no more K/V will come (a header with index −1)."""
-    dist.send(torch.tensor([-1, 0, 0, 0, 0, 0], dtype=torch.long, device=device), dst, tag=TAG_KV_HEADER)
+    dist.send(torch.tensor([-1, 0, 0, 0, 0, 0], dtype=torch.long), dst, tag=TAG_KV_HEADER)
 
 
-def recv_kv(src: int, shape: tuple[int, int, int, int], dtype: torch.dtype,
-            device: torch.device | str = "cpu") -> Transfer | None:
+def recv_kv(src: int, shape: tuple[int, int, int, int], dtype: torch.dtype, device: torch.device | str = "cpu",
+            group: Any = None, on_header: Callable[[], None] | None = None) -> Transfer | None:
     """Receive one request's K/V `[2, L, H_kv, P, d_h]` from rank `src` (blocking: a decode worker's
-    receiver thread calls it); None when `src` says bye."""
-    header = torch.empty(HEADER, dtype=torch.long, device=device)
+    receiver thread for `src` calls it); None when `src` says bye. `on_header` runs once the header is in,
+    before the K/V (the tests' fault injection)."""
+    header = torch.empty(HEADER, dtype=torch.long)
     dist.recv(header, src, tag=TAG_KV_HEADER)
     index, attempt, P, max_new, first, numel = (int(x) for x in header.tolist())
     if index < 0:
@@ -118,8 +130,12 @@ def recv_kv(src: int, shape: tuple[int, int, int, int], dtype: torch.dtype,
     if numel != two * L * H_kv * P * d_h:
         raise ValueError(f"header from rank {src} announces {numel} K/V elements, expected 2·L·H_kv·P·d_h = "
                          f"{two * L * H_kv * P * d_h}")
-    ids = torch.empty(P, dtype=torch.long, device=device)
+    ids = torch.empty(P, dtype=torch.long)
     dist.recv(ids, src, tag=TAG_KV_PROMPT)
+    if on_header is not None:
+        on_header()
     kv = torch.empty((two, L, H_kv, P, d_h), dtype=dtype, device=device)
-    dist.recv(kv, src, tag=TAG_KV)
+    dist.recv(kv, src, group=group, tag=0 if group is not None else TAG_KV)
+    if kv.device.type == "cuda":
+        torch.cuda.current_stream(kv.device).synchronize()
     return Transfer(index, attempt, ids.tolist(), max_new, first, kv)

@@ -12,6 +12,16 @@ worker there that raises or dies does not stop the run; the others go on (the dr
 `torch.distributed`: gloo raises on a closed connection, or a wait times out) and its place in the
 result is a `WorkerFailure`. A failure of any other rank still kills all.
 
+Rendezvous. Every worker says it has joined once `init_process_group` returns. A worker that dies
+before that (an import that fails, a process killed while loading) would leave every other rank
+blocked in the group's creation until its timeout; `run` notices the death at its next poll (every
+50 ms), kills the others and raises `RendezvousError` naming the rank, whatever `expendable` says:
+without it the group never forms.
+
+`setup(rank)`, if given, runs in each worker before the rendezvous (a top-level function, or a
+`functools.partial` of one): where a GPU worker picks its device, and where the fault-injection tests
+of Chapter 19 kill a worker before its group forms.
+
 The worker function must be importable by name (defined at the top level of a module, not in a
 notebook), because workers are started with `spawn`: a fresh interpreter that imports it.
 """
@@ -35,7 +45,14 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
-BACKENDS = ("gloo", "nccl")
+#: gloo carries CPU tensors, NCCL CUDA tensors; "cpu:gloo,cuda:nccl" is one group with both, each tensor
+#: going to the backend of its device (vLLM and SGLang keep such a CPU group for control messages).
+BACKENDS = ("gloo", "nccl", "cpu:gloo,cuda:nccl")
+JOINED = "joined"  # what a worker puts on the results queue once its process group has formed
+
+
+class RendezvousError(RuntimeError):
+    """A worker died before the process group formed; the others were killed."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +84,17 @@ def _unpack(data: bytes) -> Any:
 
 
 def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, port: int, threads: int,
-            timeout_s: float, results: Any, args: tuple[Any, ...]) -> None:
+            timeout_s: float, results: Any, setup: Callable[[int], None] | None, args: tuple[Any, ...]) -> None:
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     torch.set_num_threads(threads)
-    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    try:
+        if setup is not None:
+            setup(rank)
+        dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    except BaseException:
+        results.put((rank, None, traceback.format_exc()))
+        raise
+    results.put((rank, JOINED, None))
     returned = False
     try:
         out = fn(rank, world_size, *args)
@@ -91,12 +115,14 @@ def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, po
 
 
 def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "gloo", threads: int = 1,
-        timeout_s: float = 120.0, expendable: Collection[int] = ()) -> list[Any]:
+        timeout_s: float = 120.0, expendable: Collection[int] = (),
+        setup: Callable[[int], None] | None = None) -> list[Any]:
     """Run `fn(rank, world_size, *args)` in `world_size` processes on one process group; return what
     each rank returned, in rank order (picklable values; tensors come back by value, through `torch.save`).
 
-    Raises `ValueError` for a bad argument, `RuntimeError` carrying the failing rank's traceback if a
-    worker raises or dies, `TimeoutError` if the whole run takes longer than `timeout_s` seconds.
+    Raises `ValueError` for a bad argument, `RendezvousError` if a worker dies before the group forms,
+    `RuntimeError` carrying the failing rank's traceback if a worker raises or dies, `TimeoutError` if
+    the whole run takes longer than `timeout_s` seconds.
     In every case no worker survives the call. A rank in `expendable` may fail without stopping the
     others: its entry in the result is then a `WorkerFailure`.
     """
@@ -114,21 +140,44 @@ def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "glo
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()
     context = mp.start_processes(
-        _worker, args=(fn, world_size, backend, free_port(), threads, timeout_s, results, args),
+        _worker, args=(fn, world_size, backend, free_port(), threads, timeout_s, results, setup, args),
         nprocs=world_size, join=False, start_method="spawn")
     got: dict[int, Any] = {}
     errors: dict[int, str] = {}
+    joined: set[int] = set()
     deadline = time.monotonic() + timeout_s
 
     def drain() -> None:
         while not results.empty():
             rank, out, err = results.get()
-            if err is None:
+            if out == JOINED:
+                joined.add(rank)
+            elif err is None:
                 got[rank] = _unpack(out)
             else:
                 errors[rank] = err
 
+    def check_rendezvous() -> None:
+        """Raise if a worker died before the group formed (the others would wait for it until the timeout)."""
+        drain()
+        if len(joined) == world_size:
+            return
+        for r, p in enumerate(context.processes):
+            if r not in joined and not p.is_alive():
+                drain()
+                if r in joined:
+                    continue
+                detail = errors.get(r) or f"exit code {p.exitcode}"
+                raise RendezvousError(f"worker rank {r} of {world_size} died before the process group formed "
+                                      f"(ranks {sorted(joined)} had joined); all killed: {detail}")
+
     try:
+        while len(joined) < world_size:
+            check_rendezvous()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the process group did not form within timeout_s={timeout_s} s "
+                                   f"(joined: {sorted(joined)}); all killed")
+            time.sleep(0.05)
         while spare:  # poll each process: a failure of an expendable rank is recorded, not fatal
             drain()
             done = True

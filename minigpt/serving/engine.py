@@ -29,7 +29,7 @@ from minigpt.serving.executor import ModelExecutor
 from minigpt.serving.log import EngineLog
 from minigpt.serving.prefix_cache import PrefixCache
 from minigpt.serving.replay import ReplayExecutor, replay_blocks, shadow_pool
-from minigpt.serving.request import Request, Status, Tracked
+from minigpt.serving.request import Request, Status, Tracked, rejection
 from minigpt.serving.scheduler import Chunk, Policy, Preemption, Reservation, Scheduler, new_generator
 
 
@@ -131,24 +131,9 @@ class Engine:
             heapq.heappush(self._cancels, (request.cancel_s, self._order, request.id))
 
     def rejection(self, r: Request) -> str | None:
-        """Why `r` can never be served by this engine, or None."""
-        S_max, V, b = self.executor.S_max, self.executor.V, self.pool.block_size
-        if r.P > S_max:
-            return f"prompt has P={r.P} tokens but the model has S_max={S_max} positions"
-        if r.P + r.max_new_tokens - 1 > S_max:
-            return (f"max_new_tokens={r.max_new_tokens} does not fit: P + max_new_tokens - 1 = "
-                    f"{r.P + r.max_new_tokens - 1} positions exceed S_max={S_max}; allowed: max_new_tokens <= "
-                    f"{S_max - r.P + 1}")
-        if max(r.prompt) >= V:
-            return f"token id {max(r.prompt)} is out of range: ids must be in 0..{V - 1} (V={V})"
-        if r.sampling.top_k is not None and r.sampling.top_k > V:
-            return f"top_k must be None or an integer in 1..{V} (V), got {r.sampling.top_k}"
-        total = r.P + r.max_new_tokens - 1
-        blocks = -(-total // b)
-        if blocks > self.pool.allocator.num_blocks:
-            return (f"needs {blocks} KV blocks of {b} tokens for P + max_new_tokens - 1 = {total} tokens, "
-                    f"but the pool has {self.pool.allocator.num_blocks} blocks in all")
-        return None
+        """Why `r` can never be served by this engine, or None (`request.rejection` with its limits)."""
+        return rejection(r, S_max=self.executor.S_max, V=self.executor.V, num_blocks=self.pool.allocator.num_blocks,
+                         block_size=self.pool.block_size)
 
     def _arrive(self, r: Request) -> None:
         t = Tracked(r)

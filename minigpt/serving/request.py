@@ -76,6 +76,28 @@ class Request:
         return len(self.prompt)
 
 
+def rejection(r: Request, *, S_max: int, V: int, num_blocks: int, block_size: int) -> str | None:
+    """Why an engine whose model has `S_max` positions and `V` ids, and whose pool has `num_blocks` blocks of
+    `block_size` tokens, can never serve `r`; None if it can. The one admission rule: the colocated engine
+    applies it on arrival, the disaggregated driver before any worker sees the request."""
+    if r.P > S_max:
+        return f"prompt has P={r.P} tokens but the model has S_max={S_max} positions"
+    if r.P + r.max_new_tokens - 1 > S_max:
+        return (f"max_new_tokens={r.max_new_tokens} does not fit: P + max_new_tokens - 1 = "
+                f"{r.P + r.max_new_tokens - 1} positions exceed S_max={S_max}; allowed: max_new_tokens <= "
+                f"{S_max - r.P + 1}")
+    if max(r.prompt) >= V:
+        return f"token id {max(r.prompt)} is out of range: ids must be in 0..{V - 1} (V={V})"
+    if r.sampling.top_k is not None and r.sampling.top_k > V:
+        return f"top_k must be None or an integer in 1..{V} (V), got {r.sampling.top_k}"
+    total = r.P + r.max_new_tokens - 1
+    blocks = -(-total // block_size)
+    if blocks > num_blocks:
+        return (f"needs {blocks} KV blocks of {block_size} tokens for P + max_new_tokens - 1 = {total} tokens, "
+                f"but the pool has {num_blocks} blocks in all")
+    return None
+
+
 @dataclass(eq=False)
 class Tracked:
     """The engine's record of one request: status, output, its sequence in the cache, and its timestamps.

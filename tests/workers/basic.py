@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import torch
@@ -44,3 +45,14 @@ def die_on_rank_2(rank: int, world_size: int, pid_file: str) -> str:
     return f"rank {rank} done"
 def return_tensor(rank: int, world_size: int) -> dict:
     return {"rank": rank, "t": torch.arange(4.0) * (rank + 1)}
+
+
+def die_in_setup_on_rank_1(rank: int) -> None:
+    """A `setup` hook: rank 1 is killed (SIGKILL, as the kernel's OOM killer would) before its group forms."""
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def raise_in_setup_on_rank_2(rank: int) -> None:
+    if rank == 2:
+        raise OSError("rank 2 cannot load its weights")

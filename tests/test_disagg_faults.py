@@ -1,0 +1,224 @@
+"""Chapter 19's promise under fault injection: a request ends `finished`, or `failed` with a reason; never
+lost, never harmed by another request; no process outlives the run; the survivors' tokens are the colocated
+engine's. Each run kills one role at one phase (`DisaggConfig.faults`, SIGKILL as the OOM killer would) or
+sends bad requests.
+
+The bugs these catch: a driver that lets an over-long request reach a decode worker (the worker died of it,
+and so did the next one it was retried on); an admission rule that differs from the colocated engine's; a
+launcher that waits for a rank that died before the group formed (the others block in its creation until
+their timeout); a dead prefill worker's requests forgotten (the run would time out, here `TimeoutError` in
+`run.error`); a step error that kills its worker or loses its requests; a request retried a second time
+after failing twice; a driver death that leaves workers running.
+
+The bound after a fault is not a timed assertion (a busy machine must not fail a test): a run that waited
+would end in the launcher's `TimeoutError` at HANG_S, so the kind of error, or a result, is the proof."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from limits import DISTRIBUTED, HANG_S
+
+from minigpt import Sampling
+from minigpt.config import ModelConfig
+from minigpt.distributed import disagg
+from minigpt.distributed.disagg import Fault
+from minigpt.distributed.disagg_workers import _admit
+from minigpt.distributed.kv_transfer import Transfer
+from minigpt.runtime.checkpoint import load_pretrained
+from minigpt.serving import Engine, EngineConfig, Request
+from minigpt.serving.trace import poisson_trace
+
+pytestmark = DISTRIBUTED
+
+
+def _spawned_children() -> list[int]:
+    """Live processes this test process started with multiprocessing's spawn (the workers), zombies excluded."""
+    me, out = os.getpid(), []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == me and fields[0] != "Z" and b"spawn_main" in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def _colocated(requests: list[Request]) -> dict[str, list[int]]:
+    torch.set_num_threads(1)
+    engine = Engine.for_model(load_pretrained().model, num_blocks=64, config=EngineConfig(max_batch=8))
+    return {t.request.id: t.tokens for t in engine.run([Request(r.id, r.prompt, r.max_new_tokens) for r in requests])}
+
+
+def _trace(n: int, seed: int) -> list[Request]:
+    return poisson_trace(n, rate=40.0, seed=seed, P=(3, 60), D=(2, 16))
+
+
+def _ended_well(run: disagg.DisaggRun, requests: list[Request]) -> tuple[list, list]:
+    """Every request finished or failed with a reason; the finished ones hold the colocated engine's tokens;
+    no worker process is left. Returns (finished, failed)."""
+    want = _colocated(requests)
+    assert {r.status for r in run.records} <= {"finished", "failed"}, [(r.id, r.status) for r in run.records]
+    finished = [r for r in run.records if r.status == "finished"]
+    failed = [r for r in run.records if r.status == "failed"]
+    for r in finished:
+        assert r.tokens == want[r.id], r.id
+    assert all(r.reason for r in failed)
+    assert not _spawned_children()
+    return finished, failed
+
+
+def _malformed(r: Request, **fields) -> Request:
+    """A Request whose fields were changed after it was built (its own checks never saw them)."""
+    bad = replace(r)
+    for k, v in fields.items():
+        object.__setattr__(bad, k, v)
+    return bad
+
+
+def test_bad_requests_are_refused_on_arrival_and_harm_no_other() -> None:
+    c = ModelConfig()
+    trace = _trace(30, seed=11)
+    over = Request("over-long", trace[5].prompt + (7,) * 40, c.S_max, arrival_s=trace[5].arrival_s)
+    trace[5] = over  # one over-long request among 30: P + D - 1 > S_max
+    extra = [
+        Request("bad-id", (3, c.V, 4), 3, arrival_s=0.01),
+        Request(trace[0].id, (5, 6), 3, arrival_s=0.02),  # a repeated id
+        Request("sampled", (5, 6), 3, arrival_s=0.03, sampling=Sampling(temperature=1.0, seed=1)),
+        Request("cancels", (5, 6), 3, arrival_s=0.03, cancel_s=1.0),
+        _malformed(Request("empty", (5,), 3, arrival_s=0.04), prompt=()),
+        _malformed(Request("zero-out", (5,), 3, arrival_s=0.04), max_new_tokens=0),
+        Request("one-out", (5, 17, 9), 1, arrival_s=0.05),
+        Request("one-in", (23,), 4, arrival_s=0.05),
+        Request("just-fits", tuple(range(1, 121)), c.S_max - 120 + 1, arrival_s=0.06),
+    ]
+    requests = trace + extra
+    run = disagg.serve(requests, disagg.DisaggConfig(decode_workers=2, chunk_size=32), timeout_s=HANG_S)
+    by_id = {}
+    for rec in run.records:
+        by_id.setdefault(rec.id, rec)
+    engine = Engine.for_model(load_pretrained().model, num_blocks=64)
+    assert by_id["over-long"].reason == f"rejected: {engine.rejection(over)}"  # the colocated rule, word for word
+    assert "S_max=128" in by_id["over-long"].reason and "bad-id" in by_id
+    assert by_id["bad-id"].reason == f"rejected: {engine.rejection(extra[0])}"
+    assert "ids must be unique" in run.records[len(trace) + 1].reason
+    assert "greedy requests only" in by_id["sampled"].reason and "cancel_s" in by_id["cancels"].reason
+    assert "prompt is empty" in by_id["empty"].reason and "max_new_tokens must be" in by_id["zero-out"].reason
+    refused = {"over-long", "bad-id", "sampled", "cancels", "empty", "zero-out"}
+    finished, failed = _ended_well(run, [r for r in requests if r.id not in refused and r is not extra[1]])
+    dup = run.records[len(trace) + 1]
+    assert {r.id for r in failed if r is not dup} == refused and dup.status == "failed"
+    assert len([r for r in finished if r.id in {t.id for t in trace}]) == 29  # the other 29 of the trace
+    assert len(finished) == 29 + 3  # and one-out, one-in, just-fits
+    assert not run.dead and not run.error
+
+
+def test_the_request_check_of_a_decode_worker_is_the_colocated_engines() -> None:
+    """A decode worker checks what it receives too (a driver with another configuration could send it
+    anything); the reason is the engine's."""
+    cfg = disagg.DisaggConfig(num_blocks=4)
+    engine = disagg.DecodeEngine.for_model(load_pretrained().model, num_blocks=cfg.num_blocks,
+                                           config=cfg.engine_config(prefill=False))
+    kv = torch.zeros(2, 4, 4, 50, 16)
+    too_long = Transfer(0, 0, list(range(50)), 40, 1, kv)  # 89 tokens: 6 blocks of 16 > 4
+    assert _admit(engine, too_long) == engine.rejection(Request("0.0", tuple(range(50)), 40))
+    assert "4 blocks in all" in _admit(engine, too_long)
+    assert _admit(engine, Transfer(0, 0, list(range(50)), 14, 1, kv)) is None
+
+
+def test_a_worker_dead_before_the_group_forms_fails_the_run_with_the_reason() -> None:
+    requests = _trace(4, seed=1)
+    cfg = disagg.DisaggConfig(faults=(Fault("decode", "rendezvous"),))
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
+    assert "RendezvousError" in run.error and "rank 2" in run.error, run.error
+    assert all(r.status == "failed" and "before the process group formed" in r.reason for r in run.records)
+    assert not _spawned_children()
+
+
+@pytest.mark.parametrize("phase", ["decode", "shutdown"])
+def test_a_driver_that_dies_ends_the_run_and_leaves_no_worker(phase: str) -> None:
+    requests = _trace(6, seed=2)
+    fault = Fault("driver", phase, after=5 if phase == "decode" else 1)  # the fifth token heard, or the end
+    run = disagg.serve(requests, disagg.DisaggConfig(faults=(fault,)), timeout_s=HANG_S)
+    assert run.error.startswith("RuntimeError: worker rank 0") and "exit code -9" in run.error, run.error
+    assert all(r.status == "failed" and "rank 0" in r.reason for r in run.records)
+    assert not _spawned_children()
+
+
+def test_a_prefill_worker_that_dies_mid_prefill_costs_no_request() -> None:
+    requests = _trace(10, seed=3)
+    cfg = disagg.DisaggConfig(prefill_workers=2, silence_s=3.0, faults=(Fault("prefill", "prefill", after=3),))
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
+    finished, failed = _ended_well(run, requests)
+    assert not failed and list(run.dead) == [1] and "exit code -9" in run.dead[1], run.dead
+    assert any(r.retried for r in run.records) and all(r.prefill_rank == 2 for r in run.records if r.retried)
+
+
+def test_deaths_in_mid_transfer_end_every_request_with_a_reason() -> None:
+    """A prefill worker killed between a transfer's header and its K/V, and a decode worker killed after
+    receiving a header: the half-sent request goes back to the queue; a request caught by both deaths has
+    failed twice and ends failed, saying so."""
+    requests = _trace(10, seed=4)
+    cfg = disagg.DisaggConfig(prefill_workers=2, decode_workers=2, silence_s=3.0,
+                              faults=(Fault("prefill", "transfer", after=2), Fault("decode", "transfer", 1, 3)))
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
+    finished, failed = _ended_well(run, requests)
+    assert set(run.dead) == {1, 4}, run.dead
+    assert any(r.retried for r in run.records)
+    for r in failed:
+        assert "not retried again" in r.reason or "no live" in r.reason, r.reason
+
+
+def test_workers_that_die_at_shutdown_lose_nothing() -> None:
+    requests = _trace(5, seed=5)
+    cfg = disagg.DisaggConfig(faults=(Fault("prefill", "shutdown"), Fault("decode", "shutdown")))
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
+    finished, failed = _ended_well(run, requests)
+    assert not failed and not run.error
+    assert set(run.dead) == {1, 2} and all("after the last request ended; exit code -9" in w
+                                           for w in run.dead.values()), run.dead
+
+
+def test_a_step_that_raises_fails_its_requests_once_and_the_worker_goes_on() -> None:
+    """Both decode workers' third step raises: each sends its requests back (retried once, elsewhere) and
+    serves on with a fresh engine; a request caught in both failing steps ends failed, not retried again."""
+    requests = _trace(10, seed=6)
+    cfg = disagg.DisaggConfig(decode_workers=2, faults=(Fault("decode", "step", 0, 3), Fault("decode", "step", 1, 3)))
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
+    finished, failed = _ended_well(run, requests)
+    assert not run.dead and not run.error
+    assert [run.workers[k]["step_errors"] for k in (2, 3)] == [1, 1]
+    retried = [r for r in run.records if r.retried]
+    assert retried and all("a step raised RuntimeError" in r.retried[0] for r in retried)
+    for r in failed:
+        assert "not retried again" in r.reason and "a step raised" in r.reason
+    assert len(finished) >= len(requests) - len(failed) and finished
+
+
+def test_a_request_is_retried_once_then_failed_with_both_reasons() -> None:
+    """The driver's rule, without processes: the first failure of a request sends it back to the queue,
+    the second ends it (it may be what kills workers), and a dead worker's record names what it held.
+    The bug it catches: a poison request retried on every worker in turn."""
+    c = ModelConfig()
+    requests = _trace(3, seed=7)
+    driver = disagg.Driver(disagg.DisaggConfig(decode_workers=2), requests, False, S_max=c.S_max, V=c.V)
+    r = driver.records[0]
+    r.status, r.prefill_rank, r.decode_rank, r.transfer_s = "decoding", 1, 2, 0.001
+    driver.declare_dead(2, "killed")
+    assert driver.dead[2] == f"killed; it held {r.id}" and r.status == "queued" and r.attempt == 1
+    assert list(driver.queue) == [0] and r.retried == ["rank 2 died (killed)"]
+    r.status, r.prefill_rank, r.decode_rank = "prefilling", 1, 3
+    driver.retry(0, "decode rank 3: a step raised RuntimeError: boom")
+    assert r.status == "failed" and "not retried again" in r.reason and "rank 2 died (killed)" in r.reason
+    none = disagg.Driver(disagg.DisaggConfig(retries=0), requests, False, S_max=c.S_max, V=c.V)
+    none.retry(1, "why")
+    assert none.records[1].status == "failed" and none.records[1].reason == "why; not retried (retries=0)"
