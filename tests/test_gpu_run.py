@@ -133,3 +133,6 @@ def test_distributed_stage_runs_the_nccl_sweep_on_two_gpus(gpu_run, tmp_path: Pa
     gpu_run.stage_distributed(run, 0.0, gpus=2)
     assert calls and "--backend" in calls[0] and calls[0][calls[0].index("--backend") + 1] == "nccl"
     assert calls[0][calls[0].index("--worlds") + 1:calls[0].index("--out")] == ["1", "2"]
+    serve = calls[1]  # Chapter 19's disaggregated path on NCCL, its tokens checked
+    assert serve[1:3] == ["-m", "minigpt.distributed.serve"] and "--check-colocated" in serve
+    assert serve[serve.index("--backend") + 1] == "nccl" and serve[serve.index("--device") + 1] == "cuda"

@@ -18,7 +18,8 @@ from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.distributed.disagg import serve
 from minigpt.distributed.disagg_records import DisaggConfig
-from minigpt.serving import goodput
+from minigpt.runtime.checkpoint import load_pretrained
+from minigpt.serving import Engine, EngineConfig, Request, goodput
 from minigpt.serving.trace import poisson_trace
 
 
@@ -39,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tpot-slo", type=float, default=None, help="seconds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
+    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo", help="nccl needs --device cuda")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: one GPU per worker")
+    p.add_argument("--check-colocated", action="store_true",
+                   help="also serve the trace on one colocated engine (on the first worker's device) and fail "
+                        "unless every finished request has its tokens")
     a = p.parse_args(argv)
     c = ModelConfig()
     if a.prompt[1] + a.output[1] - 1 > c.S_max:
@@ -46,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = DisaggConfig(a.prefill_workers, a.decode_workers, max_batch=a.max_batch, chunk_size=a.chunk_size,
                        num_blocks=a.blocks, log_interval_s=a.log_interval)
     requests = poisson_trace(a.requests, rate=a.rate, seed=a.seed, P=tuple(a.prompt), D=tuple(a.output))
-    run = serve(requests, cfg, echo=True, timeout_s=a.timeout)
+    run = serve(requests, cfg, echo=True, timeout_s=a.timeout, backend=a.backend, device=a.device)
+    if run.error:
+        print(f"the run failed: {run.error}")
     done = [r for r in run.records if r.status == "finished"]
     failed = [r for r in run.records if r.status == "failed"]
     p90 = goodput.p90(run.records)
@@ -62,7 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     if a.ttft_slo is not None and a.tpot_slo is not None:
         att = goodput.attainment(run.records, ttft_slo=a.ttft_slo, tpot_slo=a.tpot_slo)
         print(f"SLO attainment (TTFT <= {a.ttft_slo} s, TPOT <= {a.tpot_slo} s): {100 * att:.0f} %")
-    return 0 if not failed and math.isfinite(p90["ttft_p90_s"]) else 1
+    same = True
+    if a.check_colocated:
+        model = load_pretrained(device="cuda:0" if a.device == "cuda" else "cpu").model
+        engine = Engine.for_model(model, num_blocks=a.blocks, config=EngineConfig(max_batch=a.max_batch))
+        want = {t.request.id: t.tokens for t in engine.run([Request(r.id, r.prompt, r.max_new_tokens)
+                                                            for r in requests])}
+        differ = [r.id for r in done if r.tokens != want[r.id]]
+        same = not differ
+        print(f"tokens equal to the colocated engine's for {len(done) - len(differ)} of {len(done)} finished "
+              f"requests" + (f"; they differ for {differ}" if differ else ""))
+    return 0 if not failed and same and math.isfinite(p90["ttft_p90_s"]) else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The GPU run's sweeps, one at a time within the budget, and Part IV's tensor-parallel sweep on NCCL."""
+"""The GPU run's sweeps, one at a time within the budget, and Part IV on NCCL: the tensor-parallel sweep and a
+disaggregated run checked against the colocated engine."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def stage_distributed(run: Run, reserve_s: float, gpus: int) -> None:
     """Tensor parallelism on NCCL, one rank per GPU, when there are at least two GPUs; else say so."""
     if gpus < 2:
         run.stage("distributed", {"rc": 0, "gpus": gpus,
-                                  "skipped": f"{gpus} GPU(s): NCCL needs 2 or more; Chapter 20 keeps its gloo data"})
+                                  "skipped": f"{gpus} GPU(s): NCCL needs 2 or more; Chapter 20 keeps its gloo data, "
+                                             "Chapter 19's NCCL path (serve --backend nccl) did not run"})
         return
     worlds = ["1", "2"] + (["4"] if gpus >= 4 else [])
     out = run.stage_dir / "data" / "tp_cuda.json"
@@ -51,4 +53,10 @@ def stage_distributed(run: Run, reserve_s: float, gpus: int) -> None:
            "--out", str(out)]
     r = child(run, "sweep_tp_nccl", cmd, max(30.0, min(240.0, run.left() - reserve_s)))
     r.update(gpus=gpus, wrote=out.name if out.is_file() else None)
+    # Chapter 19 on NCCL: one prefill and one decode worker, each on its own GPU, the K/V over NCCL and the
+    # control messages over gloo; every finished request's tokens checked against a colocated engine's
+    cmd = [sys.executable, "-m", "minigpt.distributed.serve", "--backend", "nccl", "--device", "cuda",
+           "--requests", "16", "--rate", "20", "--check-colocated", "--timeout", "120"]
+    r["disagg_nccl"] = child(run, "disagg_nccl", cmd, max(30.0, min(180.0, run.left() - reserve_s)))
+    r["rc"] = max(r["rc"], r["disagg_nccl"]["rc"])
     run.stage("distributed", r)
