@@ -236,3 +236,45 @@ def test_the_same_bytes_get_the_same_cases_for_the_instructor(tmp_path: Path) ->
     assert submission_seed(7, data) == submission_seed(7, data)
     assert submission_seed(7, data) != submission_seed(8, data) != submission_seed(7, data + b" ")
     assert len({submission_seed(random.getrandbits(32), data) for _ in range(50)}) == 50
+
+
+HABITS = {  # what students' notebooks do that has nothing to do with the answer, each cost marks before
+    "imports": ("import asyncio\n\nimport matplotlib.pyplot as plt\nimport pandas as pd\nfrom IPython.display "
+                "import HTML, display\nfrom tqdm.auto import tqdm, trange\n"),
+    "plot": ("fig, (ax, bx) = plt.subplots(1, 2, figsize=(8, 3))\nax.plot([1, 2], [3, 4], label='a')\n"
+             "ax.set_ylim(0, ax.get_ylim()[1] * 1.1)\nbx.legend()\nfig.suptitle('x')\nplt.show()\n"),
+    "table": "display(pd.DataFrame([{'a': 1}]))\ndisplay(HTML('<b>done</b>'))\n",
+    "progress": "total = sum(i for i in tqdm(range(3), desc='warm-up'))\nfor _ in trange(2):\n    pass\n",
+    "await": "await asyncio.sleep(0)\n",
+    "f-string 3.12": 'row = {"name": "run"}\nprint(f"{row["name"]}: {total:.2f}")\n',
+}
+
+
+def with_habits(nb: nbformat.NotebookNode) -> None:
+    """Every solution cell starts with the imports and ends with a plot, a table, a progress bar, a top-level
+    await and a Python 3.12 f-string, as a student's Colab notebook would (in place)."""
+    for cell in nb.cells:
+        if any(t.startswith("solution:") for t in cell.metadata.get("tags", [])):
+            cell.source = HABITS["imports"] + "\n" + cell.source + "\n\n" + "".join(
+                HABITS[k] for k in ("plot", "table", "progress", "await", "f-string 3.12"))
+
+
+@pytest.mark.parametrize("eid", ["ex06", "ex11", "ex14", "ex16", "ex17", "ex18"])
+def test_ordinary_notebook_habits_cost_no_marks(eid: str, tmp_path: Path) -> None:
+    """The reference solution with plots, tables, progress bars, `display`, a top-level `await` and a Python
+    3.12 f-string in every answer cell scores full marks; half of them are saved as nbformat 3 files. The bugs
+    it catches: a sandbox without matplotlib, tqdm, IPython or pandas (each import lost the question), the
+    handout's own imports failing there (ex16's LINKS), a 3.11 parser for a 3.12 notebook, an nbformat 3 file
+    called corrupted."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    build_submission(eid, subs / "habits.ipynb")
+    nb = nbformat.read(subs / "habits.ipynb", as_version=4)
+    with_habits(nb)
+    if eid in ("ex06", "ex14", "ex17"):
+        nbformat.write(nbformat.convert(nb, 3), subs / "habits.ipynb", version=3)
+        assert '"worksheets"' in (subs / "habits.ipynb").read_text()
+    else:
+        nbformat.write(nb, subs / "habits.ipynb")
+    ((_, result),) = grade_folder(eid, subs, tmp_path / "out", timeout=60, jobs=1, echo=False)
+    assert all(t.score == t.max_score for t in result.tests), [(t.name, t.output) for t in result.tests]

@@ -35,6 +35,60 @@ from minigpt.grading.folder import grade_folder, refusal, slugs
 # Unit tests
 
 
+class _ScriptedEvents:
+    """An events reader whose queue hands out (seconds later, event) pairs on a fake clock."""
+
+    def __init__(self, clock: list[float], script: list[tuple[float, dict | None]]) -> None:
+        outer = self
+
+        class Q:
+            def get(self, timeout: float | None = None):
+                delay, event = outer.script.pop(0)
+                clock[0] += delay
+                return None if event is None else (event, 10)
+
+        self.clock, self.script, self.queue = clock, list(script), Q()
+
+
+def _run_of(cells: dict[int, float]) -> list[tuple[float, dict | None]]:
+    """One run's events: the listing, ready, each cell taking its seconds, done."""
+    script: list[tuple[float, dict | None]] = [(1.0, {"event": "cells", "cells": sorted(cells)}),
+                                               (2.0, {"event": "ready"})]
+    for cell, seconds in sorted(cells.items()):
+        script += [(0.0, {"event": "cell_start", "cell": cell}), (seconds, {"event": "cell_end", "cell": cell})]
+    return [*script, (0.0, {"event": "done"})]
+
+
+def test_a_cell_run_again_is_not_charged_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget covers a notebook's cells once: a second run (another group of questions) of the same cells
+    moves the deadline by what each took the first time, never more, and by `cap_s` in all. The bug it
+    catches: honest experiment cells counted once per group (ex06 ran its notebook three times and a student
+    lost two questions to "used up its time budget"); and the opposite one, a cell that is slower the second
+    time given unbounded credit. On a scripted clock: no wall time is measured."""
+    from types import SimpleNamespace
+
+    from minigpt.grading import event_order
+    from minigpt.grading.event_order import Budget, ChildRun, _follow
+
+    clock = [0.0]
+    monkeypatch.setattr(event_order, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    job = {"skip_cells": [], "questions": []}
+    budget = Budget(deadline=60.0, cap_s=60.0)
+    first = ChildRun()
+    _follow(first, _ScriptedEvents(clock, _run_of({0: 10.0, 1: 25.0})), job, budget, timeout=100.0, max_cells=10)
+    assert first.ended == "done" and budget.first_s == {0: 10.0, 1: 25.0} and budget.deadline == 60.0
+    second = ChildRun()  # starts at t = 38: 22 s left, its cells take 12 + 20 s, within their first times
+    _follow(second, _ScriptedEvents(clock, _run_of({0: 12.0, 1: 20.0})), job, budget, timeout=100.0, max_cells=10)
+    assert second.ended == "done", second.ended  # charged once, it would have stopped at t = 60
+    assert budget.deadline == 60.0 + 10.0 + 20.0 and budget.credited_s == 30.0
+    small = Budget(deadline=60.0, cap_s=5.0)
+    clock[0] = 0.0
+    _follow(ChildRun(), _ScriptedEvents(clock, _run_of({0: 10.0, 1: 25.0})), job, small, timeout=100.0, max_cells=10)
+    late = ChildRun()
+    _follow(late, _ScriptedEvents(clock, _run_of({0: 10.0, 1: 25.0})), job, small, timeout=100.0, max_cells=10)
+    assert late.ended == "deadline" and small.credited_s == 5.0  # the cap holds
+
+
 class Liar(torch.Tensor):
     """A tensor subclass that reports another shape and other values."""
 

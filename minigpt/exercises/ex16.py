@@ -105,6 +105,9 @@ def _goodput(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[f
 
 def _goodput_check(expected: Any, actual: Any) -> str | None:
     att, g = expected
+    if isinstance(actual, (tuple, list)) and len(actual) == 2 and isinstance(actual[0], dict) \
+            and "$tensor" in actual[0] and isinstance(actual[0]["$tensor"], list):
+        actual = [actual[0]["$tensor"], actual[1]]  # a numpy array or tensor of attainments, as elsewhere
     if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not isinstance(actual[0], (list, tuple)):
         return _("expected a pair (attainments in increasing rate, goodput), got {actual}").format(
             actual=_short(actual))
@@ -115,7 +118,7 @@ def _goodput_check(expected: Any, actual: Any) -> str | None:
     for i, (e, a) in enumerate(zip(att, got, strict=True)):
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isclose(a, e, rel_tol=1e-9,
                                                                                          abs_tol=1e-12):
-            return _("the attainment of the run with the {rank}-th lowest rate should be {expected}, you have "
+            return _("the attainment of run {rank} (the runs in increasing rate) should be {expected}, you have "
                      "{actual}: a request attains only if TTFT = first token - arrival <= ttft_slo AND "
                      "TPOT = (last - first) / (n - 1) <= tpot_slo (a one-token request has no TPOT)").format(
                 rank=i + 1, expected=fmt_num(e, ".2f"), actual=_short(a))

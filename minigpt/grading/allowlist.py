@@ -20,7 +20,8 @@ CHILD_PACKAGE: tuple[str, ...] = (
     *(f"runtime/{name}.py" for name in ("__init__", "model", "kv_cache", "generate", "meters", "checkpoint",
                                          "tokenizer", "device")),
     "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py", "corpus/checker.py", "corpus/stats.py",
-    "grading/child.py", "exercises/wire.py", "grading/notebook_code.py", "grading/review.py",
+    "grading/child.py", "grading/habits.py", "grading/fstrings.py", "exercises/wire.py", "grading/notebook_code.py",
+    "grading/review.py",
     *(f"exercises/wire_{name}.py" for name in ("messages", "inputs", "encode", "shapes")),
 )
 

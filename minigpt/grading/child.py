@@ -30,6 +30,7 @@ import resource
 import signal
 import sys
 import time
+from inspect import CO_COROUTINE
 from typing import Any
 
 MESSAGE_CAP = 300  # characters of an exception message sent to the parent (which sanitizes and shortens it)
@@ -56,6 +57,12 @@ class _NoShell:
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kwargs: None
+
+
+def _new_loop() -> Any:
+    import asyncio
+
+    return asyncio.new_event_loop()
 
 
 def _alarm(seconds: float) -> None:
@@ -103,7 +110,14 @@ def main() -> None:
         write(dumps(event) + "\n")
         flush()
 
-    from minigpt.grading.notebook_code import CorruptNotebook, SizeLimits, TooLarge, parse_notebook, to_python
+    from minigpt.grading.notebook_code import (
+        COMPILE_FLAGS,
+        CorruptNotebook,
+        SizeLimits,
+        TooLarge,
+        parse_notebook,
+        to_python,
+    )
 
     try:
         parsed = parse_notebook(notebook, SizeLimits(**job["size_limits"]))
@@ -142,20 +156,28 @@ def main() -> None:
     inputs = {q["id"]: [build_case(c) for c in q["cases"]] for q in job["questions"]}
     timeout = float(job["timeout"])
     signal.signal(signal.SIGALRM, _on_alarm)
+    from minigpt.grading.habits import install
+
+    install()  # plots, progress bars, display and tables import and draw nothing (not in the sandbox)
     namespace: dict[str, Any] = {
         "__name__": "__main__", "__builtins__": builtins, "get_ipython": _NoShell,
         "display": lambda *objs, **kw: print(*objs), "device": torch.device("cpu"),
     }
     emit({"event": "ready"})
 
+    loop = None
     for index, source in cells:
         emit({"event": "cell_start", "cell": index})
         error = None
         try:
-            code = compile(source, f"<cell {index}>", "exec")
+            code = compile(source, f"<cell {index}>", "exec", flags=COMPILE_FLAGS)
             _alarm(timeout)
             try:
-                exec(code, namespace)  # noqa: S102 - this process exists to run untrusted code
+                if code.co_flags & CO_COROUTINE:  # a top-level `await`, as Jupyter runs it
+                    loop = loop or _new_loop()
+                    loop.run_until_complete(eval(code, namespace))  # noqa: S307 - untrusted code, by design
+                else:
+                    exec(code, namespace)  # noqa: S102 - this process exists to run untrusted code
             finally:
                 _alarm(0)
         except BaseException as err:  # noqa: BLE001 - continue-on-error, like "Run all"

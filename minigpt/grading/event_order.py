@@ -52,6 +52,41 @@ def valid_cells(event: dict, skip: set[int], max_cells: int) -> list[int] | None
 
 
 @dataclass
+class Budget:
+    """One submission's wall clock: the `deadline` every run of it shares, and what its cells cost the first
+    time they ran. The notebook runs once per group of questions (and again after a killed cell), and a cell
+    that ran before is not charged again: when it starts in a later run the deadline moves by what it took the
+    first time, and when it ends, back by what it did not use of that; at most `cap_s` in all (so that a
+    submission's runs together never take more than its budget plus `cap_s`). The clock is the parent's: a
+    cell's time runs from the parent's receipt of its ``cell_start`` to that of its ``cell_end``."""
+
+    deadline: float
+    cap_s: float
+    first_s: dict[int, float] = field(default_factory=dict)
+    credited_s: float = 0.0
+    _open: float = 0.0  # what the running cell was credited when it started
+
+    def cell_started(self, cell: int) -> None:
+        self._open = max(0.0, min(self.first_s.get(cell, 0.0), self.cap_s - self.credited_s))
+        self.deadline += self._open
+        self.credited_s += self._open
+
+    def cell_ended(self, cell: int, seconds: float) -> None:
+        if cell not in self.first_s:
+            self.first_s[cell] = seconds
+            return
+        unused = self._open - min(seconds, self._open)
+        self.deadline -= unused
+        self.credited_s -= unused
+        self._open = 0.0
+
+    @property
+    def left_s(self) -> float:
+        """The most the deadline may still move."""
+        return self.cap_s - self.credited_s
+
+
+@dataclass
 class ChildRun:
     """What one child run reported (accepted events only) and how it ended."""
 
@@ -78,16 +113,17 @@ class ChildRun:
 
 
 
-def _follow(run: ChildRun, events_reader: _Events, job: dict, deadline: float, timeout: float,
+def _follow(run: ChildRun, events_reader: _Events, job: dict, budget: Budget, timeout: float,
             max_cells: int) -> None:
     """Accept the child's events in the expected order until the run ends; `run.ended` says how."""
     skip = set(job["skip_cells"])
     order: list[tuple[str, Any]] = []
-    step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+    step_deadline = min(budget.deadline, time.monotonic() + STARTUP_S)
+    cell_started = 0.0
     while True:
         remaining = step_deadline - time.monotonic()
         if remaining <= 0:
-            run.ended = "deadline" if step_deadline >= deadline else "timeout"
+            run.ended = "deadline" if step_deadline >= budget.deadline else "timeout"
             return
         try:
             item = events_reader.queue.get(timeout=remaining)
@@ -110,14 +146,20 @@ def _follow(run: ChildRun, events_reader: _Events, job: dict, deadline: float, t
                 return
             run.cells, run.listing = cells, event
             order = expected_order(cells, [q["id"] for q in job["questions"]])
-            step_deadline = min(deadline, time.monotonic() + STARTUP_S)
+            step_deadline = min(budget.deadline, time.monotonic() + STARTUP_S)
             continue
         if len(run.events) >= len(order) or not _matches(event, order[len(run.events)]) or (
                 size > SMALL_EVENT_BYTES and event.get("event") != "q_end"):
             run.ended = "tampered"
             return
         run.events.append(event)
+        now = time.monotonic()
+        if event["event"] == "cell_start":
+            cell_started = now
+            budget.cell_started(event["cell"])
+        elif event["event"] == "cell_end":
+            budget.cell_ended(event["cell"], now - cell_started)
         if event["event"] == "done":
             run.ended = "done"
             return
-        step_deadline = min(deadline, time.monotonic() + timeout + SLACK_S)
+        step_deadline = min(budget.deadline, now + timeout + SLACK_S)

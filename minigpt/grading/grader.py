@@ -8,7 +8,9 @@ outputs with the package (the oracle). It then runs `minigpt.grading.child` in a
 need the same runtime (`needs_of`: a question whose inputs are not a MiniGPT runs where the model is a stub),
 reads its events from a pipe (`minigpt.grading.runner`, which bounds every byte), kills it when a cell or a
 question stops making progress, relaunches it for the questions that remain, all within the submission's
-fixed time budget (`BUDGET_S`, whatever the notebook holds), and compares the outputs it reported with the
+fixed time budget (`BUDGET_S`, whatever the notebook holds: its cells once, every question's calls, the
+sandboxes' starts; a cell run again for another group of questions is not charged again, `Budget`), and
+compares the outputs it reported with the
 expected ones here, after checking their shapes against the expected ones (`minigpt.exercises.wire.conforms`)
 so that nothing larger than the answer is ever read into an array. The verdict shown to the student never
 holds an expected value. Student code never runs in this process, and nothing the parent reads or writes
@@ -38,6 +40,7 @@ from minigpt.grading import feedback
 from minigpt.grading.allowlist import Needs
 from minigpt.grading.cases import Prepared, bounds_for, needs_of, prepare, submission_seed
 from minigpt.grading.child_command import Isolation
+from minigpt.grading.event_order import Budget
 from minigpt.grading.notebook_code import DEFAULT_SIZES, NOTEBOOK_TOO_LARGE, SizeLimits
 from minigpt.grading.notebook_code import MESSAGES as NOTEBOOK_MESSAGES
 from minigpt.grading.results import SubmissionResult, TestResult
@@ -62,7 +65,7 @@ __all__ = [
     "bounds_for", "grade_notebook", "needs_of", "prepare", "read_submission", "submission_seed",
 ]
 
-BUDGET_S = 300.0  # one submission's wall clock, every run of it together (--budget)
+BUDGET_S = 300.0  # one submission's wall clock, every run of it together, a cell counted once (--budget)
 
 
 def read_submission(path: Path, limits: SizeLimits) -> bytes:
@@ -98,8 +101,8 @@ def grade_notebook(path: Path, exercise_id: str, class_seed: int, isolation: Iso
         return zeros(_("the submission could not be read ({type})").format(type=type(err).__name__))
     try:
         prepared = prepare(exercise_id, submission_seed(class_seed, notebook))
-        result = _grade(notebook, prepared, isolation, timeout, log_path, start + budget, budget, name, start,
-                        size_limits)
+        clock = Budget(start + budget, cap_s=budget)  # every run together: at most twice the budget
+        result = _grade(notebook, prepared, isolation, timeout, log_path, clock, budget, name, start, size_limits)
     except SandboxSurvived:
         raise  # a process of a run that SIGKILL cannot end: the grader stops rather than go on with it alive
     except Exception as err:  # noqa: BLE001 - the grader never crashes on one submission
@@ -128,7 +131,7 @@ class _State:
 
 
 def _grade(notebook: bytes, prepared: Prepared, isolation: Isolation, timeout: float, log_path: Path,
-           deadline: float, budget: float, name: str, start: float, size_limits: SizeLimits) -> SubmissionResult:
+           deadline: Budget, budget: float, name: str, start: float, size_limits: SizeLimits) -> SubmissionResult:
     ex = prepared.exercise
     state = _State({}, {}, set(), [])
     groups: dict[Needs, list[Question]] = {}
@@ -155,7 +158,7 @@ def _grade(notebook: bytes, prepared: Prepared, isolation: Isolation, timeout: f
 
 
 def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], lib: Path, isolation: Isolation,
-               state: _State, timeout: float, log_path: Path, deadline: float, budget: float,
+               state: _State, timeout: float, log_path: Path, deadline: Budget, budget: float,
                size_limits: SizeLimits) -> None:
     by_id = {q.id: q for q in questions}
     verdicts = state.verdicts
@@ -165,11 +168,11 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
         pending = [q for q in questions if q.id not in verdicts]
         if not pending:
             return
-        remaining = deadline - time.monotonic()
+        remaining = deadline.deadline - time.monotonic()
         if remaining <= 1:
             state.stop = _(BUDGET_USED).format(seconds=fmt_num(budget, "g"))
             return
-        limits = replace(isolation.limits, cpu_s=math.ceil(remaining) + 1)
+        limits = replace(isolation.limits, cpu_s=math.ceil(remaining + deadline.left_s) + 1)
         job = {
             "limits": limits.as_job(),
             "size_limits": vars(size_limits).copy(),

@@ -4,22 +4,28 @@ The grading parent only reads the notebook's bytes (after checking the file's si
 sandboxed child, which parses them here under the sandbox's limits: the JSON, the per-cell and per-notebook
 size limits (`SizeLimits`, a `TooLarge` error names the cell and the limit) and the IPython syntax.
 
-IPython syntax is handled without IPython and only where the cell is not already Python: a cell that
-compiles is run exactly as written (so no transformation can change a correct answer); a cell that does not
-gets its magic and shell lines rewritten (`to_python`): ``%time stmt`` / ``%timeit stmt`` run ``stmt`` once,
-``%%time`` / ``%%timeit`` / ``%%capture`` cells run their body, other magics and ``!shell`` lines do
-nothing (``x = !ls`` gives an empty list), and a cell of another language (``%%bash``, ``%%writefile``...)
-is not run. Every code cell runs, the Colab setup cell and the ``check(...)`` cells included: in the sandbox
-``%pip`` does nothing, ``minigpt.book.setup`` only seeds the RNGs and ``check`` only prints that it is skipped.
+A notebook of nbformat 3 (its cells in ``worksheets``, a code cell's source in ``input``) is read as one of
+nbformat 4. IPython syntax is handled without IPython and only where the cell is not already Python (a
+top-level ``await`` is Python here, as in Jupyter; Python 3.12's f-strings are requoted for this interpreter,
+`minigpt.grading.fstrings`): a cell that compiles is run exactly as written (so no transformation can change a
+correct answer); a cell that does not gets its magic and shell lines rewritten (`to_python`): ``%time stmt`` /
+``%timeit stmt`` run ``stmt`` once, ``%%time`` / ``%%timeit`` / ``%%capture`` cells run their body, other
+magics and ``!shell`` lines do nothing (``x = !ls`` gives an empty list), and a cell of another language
+(``%%bash``, ``%%writefile``...) is not run. Every code cell runs, the Colab setup cell and the ``check(...)``
+cells included: in the sandbox ``%pip`` does nothing, ``minigpt.book.setup`` only seeds the RNGs and ``check``
+only prints that it is skipped.
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
 import tokenize
 from dataclasses import dataclass
+
+from minigpt.grading.fstrings import requote
 
 # This module runs in the sandbox, which holds no catalog: the grader translates its messages (`MESSAGES`)
 # where it shows them.
@@ -66,7 +72,7 @@ class CodeCell:
 
 
 def _source(cell: dict, index: int, limits: SizeLimits) -> str:
-    src = cell.get("source", "")
+    src = cell.get("source", cell.get("input", ""))  # nbformat 3 names a code cell's source "input"
     if isinstance(src, list) and all(isinstance(s, str) for s in src):
         size = sum(len(s) for s in src)
     elif isinstance(src, str):
@@ -92,6 +98,9 @@ def parse_notebook(data: bytes, limits: SizeLimits = DEFAULT_SIZES) -> list[Code
         nb = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise CorruptNotebook(NOT_NOTEBOOK.format(type=type(err).__name__)) from err
+    if isinstance(nb, dict) and "cells" not in nb and isinstance(nb.get("worksheets"), list):  # nbformat 3
+        nb = {"cells": [c for ws in nb["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                        for c in ws["cells"]]}
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise CorruptNotebook(NO_CELLS)
     cells, total = [], 0
@@ -140,14 +149,27 @@ def _line(line: str) -> str:
     return line
 
 
-def to_python(source: str) -> str | None:
-    """`source` as plain Python: unchanged when it compiles; else magics rewritten; None for a cell of another
-    language (``%%bash``, ``%%writefile``, ``%%html``...), which is not run."""
+#: A cell may `await` at its top level, as in Jupyter and Colab (the child runs such a cell's coroutine).
+COMPILE_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+def compiles(source: str) -> bool:
     try:
-        compile(source, "<cell>", "exec")
-        return source
+        compile(source, "<cell>", "exec", flags=COMPILE_FLAGS)
+        return True
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-        pass
+        return False
+
+
+def to_python(source: str) -> str | None:
+    """`source` as plain Python: unchanged when it compiles; else with Python 3.12's f-strings requoted for this
+    interpreter (`fstrings.requote`) if that is all it takes; else magics rewritten; None for a cell of another
+    language (``%%bash``, ``%%writefile``, ``%%html``...), which is not run."""
+    if compiles(source):
+        return source
+    requoted = requote(source)
+    if requoted is not None and compiles(requoted):
+        return requoted
     lines = source.split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), None)
     if first is not None and lines[first].lstrip().startswith("%%"):

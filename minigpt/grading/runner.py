@@ -31,7 +31,7 @@ from pathlib import Path
 from minigpt.grading import cgroups, teardown
 from minigpt.grading.child_command import Isolation
 from minigpt.grading.event_lines import SMALL_EVENT_BYTES, Bounds, _Events, parse_event
-from minigpt.grading.event_order import SLACK_S, STARTUP_S, ChildRun, _follow, expected_order, valid_cells
+from minigpt.grading.event_order import SLACK_S, STARTUP_S, Budget, ChildRun, _follow, expected_order, valid_cells
 from minigpt.grading.feedback import strip_controls
 
 __all__ = [
@@ -91,10 +91,10 @@ def _not_started(run: ChildRun, read_fd: int, init: teardown.SandboxInit | None,
 
 
 def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_path: Path, timeout: float,
-              deadline: float, bounds: Bounds, max_cells: int) -> ChildRun:
+              budget: Budget, bounds: Bounds, max_cells: int) -> ChildRun:
     """Run one child on `job` and `notebook` until it reports "done", exits, stalls, misbehaves or reaches
-    `deadline`; when this returns, no process of the run is left (`teardown.SandboxSurvived` if one outlives the
-    hang guard)."""
+    `budget.deadline` (which a cell run again moves, `Budget`); when this returns, no process of the run is
+    left (`teardown.SandboxSurvived` if one outlives the hang guard)."""
     read_fd, write_fd = os.pipe()
     run = ChildRun()
     group = None
@@ -130,7 +130,7 @@ def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_p
     drain = _Drain(proc.stdout, log_path, LOG_CAP_BYTES)
     drain.start()
     try:
-        _follow(run, events_reader, job, deadline, timeout, max_cells)
+        _follow(run, events_reader, job, budget, timeout, max_cells)
     finally:  # whatever ended the run, even an error here: the sandbox is gone before the run is reported
         teardown.end(proc, 2.0 if run.ended in ("done", "exited", "rejected") else 0.0, init)
     drain.join(timeout=10)

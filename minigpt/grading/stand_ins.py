@@ -23,16 +23,17 @@ def _inert_check() -> str:
 
 
 def _preset_records() -> str:
-    from minigpt.costs.presets import HARDWARE, MODELS
+    from minigpt.costs import presets
     from minigpt.exercises.spec import preset_fields
 
-    def table(presets: dict) -> str:
-        return json.dumps({name: preset_fields(p) for name, p in presets.items()})
+    def table(name: str) -> str:
+        return json.dumps({key: preset_fields(p) for key, p in getattr(presets, name).items()})
 
+    kinds = {"MODELS": "ModelPreset", "HARDWARE": "HardwarePreset", "LINKS": "LinkPreset", "KV_LINKS": "LinkPreset",
+             "HOST_LINKS": "LinkPreset"}  # every table a handout imports
     return ('"""Stand-in written by the grader: the presets as read-only records (fields, no formulas)."""\n\n'
             "import json\n\nfrom minigpt.exercises.wire import records\n\n"
-            f"MODELS = records('ModelPreset', json.loads({table(MODELS)!r}))\n"
-            f"HARDWARE = records('HardwarePreset', json.loads({table(HARDWARE)!r}))\n")
+            + "".join(f"{name} = records({kind!r}, json.loads({table(name)!r}))\n" for name, kind in kinds.items()))
 
 
 def _child_only() -> str:
