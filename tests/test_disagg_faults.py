@@ -222,3 +222,21 @@ def test_a_request_is_retried_once_then_failed_with_both_reasons() -> None:
     none = disagg.Driver(disagg.DisaggConfig(retries=0), requests, False, S_max=c.S_max, V=c.V)
     none.retry(1, "why")
     assert none.records[1].status == "failed" and none.records[1].reason == "why; not retried (retries=0)"
+
+
+def test_the_driver_sees_a_worker_whose_process_ended() -> None:
+    """A receive from a dead peer may never complete, and a prefill worker that dies with only a transfer in
+    flight holds no prefill the silence rule would time: the driver also looks at the workers' processes. The
+    bug it catches: that request waiting forever (it did, once, on a busy machine: 300 s, then a timeout)."""
+    import subprocess
+    import sys
+
+    c = ModelConfig()
+    driver = disagg.Driver(disagg.DisaggConfig(), _trace(2, seed=8), False, S_max=c.S_max, V=c.V)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    driver.pids = {1: os.getpid(), 2: ended.pid}
+    assert driver.gone() == [2]
+    r = driver.records[0]
+    r.status, r.prefill_rank, r.decode_rank, r.transfer_s = "decoding", 1, 2, None  # its K/V still in flight
+    assert driver.holding(1) == [0] and driver.holding(2) == []

@@ -43,6 +43,7 @@ This module is the run (`serve`, each rank's part); the parts, one concern each:
 - `disagg_engines`  the serving engine on each side: K/V handed out after the prefill, taken in for decode
 - `disagg_senders`  a prefill worker's sender threads, one per decode worker
 - `disagg_workers`  the prefill and decode workers' loops
+- `disagg_admission` where a request enters: the colocated engine's rule, checked by the driver
 - `disagg_driver`   rank 0: arrivals, routing, reports, failures, the pool log
 """
 
@@ -55,7 +56,8 @@ import torch
 import torch.distributed as dist
 
 from minigpt.distributed import launch
-from minigpt.distributed.disagg_driver import Driver, admission, driver
+from minigpt.distributed.disagg_admission import admission
+from minigpt.distributed.disagg_driver import Driver, driver
 from minigpt.distributed.disagg_engines import DecodeEngine, PrefillEngine
 from minigpt.distributed.disagg_records import DisaggConfig, DisaggRun, Fault, PoolInterval, RequestRecord
 from minigpt.distributed.disagg_wire import kill_self

@@ -12,11 +12,11 @@ from __future__ import annotations
 import queue
 import time
 from collections import deque
-from dataclasses import replace
 
 import torch
 import torch.distributed as dist
 
+from minigpt.distributed.disagg_admission import admission
 from minigpt.distributed.disagg_records import DisaggConfig, DisaggRun, PoolInterval, RequestRecord
 from minigpt.distributed.disagg_wire import (
     DONE,
@@ -26,6 +26,7 @@ from minigpt.distributed.disagg_wire import (
     HELLO,
     IDLE_S,
     NEW,
+    READY,
     SENT,
     STOP,
     TAG_CTRL,
@@ -36,8 +37,9 @@ from minigpt.distributed.disagg_wire import (
     _recv_report,
     _thread,
 )
-from minigpt.runtime.generate import Sampling
-from minigpt.serving.request import Request, rejection
+from minigpt.serving.request import Request
+
+PROCESS_CHECK_S = 0.1  # how often the driver looks whether a worker's process is still there
 
 
 class Driver:
@@ -52,6 +54,7 @@ class Driver:
         self.dead: dict[int, str] = {}
         self.heard: dict[int, float] = {}
         self.pids: dict[int, int] = {}
+        self.ready: set[int] = set()
         self.queue: deque[int] = deque()  # request indices ready for a prefill worker
         self.log: list[PoolInterval] = []
         self._interval = [0, 0, 0]  # prompt tokens, generated tokens, transfer bytes
@@ -74,10 +77,30 @@ class Driver:
 
     def holding(self, rank: int) -> list[int]:
         """Indices of unfinished requests that wait on `rank` and whose silence it answers for: a prefill
-        worker for its prefills, a decode worker once the K/V were sent to it."""
+        worker for its prefills and the transfers it has not reported sent, a decode worker once the K/V were
+        sent to it."""
         return [i for i, r in enumerate(self.records)
                 if (r.status == "prefilling" and r.prefill_rank == rank)
+                or (r.status == "decoding" and r.prefill_rank == rank and r.transfer_s is None)
                 or (r.status == "decoding" and r.decode_rank == rank and r.transfer_s is not None)]
+
+    def gone(self) -> list[int]:
+        """Live ranks whose process has ended. Every worker runs on this machine here, so its process id (from
+        its hello) is enough; a receive from a dead peer may never complete, and a cluster would use a
+        heartbeat for this."""
+        out = []
+        for k in self.live:
+            pid = self.pids.get(k)
+            if pid is None:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                state = "gone"
+            if state in ("Z", "X", "gone"):
+                out.append(k)
+        return out
 
     def declare_dead(self, rank: int, why: str) -> None:
         if rank not in self.live:
@@ -142,6 +165,9 @@ class Driver:
         if kind == HELLO:
             self.pids[src] = int(msg[3])
             return
+        if kind == READY:
+            self.ready.add(src)
+            return
         r = self.records[i]
         if attempt != r.attempt or r.status == "failed" or (r.status == "finished" and kind != SENT):
             return  # a message of an attempt that was given up
@@ -193,7 +219,8 @@ class Driver:
         inbox: queue.Queue = queue.Queue()
         threads = [_thread(inbox, k, _recv_report(k)) for k in workers]
         self.t0 = time.monotonic()
-        while len(self.pids) + len(self.dead) < len(workers):  # every worker has loaded its model and listens
+        checked = 0.0
+        while len(self.ready) + len(self.dead) < len(workers):  # every worker has loaded its model and listens
             try:
                 k, msg, err = inbox.get(timeout=0.05)
             except queue.Empty:
@@ -201,12 +228,17 @@ class Driver:
             if msg is not None:
                 self.handle(k, msg, 0.0)  # type: ignore[arg-type]
             elif k is not None:  # it died loading: the run goes on without it
-                self.declare_dead(k, f"it ended before it said hello: {err}")
+                self.declare_dead(k, f"it ended before it was ready: {err}")
+            if time.monotonic() - checked > PROCESS_CHECK_S:
+                checked = time.monotonic()
+                for k in self.gone():
+                    self.declare_dead(k, "its process ended before it was ready")
             if time.monotonic() - self.t0 > timeout_s:
-                raise TimeoutError(f"workers {sorted(set(workers) - set(self.pids))} never said hello")
+                raise TimeoutError(f"workers {sorted(set(workers) - self.ready)} never said they were ready")
         self.t0 = time.monotonic()
         arrivals = deque(sorted(range(len(self.requests)), key=lambda i: self.requests[i].arrival_s))
         ended: set[int] = set()
+        checked = 0.0
         while any(self._open(r) for r in self.records):
             now = time.monotonic() - self.t0
             if now > timeout_s:
@@ -232,6 +264,10 @@ class Driver:
                 if k in self.live:
                     self.heard[k] = now
                     self.handle(k, msg, now)
+            if now - checked > PROCESS_CHECK_S:
+                checked = now
+                for k in self.gone():
+                    self.declare_dead(k, "its process has ended")
             for k in list(self.live):
                 if self.holding(k) and now - self.heard.get(k, now) > cfg.silence_s:
                     self.declare_dead(k, f"no message for silence_s={cfg.silence_s} s while holding requests")
@@ -249,32 +285,6 @@ class Driver:
         for t in threads:
             t.join(timeout=10)
         return DisaggRun(self.records, self.log, {}, dict(self.dead), end, dict(self.pids))
-
-
-def admission(requests: list[Request], cfg: DisaggConfig, *, S_max: int, V: int) -> list[str | None]:
-    """For each request, why it is refused where it enters (None if admitted): the colocated engine's rule on
-    one decode worker's pool, Request's own field checks run again, what this path cannot serve, and an id
-    already used by an earlier request of the list."""
-    seen: set[str] = set()
-    out: list[str | None] = []
-    for r in requests:
-        why = None
-        if r.id in seen:
-            why = f"request id {r.id!r} is already in use; ids must be unique"
-        seen.add(r.id)
-        if why is None:
-            try:
-                replace(r)  # Request's checks, again: the object may have been changed since it was made
-            except ValueError as e:
-                why = str(e)
-        if why is None and r.sampling != Sampling():
-            why = f"disaggregated serving here takes greedy requests only (sampling=Sampling()), got {r.sampling}"
-        if why is None and r.cancel_s is not None:
-            why = "cancel_s is not supported by disaggregated serving"
-        if why is None:
-            why = rejection(r, S_max=S_max, V=V, num_blocks=cfg.num_blocks, block_size=cfg.block_size)
-        out.append(why)
-    return out
 
 
 def driver(rank: int, world_size: int, cfg: DisaggConfig, requests: list[Request], echo: bool,

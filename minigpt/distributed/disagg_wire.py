@@ -28,7 +28,8 @@ from minigpt.distributed.kv_transfer import HEADER
 
 TAG_CTRL, TAG_PROMPT, TAG_REPORT, TAG_TEXT = 10, 11, 30, 31
 NEW, STOP = 1, 2  # driver -> worker
-BYE, HELLO, FIRST, SENT, XFAIL, TOKEN, DONE, FAIL, ERROR = 0, 1, 2, 3, 4, 5, 6, 7, 8  # worker -> driver
+BYE, HELLO, FIRST, SENT, XFAIL, TOKEN, DONE, FAIL, ERROR, READY = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9  # worker -> driver
+# HELLO (its process id) as a worker starts, READY once its model is loaded and it listens
 # FAIL: the worker cannot serve the request (its reason is final); ERROR: the worker's step raised while the
 # request was in it (the driver may retry it elsewhere, once)
 TEXT_KINDS = (FAIL, ERROR)

@@ -29,6 +29,7 @@ from minigpt.distributed.disagg_wire import (
     FIRST,
     HELLO,
     IDLE_S,
+    READY,
     SENT,
     TOKEN,
     XFAIL,
@@ -49,6 +50,7 @@ def _why(role: str, rank: int, e: Exception) -> str:
 def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
     """Rank `rank`'s loop: prompts in from the driver, first tokens reported, K/V out to decode workers over
     `groups` (the pair's group per decode rank)."""
+    _report(HELLO, a=os.getpid())
     engine = _engine(PrefillEngine, cfg, prefill=True, device=device)
     inbox: queue.Queue = queue.Queue()
     listener = _thread(inbox, 0, _recv_ctrl)
@@ -56,7 +58,7 @@ def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device:
     senders = _Senders(done, groups, between=Tripwire(cfg.fault_at(rank, "transfer")).hit)
     stepped, stopped = Tripwire(cfg.fault_at(rank, "prefill")), Tripwire(cfg.fault_at(rank, "shutdown"))
     raising = Tripwire(cfg.fault_at(rank, "step"), raises=True)
-    _report(HELLO, a=os.getpid())
+    _report(READY)
     meta: dict[str, tuple[int, int, int, int]] = {}  # rid -> (index, attempt, max_new_tokens, dst)
     stats = {"role": "prefill", "rank": rank, "pid": os.getpid(), "prompt_tokens": 0, "busy_s": 0.0,
              "kv_bytes_sent": 0, "meta_bytes_sent": 0, "transfers": 0, "failed_transfers": 0, "transfer_s": 0.0,
@@ -150,6 +152,8 @@ def _admit(engine: DecodeEngine, x: Transfer) -> str | None:
 def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
     """Rank `rank`'s loop: K/V in from prefill workers over `groups` (the pair's group per prefill rank),
     decoded in its engine, every token reported to the driver."""
+    _report(HELLO, a=os.getpid())
+
     def fresh() -> DecodeEngine:
         engine = _engine(DecodeEngine, cfg, prefill=False, device=device)
         assert isinstance(engine, DecodeEngine)
@@ -165,7 +169,7 @@ def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: 
                                             groups.get(src), on_header)) for src in cfg.prefill_ranks()]
     token, stopped = Tripwire(cfg.fault_at(rank, "decode")), Tripwire(cfg.fault_at(rank, "shutdown"))
     raising = Tripwire(cfg.fault_at(rank, "step"), raises=True)
-    _report(HELLO, a=os.getpid())
+    _report(READY)
     held: deque[Transfer] = deque()  # received, waiting for room in the pool
     active: dict[str, tuple[Tracked, int, int, int]] = {}  # rid -> (tracked, index, attempt, tokens reported)
     stats = {"role": "decode", "rank": rank, "pid": os.getpid(), "generated_tokens": 0, "busy_s": 0.0,
