@@ -64,9 +64,10 @@ def _trace(n: int, seed: int) -> list[Request]:
 
 
 def _ended_well(run: disagg.DisaggRun, requests: list[Request]) -> tuple[list, list]:
-    """Every request finished or failed with a reason; the finished ones hold the colocated engine's tokens;
-    no worker process is left. Returns (finished, failed)."""
+    """The run did not fail whole; every request finished or failed with a reason; the finished ones hold the
+    colocated engine's tokens; no worker process is left. Returns (finished, failed)."""
     want = _colocated(requests)
+    assert not run.error, run.error  # a run that failed whole (or hung until its timeout) fails every request
     assert {r.status for r in run.records} <= {"finished", "failed"}, [(r.id, r.status) for r in run.records]
     finished = [r for r in run.records if r.status == "finished"]
     failed = [r for r in run.records if r.status == "failed"]
