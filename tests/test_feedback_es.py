@@ -226,11 +226,11 @@ def test_grader_comparison_in_spanish_shows_no_expected_value(spanish: None) -> 
     q = prepared.exercise.questions[0]
     cases, expected = prepared.cases[q.id], prepared.expected[q.id]
     ok, message = grader._compare(q, cases, expected, [0] * len(expected))
-    assert not ok and message.startswith("caso 1/8: prefill_flops(") and "no es el valor del paquete" in message
+    assert not ok and message.startswith("no es el valor del paquete") and "en caso 1/8: prefill_flops(" in message
     assert str(expected[0]) not in message
     assert grader._compare(q, cases, expected, expected) == (True, "8 casos aleatorios coinciden con el paquete")
     ok, message = grader._compare(q, cases, expected, [[1, 2]] * len(expected))
-    assert not ok and message.endswith(": se esperaba un número, se recibió una secuencia de 2 valores")
+    assert not ok and message.startswith("se esperaba un número, se recibió una secuencia de 2 valores, en caso 1/")
 
 
 # The fixtures of tests/test_grading.py graded in Spanish: the same scores, the reasons in Spanish.

@@ -278,3 +278,18 @@ def test_ordinary_notebook_habits_cost_no_marks(eid: str, tmp_path: Path) -> Non
         nbformat.write(nb, subs / "habits.ipynb")
     ((_, result),) = grade_folder(eid, subs, tmp_path / "out", timeout=60, jobs=1, echo=False)
     assert all(t.score == t.max_score for t in result.tests), [(t.name, t.output) for t in result.tests]
+
+
+def test_a_wrong_shape_shows_the_students_output_not_the_answers(tmp_path: Path) -> None:
+    """A list of the wrong length is named by what the student returned; the feedback never says how long the
+    hidden answer is (it said "expected a sequence of 164 values"). The bug it catches: conforms' own message,
+    which holds the expected shape, shown for a hidden case."""
+    (tmp_path / "subs").mkdir()
+    wrong = "def goodput_by_hand(runs, ttft_slo, tpot_slo):\n    return [0.5] * 1000, 1.0\n"
+    notebook_with("ex16", [wrong], tmp_path / "subs" / "a.ipynb")
+    ((_, result),) = grade_folder("ex16", tmp_path / "subs", tmp_path / "out", timeout=30, echo=False)
+    text = next(t.output for t in result.tests if t.name.startswith("q2"))
+    assert "you returned a sequence of 2 values" in text, text  # the pair; its first item is 1000 long
+    assert "expected" not in text.replace("expected shape", ""), text
+    assert re.findall(r"sequence of (\d+)", text) == ["2"], text  # no length of the hidden answer
+    assert "[10 items]" in text and len(text) < 1000  # long inputs outlined, not cut

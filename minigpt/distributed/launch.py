@@ -158,18 +158,27 @@ def run(fn: Callable[..., Any], world_size: int, *args: Any, backend: str = "glo
                 errors[rank] = err
 
     def check_rendezvous() -> None:
-        """Raise if a worker died before the group formed (the others would wait for it until the timeout)."""
+        """Raise if a worker died before the group formed (the others would wait for it until the timeout).
+        A rank that had joined and then failed is named as the cause: the others' rendezvous fails because
+        of it (rank 0 holds the rendezvous store), so their deaths are its consequence."""
         drain()
         if len(joined) == world_size:
             return
-        for r, p in enumerate(context.processes):
-            if r not in joined and not p.is_alive():
-                drain()
-                if r in joined:
-                    continue
-                detail = errors.get(r) or f"exit code {p.exitcode}"
-                raise RendezvousError(f"worker rank {r} of {world_size} died before the process group formed "
-                                      f"(ranks {sorted(joined)} had joined); all killed: {detail}")
+        dead = [r for r, p in enumerate(context.processes) if not p.is_alive()]
+        if not dead:
+            return
+        drain()
+        failed = [r for r in dead if r in joined and context.processes[r].exitcode != 0]
+        unjoined = [r for r in dead if r not in joined]
+        if failed and (unjoined or any(r not in spare for r in failed)):
+            r = failed[0]
+            detail = errors.get(r) or f"exit code {context.processes[r].exitcode}"
+            raise RuntimeError(f"worker rank {r} of {world_size} failed:\n{detail}")
+        if unjoined:
+            r = unjoined[0]
+            detail = errors.get(r) or f"exit code {context.processes[r].exitcode}"
+            raise RendezvousError(f"worker rank {r} of {world_size} died before the process group formed "
+                                  f"(ranks {sorted(joined)} had joined); all killed: {detail}")
 
     try:
         while len(joined) < world_size:

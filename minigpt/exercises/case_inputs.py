@@ -99,8 +99,26 @@ def describe(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list) and len(value) > 8:
-        return "[" + ", ".join(describe(v) for v in value[:8]) + ", ...]"
-    return repr(value)
+        text = "[" + ", ".join(describe(v) for v in value[:8]) + ", ...]"
+    else:
+        text = repr(value)
+    if len(text) > LONG and isinstance(value, (list, dict)):  # a structure too long to read: its outline
+        return f"[{len(value)} items, the first {_outline(value[0])}]" if isinstance(value, list) and value \
+            else _outline(value)
+    return text
+
+
+LONG = 160  # characters of one input's description before it is shown as an outline
+
+
+def _outline(value: Any) -> str:
+    """`value` one level deep: a list as its length, a dict as its keys with their values outlined."""
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        return "{" + ", ".join(f"{k!r}: {_outline(v)}" for k, v in items[:6]) + (", ...}" if len(items) > 6 else "}")
+    return describe(value)
 
 
 def describe_call(function: str, case: Case) -> str:

@@ -13,15 +13,15 @@ It re-exports the four modules that hold it (all staged into the sandbox):
 - `wire_messages`  the messages (templates) a record, `encode` or `conforms` makes; `MESSAGES`, all of them
 - `wire_inputs`    JSON input descriptions -> objects (`build`, `build_case`, `build_model`, `Record`, `records`)
 - `wire_encode`    returned values -> plain data (`encode`, `UnsupportedOutput`, the bounds `MAX_*`)
-- `wire_shapes`    plain data checked against the answer's shape (`conforms`), and that shape alone (`skeleton`)
+- `wire_shapes`    plain data checked against the answer's shape (`conforms`, by the grading parent)
 """
 
 from minigpt.exercises.wire_encode import MAX_ELEMENTS, MAX_INT_BITS, MAX_TEXT, UnsupportedOutput, encode
 from minigpt.exercises.wire_inputs import SYMBOLS, Lookup, Record, build, build_case, build_model, records
 from minigpt.exercises.wire_messages import MESSAGES
-from minigpt.exercises.wire_shapes import conforms, skeleton
+from minigpt.exercises.wire_shapes import conforms
 
 __all__ = [
     "MAX_ELEMENTS", "MAX_INT_BITS", "MAX_TEXT", "MESSAGES", "SYMBOLS", "Lookup", "Record", "UnsupportedOutput",
-    "build", "build_case", "build_model", "conforms", "encode", "records", "skeleton",
+    "build", "build_case", "build_model", "conforms", "encode", "records",
 ]

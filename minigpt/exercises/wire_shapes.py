@@ -1,6 +1,6 @@
 """What an answer may look like: a returned value (as plain data) checked against the shape of the package's
-answer (`conforms`), in the sandbox (a clear message) and again by the parent (a bound); `skeleton`, that shape
-without a number.
+answer (`conforms`), by the grading parent only (nothing of an expected answer enters the sandbox), and by
+`check()` in a student's notebook.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def _leaves(value: Any) -> int:
     return 1
 
 
-def _is_scalar(x: Any) -> bool:
+def is_scalar(x: Any) -> bool:
+    """A number the wire carries as one: a bool, a float, or an int of at most MAX_INT_BITS bits."""
     if type(x) is int:
         return x.bit_length() <= MAX_INT_BITS
     return type(x) in (bool, float)
@@ -49,7 +50,7 @@ def _rect(data: Any, shape: list[int]) -> bool:
     while todo:
         x, depth = todo.pop()
         if depth == len(shape):
-            if not _is_scalar(x):
+            if not is_scalar(x):
                 return False
             continue
         if type(x) is not list or len(x) != shape[depth]:
@@ -70,7 +71,7 @@ def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
         return NESTED
     if isinstance(expected, dict) and "$tensor" in expected:
         shape = list(expected["shape"])
-        if _is_scalar(actual) and len(shape) == 1:
+        if is_scalar(actual) and len(shape) == 1:
             return None  # an index into the expected vector (argmax questions)
         if type(actual) is dict:
             if set(actual) != {"$tensor", "shape"} or actual["shape"] != shape:
@@ -80,16 +81,16 @@ def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
         elif type(actual) is list:
             data = actual
         else:
-            return SHAPE_GOT.format(shape=shape, kind=_kind(actual))
+            return SHAPE_GOT.format(shape=shape, kind=kind_of(actual))
         return None if _rect(data, shape) else SHAPE_GOT_OTHER.format(shape=shape)
     if type(expected) is list:
         if type(actual) is dict and set(actual) == {"$tensor", "shape"}:
             shape = actual["shape"]
-            if shape == [len(expected)] and all(_is_scalar(e) for e in expected) and _rect(actual["$tensor"], shape):
+            if shape == [len(expected)] and all(is_scalar(e) for e in expected) and _rect(actual["$tensor"], shape):
                 return None
             return SEQ_GOT_TENSOR.format(n=len(expected))
         if type(actual) is not list:
-            return SEQ_GOT.format(n=len(expected), kind=_kind(actual))
+            return SEQ_GOT.format(n=len(expected), kind=kind_of(actual))
         if len(actual) != len(expected):
             return SEQ_GOT_LENGTH.format(n=len(expected), n_got=len(actual))
         for e, a in zip(expected, actual, strict=True):
@@ -97,33 +98,21 @@ def conforms(actual: Any, expected: Any, depth: int = 0) -> str | None:
             if problem:
                 return problem
         return None
-    if _is_scalar(expected):
-        return None if _is_scalar(actual) else NUMBER_GOT.format(kind=_kind(actual))
+    if is_scalar(expected):
+        return None if is_scalar(actual) else NUMBER_GOT.format(kind=kind_of(actual))
     if expected is None or type(expected) is str:  # a name or nothing (str | None answers): small values only
-        if actual is None or _is_scalar(actual) or (type(actual) is str and len(actual) <= MAX_TEXT):
+        if actual is None or is_scalar(actual) or (type(actual) is str and len(actual) <= MAX_TEXT):
             return None
-        return TEXT_GOT.format(kind=_kind(actual))
+        return TEXT_GOT.format(kind=kind_of(actual))
     return NO_KIND
 
 
-def _kind(x: Any) -> str:
+def kind_of(x: Any) -> str:
+    """What `x` is, in words that hold nothing but its own kind and length (the feedback of a hidden case)."""
     if type(x) is dict:
         return KIND_TENSOR
     if type(x) is list:
         return KIND_SEQUENCE.format(n=len(x))
-    if _is_scalar(x):
+    if is_scalar(x):
         return KIND_NUMBER
     return KIND_OTHER if x is not None else "None"
-
-
-def skeleton(expected: Any) -> Any:
-    """`expected` with every number replaced by 0 (tensors keep their shape): what `conforms` needs, no answer."""
-    if isinstance(expected, dict) and "$tensor" in expected:
-        return {"$tensor": [], "shape": list(expected["shape"])}
-    if isinstance(expected, list):
-        return [skeleton(e) for e in expected]
-    if isinstance(expected, bool):
-        return False
-    if isinstance(expected, str):
-        return ""
-    return 0 if isinstance(expected, int) else 0.0 if isinstance(expected, float) else None

@@ -6,7 +6,6 @@ question may hold (`needs_of`), and what one run may send (`bounds_for`).
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -52,17 +51,13 @@ def needs_of(q: Question, cases: list[dict]) -> Needs:
     return Needs(model | frozenset(q.runtime), frozenset(q.formulas))
 
 
-def _leaves(value: Any) -> int:
-    if isinstance(value, dict) and "$tensor" in value:
-        return math.prod(value["shape"])
-    if isinstance(value, list):
-        return sum(_leaves(v) for v in value)
-    return 1
+#: The most one question's outputs may take on the wire, JSON-encoded: the same for every question, so that it
+#: says nothing of an answer (the largest expected answer of the 18 exercises takes about 0.1 MiB).
+OUTPUT_CAP_BYTES = 2 * 2**20
 
 
-def bounds_for(expected: list[list[Any]], max_cells: int) -> Bounds:
-    """What one run may send: an outputs event at most ~48 bytes per expected number (plus room for the other
-    forms an answer may take), and every other event small."""
-    largest = max((_leaves(e) for outputs in expected for e in outputs), default=1)
-    per_question = 64 * 2**10 + 48 * max(largest, 1) * max((len(o) for o in expected), default=1)
-    return Bounds(per_question, per_question * len(expected) + SMALL_EVENT_BYTES * (2 * max_cells + 8))
+def bounds_for(questions: int, max_cells: int) -> Bounds:
+    """What one run may send: an outputs event of at most `OUTPUT_CAP_BYTES` (plus its frame) per question, and
+    every other event small."""
+    per_question = OUTPUT_CAP_BYTES + 64 * 2**10
+    return Bounds(per_question, per_question * questions + SMALL_EVENT_BYTES * (2 * max_cells + 8))

@@ -5,17 +5,18 @@
 Started by `minigpt.grading.grader` in a fresh bubblewrap sandbox, one per run (relaunched for the
 questions that remain when a question or cell had to be killed). The job arrives on standard input,
 which the parent writes and closes: one JSON line, then the notebook's raw bytes; the job holds the question names,
-their *inputs* (presets already resolved to plain records), the shapes of the answers (no values), the time
-limit and the resource limits.
-The expected outputs never reach this process, and its copy of `minigpt` holds no answer functions.
+their *inputs* (presets already resolved to plain records), the time limit, the resource limits and a fixed cap
+on one question's outputs (the same for every question: it says nothing of any answer). Nothing derived from
+an expected output reaches this process, not even its shape, and its copy of `minigpt` holds no answer
+functions.
 
 Order of work: read the job and the notebook's bytes; apply the resource limits (hard, so student code
 cannot raise them); parse the notebook here, under those limits (`minigpt.grading.notebook_code`: a
 notebook over a size limit is reported as too large, nothing of it runs); import torch and build every
 input before any student code runs; execute the cells one by one (an error, `sys.exit()` or a timeout in
 one cell is recorded and the next cell runs, like "Run all" with continue-on-error); then call each
-question's function on its inputs, convert each result to plain data through the base classes (`encode`:
-a tensor subclass cannot lie about its shape) and check it against the answer's shape (`conforms`).
+question's function on its inputs and convert each result to plain data through the base classes (`encode`:
+a tensor subclass cannot lie about its shape); the parent checks it against the answer's shape.
 Each step is one JSON line on the job's ``events_fd``, a pipe the parent reads and checks against the
 order it expects; student code can write there too, which only makes the parent stop this run: the
 verdicts are the parent's own comparisons. Nothing here is a security boundary: the sandbox is.
@@ -150,11 +151,12 @@ def main() -> None:
 
     import torch
 
-    from minigpt.exercises.wire import UnsupportedOutput, build_case, conforms, encode
+    from minigpt.exercises.wire import UnsupportedOutput, build_case, encode
 
     torch.set_num_threads(1)
     inputs = {q["id"]: [build_case(c) for c in q["cases"]] for q in job["questions"]}
     timeout = float(job["timeout"])
+    cap = int(job["output_cap"])
     signal.signal(signal.SIGALRM, _on_alarm)
     from minigpt.grading.habits import install
 
@@ -190,15 +192,15 @@ def main() -> None:
         if not callable(fn):
             emit({"event": "q_end", "q": q["id"], "error": {"kind": "missing"}})
             continue
-        outputs, error, started = [], None, time.monotonic()
+        outputs, error, started, size = [], None, time.monotonic(), 0
         try:
             _alarm(timeout)
             try:
-                for i, kwargs in enumerate(inputs[q["id"]]):
+                for kwargs in inputs[q["id"]]:
                     value = encode(fn(**kwargs))
-                    problem = conforms(value, q["skeletons"][i])
-                    if problem:
-                        error = {"kind": "shape", "case": i, "message": problem[:MESSAGE_CAP]}
+                    size += len(dumps(value))
+                    if size > cap:  # the parent's fixed cap on one question's outputs (no answer's size)
+                        error = {"kind": "too_large"}
                         break
                     outputs.append(value)
             finally:

@@ -11,8 +11,9 @@ question stops making progress, relaunches it for the questions that remain, all
 fixed time budget (`BUDGET_S`, whatever the notebook holds: its cells once, every question's calls, the
 sandboxes' starts; a cell run again for another group of questions is not charged again, `Budget`), and
 compares the outputs it reported with the
-expected ones here, after checking their shapes against the expected ones (`minigpt.exercises.wire.conforms`)
-so that nothing larger than the answer is ever read into an array. The verdict shown to the student never
+expected ones here, after checking their shapes against the expected ones (`minigpt.exercises.wire.conforms`,
+here only: nothing derived from an expected answer, not even its shape, enters the sandbox) so that nothing
+larger than the answer is ever read into an array. The verdict shown to the student never
 holds an expected value. Student code never runs in this process, and nothing the parent reads or writes
 (the submissions, the output folder, the staged runtime) is writable from a sandbox. A whole class is
 `minigpt.grading.folder`.
@@ -34,11 +35,9 @@ from pathlib import Path
 
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.exercises.spec import Question, resolve
-from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
-from minigpt.exercises.wire import skeleton
 from minigpt.grading import feedback
 from minigpt.grading.allowlist import Needs
-from minigpt.grading.cases import Prepared, bounds_for, needs_of, prepare, submission_seed
+from minigpt.grading.cases import OUTPUT_CAP_BYTES, Prepared, bounds_for, needs_of, prepare, submission_seed
 from minigpt.grading.child_command import Isolation
 from minigpt.grading.event_order import Budget
 from minigpt.grading.notebook_code import DEFAULT_SIZES, NOTEBOOK_TOO_LARGE, SizeLimits
@@ -162,7 +161,7 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
                size_limits: SizeLimits) -> None:
     by_id = {q.id: q for q in questions}
     verdicts = state.verdicts
-    bounds = bounds_for([prepared.expected[q.id] for q in questions], size_limits.code_cells)
+    bounds = bounds_for(len(questions), size_limits.code_cells)
     memory = isolation.limits.memory_bytes
     for _attempt in range(size_limits.code_cells + len(questions) + 1):
         pending = [q for q in questions if q.id not in verdicts]
@@ -177,8 +176,9 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
             "limits": limits.as_job(),
             "size_limits": vars(size_limits).copy(),
             "skip_cells": sorted(state.skip_cells),
-            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id]),
-                           "skeletons": [skeleton(e) for e in prepared.expected[q.id]]} for q in pending],
+            "output_cap": OUTPUT_CAP_BYTES,
+            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id])}
+                          for q in pending],
         }
         run = run_child(job, notebook, isolation, lib, log_path, timeout, deadline, bounds, size_limits.code_cells)
         if run.ended == "rejected":
@@ -201,12 +201,9 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
                 q = by_id[ev["q"]]
                 if isinstance(error, dict) and error.get("kind") == "missing":
                     verdicts[q.id] = (False, _("function {function} not defined").format(function=q.function))
-                elif isinstance(error, dict) and error.get("kind") == "shape":
-                    case = error.get("case")
-                    problem = feedback.sanitize(translate_known(error.get("message"), WIRE_MESSAGES))
-                    verdicts[q.id] = (False, _("{function}: case {n}: {problem}").format(
-                        function=q.function, n=case + 1, problem=problem) if type(case) is int and 0 <= case < 1000
-                        else f"{q.function}: {problem}")
+                elif isinstance(error, dict) and error.get("kind") == "too_large":
+                    verdicts[q.id] = (False, _("{function}: its outputs are larger than {n} MiB, far more than any "
+                                               "answer").format(function=q.function, n=OUTPUT_CAP_BYTES // 2**20))
                 elif error is not None:
                     verdicts[q.id] = (False, f"{q.function} {feedback.describe(error, timeout)}")
                 else:

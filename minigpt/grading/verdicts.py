@@ -10,6 +10,7 @@ from typing import Any
 from minigpt.exercises.spec import Question, describe_call
 from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
 from minigpt.exercises.wire import conforms
+from minigpt.exercises.wire_shapes import is_scalar, kind_of
 from minigpt.grading.event_order import ChildRun
 from minigpt.grading.feedback import strip_controls
 from minigpt.grading.review import Finding
@@ -37,15 +38,20 @@ def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) 
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
         where = _("case {i}/{n}: {call}").format(i=i + 1, n=len(cases), call=describe_call(q.function, case))
         problem = conforms(a, e)  # bounded by the expected answer: nothing larger is read into an array
-        if problem:
-            return False, f"{where}: {translate_known(problem, WIRE_MESSAGES)}"
+        if problem and is_scalar(e):  # "expected a number": what the question's signature says already
+            return False, _("{problem}, in {where}").format(problem=translate_known(problem, WIRE_MESSAGES),
+                                                            where=where)
+        if problem:  # its wording would hold the hidden answer's length or shape: only the student's is shown
+            return False, _("the output does not have the answer's shape (you returned {kind}; check() in the "
+                            "notebook shows the expected shape on fresh cases), in {where}").format(
+                where=where, kind=translate_known(kind_of(a), WIRE_MESSAGES))
         try:
             problem = q.compare(e, a)
         except Exception as err:  # noqa: BLE001 - a malformed output must not crash the grader
             problem = f"the output could not be compared ({type(err).__name__})"
         if problem:
-            return False, _("{where}: not the package's value (the grader does not show expected values; "
-                            "check() in the notebook shows them on fresh cases)").format(where=where)
+            return False, _("not the package's value (the grader does not show expected values; check() in the "
+                            "notebook shows them on fresh cases), in {where}").format(where=where)
     return True, _("{n} random cases agree with the package").format(n=len(cases))
 
 
