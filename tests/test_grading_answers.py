@@ -293,3 +293,28 @@ def test_a_wrong_shape_shows_the_students_output_not_the_answers(tmp_path: Path)
     assert "expected" not in text.replace("expected shape", ""), text
     assert re.findall(r"sequence of (\d+)", text) == ["2"], text  # no length of the hidden answer
     assert "[10 items]" in text and len(text) < 1000  # long inputs outlined, not cut
+
+
+def test_the_class_secret_cannot_be_found_from_feedback(tmp_path: Path) -> None:
+    """A student sees their own cases; with a 32-bit class seed, a search over seeds checked against those cases
+    found it (then every hidden case of every student follows). The default secret has 128 bits, each of which
+    changes every submission's cases (an HMAC keyed with it), and a short seed is flagged in run.json. The bugs
+    it catches: a short default, a seed derivation that ignores high bits of the key."""
+    import json
+    import secrets
+
+    from minigpt.grading.grader import submission_seed
+
+    data = b'{"cells": []}'
+    key = secrets.randbits(128) | 1 << 127
+    base = submission_seed(key, data)
+    assert all(submission_seed(key ^ (1 << bit), data) != base for bit in range(0, 128, 3))
+    for bad in (-1, 2**256, True, "7"):
+        with pytest.raises(ValueError, match="class seed"):
+            submission_seed(bad, data)
+    (tmp_path / "subs").mkdir()
+    grade_folder("ex01", tmp_path / "subs", tmp_path / "out", echo=False, unsafe_no_sandbox=True)
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["seed"].bit_length() > 120 and "weak_seed" not in run
+    grade_folder("ex01", tmp_path / "subs", tmp_path / "out2", seed=7, echo=False, unsafe_no_sandbox=True)
+    assert "can be recovered" in json.loads((tmp_path / "out2" / "run.json").read_text())["weak_seed"]

@@ -36,8 +36,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds allowed per notebook cell and per question (default 30)")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     parser.add_argument("--seed", type=int, default=None,
-                        help="the class seed; each submission's inputs come from it and a hash of its bytes "
-                             "(default: fresh)")
+                        help="the class secret: each submission's inputs come from an HMAC of its bytes keyed with "
+                             "it (default: a fresh 128-bit one, written to run.json; a shorter one can be recovered "
+                             "from the feedback by brute force)")
     parser.add_argument("--budget", type=float, default=BUDGET_S,
                         help=f"hard wall-clock seconds per submission, all its cells, questions and sandbox runs "
                              f"together, whatever the notebook holds (default {BUDGET_S:g})")

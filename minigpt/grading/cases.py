@@ -6,6 +6,7 @@ question may hold (`needs_of`), and what one run may send (`bounds_for`).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -37,11 +38,19 @@ def prepare(exercise_id: str, seed: int | None = None) -> Prepared:
     return Prepared(ex, seed, cases, expected)
 
 
+#: Bits of a class secret drawn by the grader: enough that no search over secrets, checked against the cases a
+#: student's feedback shows, can recover it (a 32-bit seed was found that way in a 2^21 window).
+SECRET_BITS = 128
+
+
 def submission_seed(class_seed: int, notebook: bytes) -> int:
-    """The seed of one submission's cases: the class's seed and the notebook's bytes, hashed (reproducible by the
-    instructor from ``run.json``'s seed and the file; unknown to a student, who never sees the class seed)."""
-    digest = hashlib.sha256(class_seed.to_bytes(16, "big", signed=True) + hashlib.sha256(notebook).digest())
-    return int.from_bytes(digest.digest()[:6], "big")
+    """The seed of one submission's cases: HMAC-SHA256 keyed with the class's secret, over the notebook's bytes
+    (reproducible by the instructor from ``run.json``'s seed and the file). A student sees the cases of their
+    own submissions only; without the key they say nothing of another submission's cases."""
+    if isinstance(class_seed, bool) or not isinstance(class_seed, int) or not 0 <= class_seed < 2**256:
+        raise ValueError(f"the class seed must be an integer in 0..2**256 - 1, got {class_seed!r}")
+    digest = hmac.new(class_seed.to_bytes(32, "big"), notebook, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def needs_of(q: Question, cases: list[dict]) -> Needs:

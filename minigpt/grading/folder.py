@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
+import secrets
 import shutil
 import tempfile
 import threading
@@ -30,6 +30,7 @@ from pathlib import Path
 import minigpt
 from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.grading import cgroups, sandbox, seccomp, staging
+from minigpt.grading.cases import SECRET_BITS, submission_seed
 from minigpt.grading.child_command import Isolation
 from minigpt.grading.grader import BUDGET_S, grade_notebook
 from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
@@ -113,7 +114,8 @@ def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: flo
     (all its runs together). Results are written as each one finishes, in submission order in the tables.
     """
     get_exercise(exercise_id)
-    seed = random.SystemRandom().getrandbits(32) if seed is None else seed
+    seed = secrets.randbits(SECRET_BITS) if seed is None else seed
+    submission_seed(seed, b"")  # a ValueError now, naming the seed, rather than one per submission
     stage_root = Path(tempfile.mkdtemp(prefix="minigpt-sandbox-"))
     os.chmod(stage_root, 0o755)  # bwrap may run as uid 65534, which must reach the staged runtime (read-only)
     isolation = None
@@ -146,7 +148,10 @@ def _grade_all(exercise_id: str, seed: int, isolation: Isolation, notes: dict[st
     atomic_write(out / "run.json", json.dumps({
         "exercise": ex.id, "seed": seed, "timeout": timeout, "budget": budget, "sandbox": not isolation.unsafe,
         "minigpt": minigpt.__version__, "size_limits": vars(size_limits), "collisions": collisions,
-        "cases": "each submission's cases are drawn from sha256(seed, sha256(notebook)) (grader.submission_seed)",
+        "cases": "each submission's cases are drawn from HMAC-SHA256(seed, notebook) (grader.submission_seed); keep "
+                 "the seed secret: with it, every hidden case of every student can be computed",
+        **({"weak_seed": f"the seed has {seed.bit_length()} bits; one under {SECRET_BITS} can be recovered from the "
+                         "cases a student's feedback shows"} if seed.bit_length() < SECRET_BITS - 8 else {}),
         **notes}, indent=1))
     colliding = {s.lower() for c in collisions for s in [c.split(":")[0]]}
     done: dict[str, SubmissionResult] = {}
