@@ -182,7 +182,8 @@ def test_seccomp_numbers_agree_with_libseccomp() -> None:
     for name, number in seccomp.DENIED_X86_64.items():
         assert lib.seccomp_syscall_resolve_name(name.encode()) == number, name
     for name, number in (("clone", seccomp.CLONE_X86_64), ("clone3", seccomp.CLONE3_X86_64),
-                         ("ioctl", seccomp.IOCTL_X86_64)):
+                         ("ioctl", seccomp.IOCTL_X86_64), ("socket", seccomp.SOCKET_X86_64),
+                         ("socketpair", seccomp.SOCKETPAIR_X86_64)):
         assert lib.seccomp_syscall_resolve_name(name.encode()) == number, name
     assert len(seccomp.program()) % 8 == 0 and len(seccomp.program()) // 8 < 256
 
@@ -207,6 +208,10 @@ print('PROBE keyctl', call(250, 0, 0))
 print('PROBE ptrace', call(101, 16, 1))
 print('PROBE bpf', call(321, 0, 0, 0))
 print('PROBE mount', call(165, 0, 0, 0, 0, 0))
+print('PROBE vsock', call(41, 40, 1, 0))
+print('PROBE inet', call(41, 2, 1, 0))
+print('PROBE inet_pair', call(53, 2, 1, 0, 0))
+print('PROBE unix', call(41, 1, 1, 0))
 print('PROBE', [l for l in open('/proc/self/status') if l.startswith('Seccomp:')][0].strip())
 """
 MEMFD_HOG = """import os
@@ -283,8 +288,9 @@ def test_seccomp_denies_namespaces_io_uring_keyrings_ptrace_bpf_mount(hostile_cl
     out, _ = hostile_class
     log = (out / "logs" / "seccomp_probe.txt").read_text(encoding="utf-8")
     probes = dict(line.split()[1:3] for line in log.splitlines() if line.startswith("PROBE ") and "Seccomp" not in line)
-    assert probes == {k: "EPERM" for k in ("unshare", "clone_newuser", "io_uring", "keyctl", "ptrace", "bpf",
-                                           "mount")}, log
+    assert probes == {**{k: "EPERM" for k in ("unshare", "clone_newuser", "io_uring", "keyctl", "ptrace", "bpf",
+                                              "mount")},
+                      "vsock": "EAFNOSUPPORT", "inet": "EAFNOSUPPORT", "inet_pair": "EAFNOSUPPORT", "unix": "ok"}, log
     assert "Seccomp:\t2" in log or "Seccomp: 2" in log, log
     assert all(score == 1.0 for score, _ in details(out)["seccomp_probe"].values())
 

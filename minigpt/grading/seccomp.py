@@ -3,7 +3,9 @@
 It denies, with ``EPERM``, the system calls no student code needs and that widen what a sandboxed process
 can reach: nested user and other namespaces (``unshare``, ``setns``, ``clone`` with a ``CLONE_NEW*`` flag),
 ``io_uring``, the kernel keyrings, ``ptrace`` and cross-process memory access, ``bpf``, ``perf_event_open``,
-``userfaultfd``, every mount call, module loading, ``kexec``, clock setting, ``TIOCSTI`` on any terminal.
+``userfaultfd``, every mount call, module loading, ``kexec``, clock setting, ``TIOCSTI`` on any terminal; and
+``socket``/``socketpair`` of any family but ``AF_UNIX`` fail with ``EAFNOSUPPORT`` (no network is reachable from
+the sandbox's namespace, but ``AF_VSOCK`` would reach a virtual machine's host).
 ``clone3`` fails with ``ENOSYS`` (its flags live in memory a filter cannot read), so the C library falls back
 to ``clone``, whose flags are checked. x32 system calls and any other architecture than the one the filter
 was built for are refused too.
@@ -50,7 +52,8 @@ DENIED_X86_64: dict[str, int] = {
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "process_madvise": 440,
     "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447,
 }
-CLONE_X86_64, CLONE3_X86_64, IOCTL_X86_64 = 56, 435, 16
+CLONE_X86_64, CLONE3_X86_64, IOCTL_X86_64, SOCKET_X86_64, SOCKETPAIR_X86_64 = 56, 435, 16, 41, 53
+AF_UNIX = 1
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -87,6 +90,15 @@ def assemble_x86_64() -> bytes:
         _insn(_RET_K, 0, 0, eperm),
         _insn(_RET_K, 0, 0, RET_ALLOW),
     ]
+    # socket(domain, ...) and socketpair(domain, ...): only AF_UNIX (what multiprocessing uses).
+    for nr in (SOCKET_X86_64, SOCKETPAIR_X86_64):
+        prog += [
+            _insn(_JEQ_K, 0, 4, nr),
+            _insn(_LD_W_ABS, 0, 0, _ARG0_LOW),
+            _insn(_JEQ_K, 1, 0, AF_UNIX),
+            _insn(_RET_K, 0, 0, RET_ERRNO | errno.EAFNOSUPPORT),
+            _insn(_RET_K, 0, 0, RET_ALLOW),
+        ]
     prog.append(_insn(_RET_K, 0, 0, RET_ALLOW))
     return b"".join(prog)
 
