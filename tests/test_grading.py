@@ -191,7 +191,7 @@ def test_hostile_run_changes_nothing_outside_the_output_folder(hostile: tuple[Pa
     assert len((out / "progress.jsonl").read_text(encoding="utf-8").splitlines()) == len(HOSTILE)
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["seed"] == 7
     log = (out / "logs" / "output_flood.txt").read_bytes()
-    assert len(log) < 300_000 and b"output truncated" in log
+    assert len(log) < 300_000 and b"output truncated" in log and b"then the output was closed" in log
 
 
 def test_visible_feedback_holds_no_paths_environment_or_seed(hostile: tuple[Path, dict[str, object]]) -> None:

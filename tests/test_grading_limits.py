@@ -58,6 +58,31 @@ def _run_of(cells: dict[int, float]) -> list[tuple[float, dict | None]]:
     return [*script, (0.0, {"event": "done"})]
 
 
+def test_a_flood_is_capped_once_per_submission_at_the_source(tmp_path: Path) -> None:
+    """A notebook that prints without end: the log keeps the submission's first bytes only, all runs together,
+    and once the submission's read allowance is spent the parent closes the pipe (the sandbox's next print
+    fails) instead of reading on; any later run of it reads at most RUN_READ_BYTES. The bugs it catches: a cap
+    per run (237 runs of a flooding notebook wrote 62 MB of logs), and a parent that reads a flood to its end
+    (425 GB read and dropped, 40 s of the grader's CPU)."""
+    import io
+
+    from minigpt.grading.event_order import RUN_READ_BYTES, Budget
+    from minigpt.grading.runner import _Drain
+
+    budget = Budget(deadline=0.0, cap_s=0.0, log_left=1000, read_left=3 * 2**20)
+    runs = []
+    for _run in range(3):
+        pipe = io.BufferedReader(io.BytesIO(b"x" * (16 * 2**20)))
+        drain = _Drain(pipe, tmp_path / "log.txt", budget)
+        drain.run()
+        runs.append((drain.total, drain.stopped, pipe.closed))
+    first, second, third = runs
+    assert first[1] and first[2] and 3 * 2**20 <= first[0] < 3 * 2**20 + 2**16  # stopped at the allowance
+    assert second[0] == third[0] == RUN_READ_BYTES and second[1] and third[1]
+    log = (tmp_path / "log.txt").read_text()
+    assert log.count("x") == 1000 and log.count("then the output was closed") == 3
+
+
 def test_a_cell_run_again_is_not_charged_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The budget covers a notebook's cells once: a second run (another group of questions) of the same cells
     moves the deadline by what each took the first time, never more, and by `cap_s` in all. The bug it

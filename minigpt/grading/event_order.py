@@ -12,6 +12,9 @@ from typing import Any
 
 from minigpt.grading.event_lines import SMALL_EVENT_BYTES, _Events
 
+LOG_CAP_BYTES = 256 * 2**10  # of a submission's output kept in its log, all its runs together
+READ_CAP_BYTES = 64 * 2**20  # of its output the parent reads (and drops past the log's cap), all runs together
+RUN_READ_BYTES = 2**20  # what any one run may still print once READ_CAP_BYTES is spent
 STARTUP_S = 60.0  # importing torch in a fresh sandbox on a busy machine; student code runs only after "ready"
 SLACK_S = 3.0  # beyond the per-cell / per-question limit before the sandbox is killed
 
@@ -58,13 +61,19 @@ class Budget:
     that ran before is not charged again: when it starts in a later run the deadline moves by what it took the
     first time, and when it ends, back by what it did not use of that; at most `cap_s` in all (so that a
     submission's runs together never take more than its budget plus `cap_s`). The clock is the parent's: a
-    cell's time runs from the parent's receipt of its ``cell_start`` to that of its ``cell_end``."""
+    cell's time runs from the parent's receipt of its ``cell_start`` to that of its ``cell_end``.
+
+    Its output is capped at the source, once for the submission: `log_left` bytes are kept in its log, and once
+    `read_left` is spent (`RUN_READ_BYTES` more in any later run) the parent closes the pipe: the next print
+    fails in the sandbox, and a flood costs the parent at most that much reading, whatever the runs."""
 
     deadline: float
     cap_s: float
     first_s: dict[int, float] = field(default_factory=dict)
     credited_s: float = 0.0
     _open: float = 0.0  # what the running cell was credited when it started
+    log_left: int = LOG_CAP_BYTES  # of the submission's output still to keep in its log
+    read_left: int = READ_CAP_BYTES  # still to read before its output pipe is closed (then its prints fail)
 
     def cell_started(self, cell: int) -> None:
         self._open = max(0.0, min(self.first_s.get(cell, 0.0), self.cap_s - self.credited_s))
@@ -93,7 +102,8 @@ class ChildRun:
     events: list[dict] = field(default_factory=list)
     ended: str = "exited"  # "done", "exited", "timeout", "deadline", "tampered", "rejected", "internal"
     returncode: int | None = None
-    flooded: bool = False
+    flooded: bool = False  # some of its output was dropped
+    output_closed: bool = False  # the submission's read allowance was spent: its output pipe was closed
     rejected: dict | None = None  # the child's "rejected" event (the notebook is too large or corrupt)
     cells: list[int] | None = None  # the cells the child said it would run
     listing: dict | None = None  # its "cells" event (with the static review's findings)

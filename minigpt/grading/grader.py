@@ -211,7 +211,7 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
         if run.flooded:
             for qid in set(verdicts) - before:  # a timeout while the output overflowed the cap: report the flood
                 ok, message = verdicts[qid]
-                if not ok and _says(message, TIMED_OUT):
+                if not ok and (_says(message, TIMED_OUT) or (run.output_closed and "BrokenPipeError" in message)):
                     verdicts[qid] = (False, _("output flood: the notebook kept printing ({message})").format(
                         message=message))
             state.notes.append(_("the notebook printed more than {n} KiB; the rest was dropped").format(

@@ -31,7 +31,17 @@ from pathlib import Path
 from minigpt.grading import cgroups, teardown
 from minigpt.grading.child_command import Isolation
 from minigpt.grading.event_lines import SMALL_EVENT_BYTES, Bounds, _Events, parse_event
-from minigpt.grading.event_order import SLACK_S, STARTUP_S, Budget, ChildRun, _follow, expected_order, valid_cells
+from minigpt.grading.event_order import (
+    LOG_CAP_BYTES,
+    RUN_READ_BYTES,
+    SLACK_S,
+    STARTUP_S,
+    Budget,
+    ChildRun,
+    _follow,
+    expected_order,
+    valid_cells,
+)
 from minigpt.grading.feedback import strip_controls
 
 __all__ = [
@@ -39,30 +49,43 @@ __all__ = [
     "expected_order", "parse_event", "run_child", "strip_controls", "valid_cells",
 ]
 
-LOG_CAP_BYTES = 256 * 2**10  # per child run; the rest of its output is counted and dropped
 GATE = ["/bin/sh", "-c", 'read -r _ && exec "$@"', "gate"]  # waits for one line, then becomes the sandbox
 
 
 class _Drain(threading.Thread):
-    """Copy a pipe to a file up to `cap` bytes, without terminal control sequences; count (and drop) the rest."""
+    """Copy a run's output pipe to its log while the submission's `budget` keeps some (without terminal control
+    sequences), count and drop the rest, and close the pipe once the submission's read allowance is spent."""
 
-    def __init__(self, pipe: io.BufferedReader, path: Path, cap: int) -> None:
+    def __init__(self, pipe: io.BufferedReader, path: Path, budget: Budget) -> None:
         super().__init__(daemon=True)
-        self.pipe, self.path, self.cap, self.total = pipe, path, cap, 0
+        self.pipe, self.path, self.budget = pipe, path, budget
+        self.total = self.dropped = 0
+        self.stopped = False
 
     def run(self) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        b = self.budget
         with open(self.path, "a", encoding="utf-8") as out:
             while chunk := self.pipe.read1(65536):
-                if self.total < self.cap:
-                    out.write(strip_controls(decoder.decode(chunk[: self.cap - self.total])))
+                keep = min(len(chunk), max(b.log_left, 0))
+                if keep:
+                    out.write(strip_controls(decoder.decode(chunk[:keep])))
+                    b.log_left -= keep
                 self.total += len(chunk)
-            if self.total > self.cap:
-                out.write(f"\n[grader: output truncated, {self.total:,} bytes in all]\n")
+                self.dropped += len(chunk) - keep
+                b.read_left -= len(chunk)
+                if b.read_left <= 0 and self.total >= RUN_READ_BYTES:
+                    self.stopped = True
+                    break
+            if self.dropped:
+                out.write(f"\n[grader: output truncated, {self.total:,} bytes in this run"
+                          + (", then the output was closed]\n" if self.stopped else "]\n"))
+        if self.stopped:
+            self.pipe.close()  # the sandbox's next write fails (EPIPE): the flood ends where it starts
 
     @property
     def flooded(self) -> bool:
-        return self.total > self.cap
+        return self.dropped > 0
 
 
 def _write_job(stdin: io.BufferedWriter, gate: bytes, parts: list[bytes], init: teardown.SandboxInit | None) -> None:
@@ -127,14 +150,14 @@ def run_child(job: dict, notebook: bytes, isolation: Isolation, lib: Path, log_p
     gate = b"go\n" if group is not None else b""
     writer = threading.Thread(target=_write_job, args=(proc.stdin, gate, parts, init), daemon=True)
     writer.start()
-    drain = _Drain(proc.stdout, log_path, LOG_CAP_BYTES)
+    drain = _Drain(proc.stdout, log_path, budget)
     drain.start()
     try:
         _follow(run, events_reader, job, budget, timeout, max_cells)
     finally:  # whatever ended the run, even an error here: the sandbox is gone before the run is reported
         teardown.end(proc, 2.0 if run.ended in ("done", "exited", "rejected") else 0.0, init)
     drain.join(timeout=10)
-    run.returncode, run.flooded = proc.returncode, drain.flooded
+    run.returncode, run.flooded, run.output_closed = proc.returncode, drain.flooded, drain.stopped
     if group is not None:
         run.out_of_memory = group.out_of_memory()
         group.remove()
