@@ -58,6 +58,48 @@ def _run_of(cells: dict[int, float]) -> list[tuple[float, dict | None]]:
     return [*script, (0.0, {"event": "done"})]
 
 
+def test_the_review_lists_what_a_student_added_not_the_handout() -> None:
+    """review.csv is the instructor's reading list: the blank handout of every exercise gives it nothing (it
+    listed the handout's own imports for every student of ex12, ex14, ex15 and ex16), what the instructions
+    give is not a finding, and code run from encoded data is (a zlib+base64 copy of flops.py, exec'd, left
+    review.csv empty)."""
+    import glob
+
+    from minigpt.exercises import EXERCISES
+    from minigpt.grading.grader import offered
+    from minigpt.grading.review import review_cell
+
+    for eid, ex in sorted(EXERCISES.items()):
+        (path,) = glob.glob(str(Path(__file__).parent.parent / "exercises" / f"{eid}_*.ipynb"))
+        cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        given = frozenset(offered(ex.questions))
+        assert [f for i, c in enumerate(cells) for f in review_cell(i, c.source, given)] == [], eid
+    encoded = "import zlib, base64\nexec(zlib.decompress(base64.b64decode(b'eJwr')))\n"
+    assert {f.reference for f in review_cell(0, encoded)} == {
+        "import zlib (encoded code?)", "import base64 (encoded code?)", "exec(...) (code run from data)"}
+    assert review_cell(0, "from minigpt import costs\nx = costs.evaluate\n", frozenset({"evaluate"})) == []
+    assert [f.reference for f in review_cell(0, "from minigpt import costs\nx = costs.prefill_flops\n",
+                                             frozenset({"evaluate"}))] == ["costs.prefill_flops"]
+    assert review_cell(0, "from minigpt.exercises.ex01 import EXERCISE\n")[0].category == "answer"
+
+
+def test_copies_are_flagged_for_the_instructor(tmp_path: Path) -> None:
+    """Two submissions with the same bytes, and a link to a classmate's file inside the class folder (graded as
+    its own before, with nothing in review.csv), are each flagged "copy"; a distinct one is not."""
+    from minigpt.grading.folder import copies_of, find_submissions, slugs
+
+    (tmp_path / "ann.ipynb").write_text('{"cells": [1]}')
+    (tmp_path / "bob.ipynb").write_text('{"cells": [1]}')
+    (tmp_path / "cy.ipynb").write_text('{"cells": [2]}')
+    (tmp_path / "dee.ipynb").symlink_to(tmp_path / "cy.ipynb")
+    (tmp_path / "eve.ipynb").write_text('{"cells": [3]}')
+    paths = find_submissions(tmp_path)
+    names, _ = slugs(tmp_path, paths)
+    flags = {k: sorted(f.reference for f in v) for k, v in copies_of(tmp_path, paths, names).items()}
+    assert flags == {"ann": ["the same bytes as bob"], "bob": ["the same bytes as ann"],
+                     "dee": ["a link to cy's file"]}, flags
+
+
 def test_a_flood_is_capped_once_per_submission_at_the_source(tmp_path: Path) -> None:
     """A notebook that prints without end: the log keeps the submission's first bytes only, all runs together,
     and once the submission's read allowance is spent the parent closes the pipe (the sandbox's next print
@@ -423,7 +465,7 @@ def test_nothing_of_an_expected_answer_enters_the_sandbox(tmp_path: Path, monkey
         grader.grade_notebook(tmp_path / f"{eid}.ipynb", eid, 7, isolation, timeout=5, log_path=tmp_path / "log.txt")
     assert len(jobs) >= 2
     for job in jobs:
-        assert set(job) == {"limits", "size_limits", "skip_cells", "output_cap", "questions"}, set(job)
+        assert set(job) == {"limits", "size_limits", "skip_cells", "output_cap", "offered", "questions"}, set(job)
         assert job["output_cap"] == OUTPUT_CAP_BYTES
         for q in job["questions"]:
             assert set(q) == {"id", "function", "cases"}, set(q)

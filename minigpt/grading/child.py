@@ -141,7 +141,8 @@ def main() -> None:
     findings = []
     for cell in parsed:  # the static review, before any student code runs (so what it reports is the child's own)
         try:
-            findings += [[f.cell, f.line, f.category, f.reference] for f in review_cell(cell.index, cell.source)]
+            findings += [[f.cell, f.line, f.category, f.reference]
+                         for f in review_cell(cell.index, cell.source, frozenset(job["offered"]))]
         except Exception:  # noqa: BLE001 - the review is advisory
             findings.append([cell.index, 0, "tampering", "the review could not read this cell"])
     findings = findings[:MAX_FINDINGS]

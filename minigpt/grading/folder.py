@@ -32,9 +32,10 @@ from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.grading import cgroups, sandbox, seccomp, staging
 from minigpt.grading.cases import SECRET_BITS, submission_seed
 from minigpt.grading.child_command import Isolation
-from minigpt.grading.grader import BUDGET_S, grade_notebook
+from minigpt.grading.grader import BUDGET_S, grade_notebook, read_submission
 from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult, atomic_write, write_tables
+from minigpt.grading.review import Finding
 from minigpt.i18n import _
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
@@ -50,6 +51,31 @@ def find_submissions(folder: Path) -> list[Path]:
     `refusal`)."""
     found = [*folder.glob("*.ipynb"), *folder.glob("*/*.ipynb")]
     return sorted(p for p in found if ".ipynb_checkpoints" not in p.parts)
+
+
+def copies_of(folder: Path, paths: list[Path], names: list[str]) -> dict[str, list[Finding]]:
+    """For the instructor's review: submissions whose bytes are another's, and links to another submission of
+    the class folder (graded, but a copy made that easy should be seen). Only the file's bytes are hashed."""
+    by_hash: dict[str, list[str]] = {}
+    real: dict[Path, str] = {}
+    flags: dict[str, list[Finding]] = {}
+    for path, slug in zip(paths, names, strict=True):
+        try:
+            if not path.is_symlink():
+                real[path.resolve()] = slug
+            data = read_submission(path, SizeLimits(notebook_bytes=DEFAULT_SIZES.notebook_bytes))
+        except (OSError, ValueError):
+            continue
+        by_hash.setdefault(hashlib.sha256(data).hexdigest(), []).append(slug)
+    for path, slug in zip(paths, names, strict=True):
+        if path.is_symlink() and path.resolve() in real:
+            flags.setdefault(slug, []).append(Finding(0, 0, "copy", f"a link to {real[path.resolve()]}'s file"))
+    for same in by_hash.values():
+        for slug in same:
+            others = [o for o in same if o != slug]
+            if others:
+                flags.setdefault(slug, []).append(Finding(0, 0, "copy", f"the same bytes as {', '.join(others)}"[:80]))
+    return flags
 
 
 def refusal(folder: Path, path: Path) -> str | None:
@@ -154,6 +180,7 @@ def _grade_all(exercise_id: str, seed: int, isolation: Isolation, notes: dict[st
                          "cases a student's feedback shows"} if seed.bit_length() < SECRET_BITS - 8 else {}),
         **notes}, indent=1))
     colliding = {s.lower() for c in collisions for s in [c.split(":")[0]]}
+    copies = copies_of(submissions, paths, names)
     done: dict[str, SubmissionResult] = {}
     lock = threading.Lock()
     results_root = (out / "results").resolve()
@@ -173,6 +200,7 @@ def _grade_all(exercise_id: str, seed: int, isolation: Isolation, notes: dict[st
             result = grade_notebook(path.resolve(), exercise_id, seed, isolation, timeout=timeout, log_path=log_path,
                                     budget=budget, size_limits=size_limits, name=slug)
         result.submission = slug
+        result.findings = [*copies.get(slug, []), *result.findings]
         folder.mkdir(exist_ok=True)
         atomic_write(folder / "results.json", json.dumps(result.gradescope(), indent=1))
         with lock:

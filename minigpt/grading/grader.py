@@ -67,6 +67,14 @@ __all__ = [
 BUDGET_S = 300.0  # one submission's wall clock, every run of it together, a cell counted once (--budget)
 
 
+def offered(questions: list[Question]) -> list[str]:
+    """What an exercise's instructions give the student: its questions' formulas by name, runtime modules by dotted
+    name (public, like the instructions: nothing of an answer)."""
+    names = {f for q in questions for f in q.formulas}
+    names |= {"minigpt." + m.removesuffix(".py").replace("/", ".") for q in questions for m in q.runtime}
+    return sorted(names)
+
+
 def read_submission(path: Path, limits: SizeLimits) -> bytes:
     """The notebook's bytes, never more than `limits.notebook_bytes` (ValueError past it, OSError unreadable)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
@@ -177,6 +185,7 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
             "size_limits": vars(size_limits).copy(),
             "skip_cells": sorted(state.skip_cells),
             "output_cap": OUTPUT_CAP_BYTES,
+            "offered": offered(prepared.exercise.questions),  # what the instructions give: not a review finding
             "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id])}
                           for q in pending],
         }

@@ -28,7 +28,7 @@ def _says(message: str, words: str) -> bool:
     return words in message or _(words) in message
 
 
-CATEGORIES = ("answer", "runtime", "tampering")
+CATEGORIES = ("answer", "runtime", "tampering")  # the child's; the parent adds "copy" (`folder.copies_of`)
 
 
 def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
