@@ -34,11 +34,17 @@ def _write(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_
     return cache.update(0, k_new, v_new)
 
 
+ATTEND_EDGES = ("GQA with 1 < H_kv < H: KV heads tiled (repeat) instead of interleaved (repeat_interleave)",
+                "MHA, H_kv = H", "MQA, H_kv = 1 < H")
+
+
 def _attend_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`ATTEND_EDGES`: only 1 < H_kv < H tells tiled heads from interleaved ones), then random."""
+    shapes = [(2, 4), (4, 4), (1, 4)] + [(H_kv, H_kv * rng.choice([1, 2, 4])) for H_kv in
+                                         (rng.choice([1, 2]) for _ in range(3))]
     cases = []
-    for _ in range(5):
-        B, H_kv, d_h, S = rng.randint(1, 3), rng.choice([1, 2]), rng.choice([4, 8, 16]), rng.randint(1, 30)
-        H = H_kv * rng.choice([1, 2, 4])
+    for H_kv, H in shapes:
+        B, d_h, S = rng.randint(1, 3), rng.choice([4, 8, 16]), rng.randint(1, 30)
         cases.append(dict(q=randn([B, H, d_h], rng), k=randn([B, H_kv, S, d_h], rng), v=randn([B, H_kv, S, d_h], rng)))
     return cases
 
@@ -110,6 +116,7 @@ EXERCISE = Exercise(
             N_("one query per head, q [B, H, d_h], over S cached keys and values [B, H_kv, S, d_h]: "
                "softmax(q·kᵀ / √d_h)·v. With GQA, query heads h·g … h·g+g−1 (g = H / H_kv) share KV head h "
                "(k.repeat_interleave(g, dim=1))."),
+            edges=ATTEND_EDGES,
         ),
         Question(
             "q3", "decode_logits", "decode_logits(model, prompt, token) -> tensor [B, V]", _decode_cases, _decode,

@@ -158,10 +158,16 @@ def _grow(ops: list[list], num_blocks: int, block_size: int) -> list[list]:
     return _trace(ops, num_blocks, block_size, with_tokens=False)
 
 
-def _cow_exact(rng: random.Random, spare: int) -> dict:
+COW_EDGES = ("the copy-on-write block left out of the all-or-nothing count (a write that needs the copy and a new "
+             "block, with one block free)", "a write into a shared block without copying it (no free block)",
+             "a copy made once the block has one owner left")
+
+
+def _cow_exact(rng: random.Random, spare: int, grow: bool = False) -> dict:
     """A fork whose shared last block is partly filled, in a pool with `spare` free blocks: with one, the child's
-    write copies the block; with none, that write is refused. Once the parent is gone the child owns its
-    blocks alone and writes in place."""
+    write copies the block; with none, that write is refused; with `grow`, the write also needs a new block, so
+    with one free it is refused whole (the copy counts). Once the parent is gone the child owns its blocks
+    alone and writes in place."""
     b = rng.choice([2, 4, 8])
     P = rng.randint(1, 3) * b + rng.randint(1, b - 1)  # the last block is partly filled
     room = b - P % b
@@ -169,7 +175,8 @@ def _cow_exact(rng: random.Random, spare: int) -> dict:
     def tokens(n: int) -> list[int]:
         return [rng.randrange(100) for _ in range(n)]
 
-    ops = [["add"], ["append", 0, tokens(P)], ["fork", 0], ["append", 1, tokens(rng.randint(1, room))],
+    first = room + rng.randint(1, b) if grow else rng.randint(1, room)
+    ops = [["add"], ["append", 0, tokens(P)], ["fork", 0], ["append", 1, tokens(first)],
            ["free", 0], ["append", 1, tokens(room)], ["free", 1],
            ["add"], ["append", 2, tokens(b)], ["fork", 2], ["append", 3, tokens(rng.randint(1, b))],  # no copy
            ["append", 2, tokens(rng.randint(1, 2 * b))]]
@@ -177,7 +184,7 @@ def _cow_exact(rng: random.Random, spare: int) -> dict:
 
 
 def _cow_cases(rng: random.Random) -> list[dict]:
-    cases = [_cow_exact(rng, spare=0), _cow_exact(rng, spare=1)]
+    cases = [_cow_exact(rng, spare=0), _cow_exact(rng, spare=1), _cow_exact(rng, spare=1, grow=True)]  # COW_EDGES
     for i in range(4):
         b = rng.choice([2, 4, 8])
         ops = _ops(rng, rng.randint(10, 18), b, forks=True)
@@ -259,6 +266,7 @@ EXERCISE = Exercise(
             N_("a fork copies the table and adds one reference to each block; before writing into a partly filled "
                "last block that has another owner, take a free block, copy the rows and drop one reference to the "
                "old one (only then grow); a block returns to the free list when its last reference goes."),
+            edges=COW_EDGES,
         ),
     ),
 )

@@ -60,6 +60,9 @@ class Question:
     points: float = 1.0
     formulas: tuple[str, ...] = ()  # `minigpt.costs` functions its instructions tell the student to use
     runtime: tuple[str, ...] = ()  # runtime modules its instructions use ("runtime/generate.py"), real in its sandbox
+    # The cases drawn every time, whatever the seed, each named by the plausible wrong answer it separates from the
+    # right one (tests/test_seed_independence.py grades those wrong answers under many seeds)
+    edges: tuple[str, ...] = ()
 
 
     def expected(self, case: Case) -> Any:
