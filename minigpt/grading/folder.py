@@ -123,6 +123,10 @@ def isolation_for(root: Path, *, unsafe_no_sandbox: bool = False, limits: sandbo
     notes = {"limits": how, "seccomp": ("filter installed by bwrap (" + ", ".join(seccomp.denied_names()[:6])
                                           + ", ... clone with namespace flags)") if program else
              "no seccomp filter (" + ("no sandbox" if unsafe else "not built for this architecture") + ")"}
+    if backend is None:
+        notes["memory_outside_address_space"] = (
+            "not bounded: without control groups a submission's memfd and /dev/shm memory escape RLIMIT_AS "
+            "(3 GiB of the host's shared memory was taken that way); only the sandbox's 64 MiB /tmp is bounded")
     isolation = Isolation(staging.stage(root), limits or sandbox.Limits(), unsafe=unsafe, cgroups=backend,
                           seccomp=program)
     return isolation, notes
