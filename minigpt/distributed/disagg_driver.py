@@ -9,6 +9,7 @@ raised, is prefilled again once; a second failure ends it, since it may be what 
 
 from __future__ import annotations
 
+import os
 import queue
 import time
 from collections import deque
@@ -94,12 +95,18 @@ class Driver:
             if pid is None:
                 continue
             try:
-                with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                state = "gone"
-            if state in ("Z", "X", "gone"):
+                os.kill(pid, 0)
+            except ProcessLookupError:
                 out.append(k)
+                continue
+            except OSError:
+                continue  # it exists (another user's process would say so; ours never does)
+            try:  # a zombie (dead, not yet reaped by the launcher) is dead too; Linux says so in /proc
+                with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                        out.append(k)
+            except (OSError, IndexError):
+                pass  # no /proc here: os.kill's answer stands
         return out
 
     def declare_dead(self, rank: int, why: str) -> None:
