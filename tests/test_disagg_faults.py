@@ -241,3 +241,34 @@ def test_the_driver_sees_a_worker_whose_process_ended() -> None:
     r = driver.records[0]
     r.status, r.prefill_rank, r.decode_rank, r.transfer_s = "decoding", 1, 2, None  # its K/V still in flight
     assert driver.holding(1) == [0] and driver.holding(2) == []
+
+
+def test_admission_refuses_each_bad_request_with_the_colocated_engines_words() -> None:
+    """The driver's check without processes: each rule, its message, and the first of two equal ids kept. The
+    bugs it catches: a rule dropped or loosened (P + D - 1 against S_max, ids against V, the pool's blocks), a
+    repeated id that refuses the first request instead of the second, a malformed request let through."""
+    from minigpt.distributed.disagg import admission
+
+    c = ModelConfig()
+    cfg = disagg.DisaggConfig(num_blocks=4, block_size=16)  # 64 tokens of K/V per request at most
+    engine = Engine.for_model(load_pretrained().model, num_blocks=4, block_size=16)
+    ok = Request("ok", (1, 2, 3), 10)
+    fits = Request("fits", tuple(range(1, 60)), 6)  # 64 tokens: 4 blocks
+    blocks = Request("blocks", tuple(range(1, 60)), 7)  # 65 tokens: 5 blocks
+    positions = Request("positions", (1,) * 100, c.S_max - 99)  # 128 positions: fits S_max, not 4 blocks
+    long = Request("long", (1,) * 100, c.S_max - 98)  # 129 positions
+    token = Request("token", (1, c.V), 2)
+    again = Request("ok", (4,), 2)
+    sampled = Request("sampled", (1, 2), 2, sampling=Sampling(temperature=0.7, seed=3))
+    cancel = Request("cancel", (1, 2), 2, cancel_s=0.5)
+    empty = _malformed(Request("empty", (1,), 2), prompt=())
+    requests = [ok, fits, blocks, positions, long, token, again, sampled, cancel, empty]
+    got = dict(zip([r.id + str(i) for i, r in enumerate(requests)],
+                   admission(requests, cfg, S_max=c.S_max, V=c.V), strict=True))
+    assert got["ok0"] is None and got["fits1"] is None
+    for name, r in (("blocks2", blocks), ("positions3", positions), ("long4", long), ("token5", token)):
+        assert got[name] == engine.rejection(r) and got[name], name
+    assert "S_max=128" in got["long4"] and "5 KV blocks" in got["blocks2"] and "V=600" in got["token5"]
+    assert got["ok6"] == "request id 'ok' is already in use; ids must be unique"
+    assert "greedy requests only" in got["sampled7"] and got["cancel8"].startswith("cancel_s")
+    assert "prompt is empty" in got["empty9"]
