@@ -74,6 +74,7 @@ def test_a_run_past_its_timeout_is_killed_whole(tmp_path: Path) -> None:
     ({"world_size": 2, "threads": 0}, "threads"), ({"world_size": 2, "timeout_s": 0}, "timeout_s"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs: dict, name: str) -> None:
+    kwargs = dict(kwargs)  # the parametrization's own dict stays whole for a second run in the same session
     world_size = kwargs.pop("world_size")
     with pytest.raises(ValueError, match=name):
         launch.run(basic.all_reduce_rank, world_size, 0.0, **kwargs)
