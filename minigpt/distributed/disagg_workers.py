@@ -42,6 +42,8 @@ from minigpt.distributed.disagg_wire import (
 from minigpt.distributed.kv_transfer import Transfer, recv_kv, send_bye
 from minigpt.serving.request import Request, Status, Tracked
 
+BYE_WAIT_S = 5.0  # after STOP, how long a decode worker waits for the prefill workers' byes (none is needed)
+
 
 def _why(role: str, rank: int, e: Exception) -> str:
     return f"{role} rank {rank}: a step raised {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -175,6 +177,7 @@ def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: 
     stats = {"role": "decode", "rank": rank, "pid": os.getpid(), "generated_tokens": 0, "busy_s": 0.0,
              "kv_bytes_received": 0, "transfers": 0, "step_errors": 0}
     open_ = set(range(len(threads)))
+    stopped_at = None  # when the driver's STOP came: every request has ended, nothing more will arrive
     while True:
         busy = False
         while not inbox.empty():
@@ -183,6 +186,7 @@ def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: 
                 open_.discard(0 if src == 0 else cfg.prefill_ranks().index(src) + 1)
                 if src == 0:
                     stopped.hit()
+                    stopped_at = time.monotonic()
                 continue
             if src == 0:
                 continue  # the driver sends a decode worker nothing but STOP
@@ -192,6 +196,8 @@ def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: 
             busy = True
         if not open_:  # STOP from the driver and bye from every prefill worker
             break
+        if stopped_at is not None and time.monotonic() - stopped_at > BYE_WAIT_S:
+            break  # a prefill worker that died never says bye, and a receive from it may never end
         while held:
             x = held[0]
             why = _admit(engine, x)
