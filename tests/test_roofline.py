@@ -87,55 +87,60 @@ def test_measured_point_and_achieved_bandwidth() -> None:
         roofline.achieved_bandwidth(tok_s=1.0, bytes_per_step=1.0, B=0)
 
 
-# ---- each check names its parameter (mutation testing: a check that lets a bool, a string or a bound
-# through, or an error that names the wrong parameter, survived every test above) ----
+# ---- each check names its parameter (mutation testing: a check that lets a bool, a string or a
+# bound through, or an error that names the wrong parameter, survived every test above) ----
 
 _HW = dict(peak_flops=1e12, bandwidth=1e9)
 _SHAPE = dict(L=2, S=3, d=8, N_params=100)
+_POS, _NONNEG = "must be a finite number > 0", "must be a number >= 0"
+_INT1 = "must be an integer >= 1"
 BAD = [
-    (costs.arithmetic_intensity, dict(flops=True, bytes=1), "^flops must be a number >= 0"),
-    (costs.arithmetic_intensity, dict(flops="1", bytes=1), "^flops must be a number >= 0"),
-    (costs.arithmetic_intensity, dict(flops=1, bytes=0), "^bytes must be a finite number > 0"),
-    (costs.ridge_point, dict(peak_flops=0, bandwidth=1), "^peak_flops must be a finite number > 0"),
-    (costs.ridge_point, dict(peak_flops=1, bandwidth=0), "^bandwidth must be a finite number > 0"),
-    (costs.attainable_flops, dict(intensity=True, **_HW), "^intensity must be a number >= 0"),
-    (costs.attainable_flops, dict(intensity="1", **_HW), "^intensity must be a number >= 0"),
-    (costs.attainable_flops, dict(intensity=1, peak_flops=0, bandwidth=1), "^peak_flops must be a finite"),
-    (costs.attainable_flops, dict(intensity=1, peak_flops=1, bandwidth=0), "^bandwidth must be a finite"),
-    (costs.decode_tok_s_ceiling, dict(bandwidth=1, bytes_per_step=1, B=0), "^B must be an integer >= 1"),
-    (costs.decode_tok_s_ceiling, dict(bandwidth=0, bytes_per_step=1), "^bandwidth must be a finite"),
-    (costs.decode_tok_s_ceiling, dict(bandwidth=1, bytes_per_step=0), "^bytes_per_step must be a finite"),
-    (costs.decode_intensity, dict(s=0, **_SHAPE), "^s must be an integer >= 1"),
-    (costs.roofline_time, dict(flops=True, bytes=1, **_HW), "^flops must be a number >= 0"),
-    (costs.roofline_time, dict(flops="1", bytes=1, **_HW), "^flops must be a number >= 0"),
-    (costs.roofline_time, dict(flops=1, bytes=True, **_HW), "^bytes must be a number >= 0"),
-    (costs.roofline_time, dict(flops=1, bytes="1", **_HW), "^bytes must be a number >= 0"),
-    (costs.roofline_time, dict(flops=1, bytes=1, peak_flops=0, bandwidth=1), "^peak_flops must be a finite"),
-    (costs.roofline_time, dict(flops=1, bytes=1, peak_flops=1, bandwidth=0), "^bandwidth must be a finite"),
-    (costs.roofline_bound, dict(intensity=True, **_HW), "^intensity must be a number >= 0"),
-    (costs.roofline_bound, dict(intensity="1", **_HW), "^intensity must be a number >= 0"),
-    (costs.critical_batch, dict(s=0, **_SHAPE, **_HW), "^s must be an integer >= 1"),
-    (costs.decode_step_time, dict(s=2, s_kv=0, **_SHAPE, **_HW), "^s_kv must be an integer >= 1"),
-    (roofline.measured_point, dict(label="x", flops=1, bytes=1, seconds=True), "^seconds must be a number > 0"),
-    (roofline.achieved_bandwidth, dict(tok_s=1, bytes_per_step=1, B=True), "^B must be an integer >= 1"),
+    (costs.arithmetic_intensity, dict(flops=True, bytes=1), "^flops " + _NONNEG),
+    (costs.arithmetic_intensity, dict(flops="1", bytes=1), "^flops " + _NONNEG),
+    (costs.arithmetic_intensity, dict(flops=1, bytes=0), "^bytes " + _POS),
+    (costs.ridge_point, dict(peak_flops=0, bandwidth=1), "^peak_flops " + _POS),
+    (costs.ridge_point, dict(peak_flops=1, bandwidth=0), "^bandwidth " + _POS),
+    (costs.attainable_flops, dict(intensity=True, **_HW), "^intensity " + _NONNEG),
+    (costs.attainable_flops, dict(intensity="1", **_HW), "^intensity " + _NONNEG),
+    (costs.attainable_flops, dict(intensity=1, peak_flops=0, bandwidth=1), "^peak_flops " + _POS),
+    (costs.attainable_flops, dict(intensity=1, peak_flops=1, bandwidth=0), "^bandwidth " + _POS),
+    (costs.decode_tok_s_ceiling, dict(bandwidth=1, bytes_per_step=1, B=0), "^B " + _INT1),
+    (costs.decode_tok_s_ceiling, dict(bandwidth=0, bytes_per_step=1), "^bandwidth " + _POS),
+    (costs.decode_tok_s_ceiling, dict(bandwidth=1, bytes_per_step=0), "^bytes_per_step " + _POS),
+    (costs.decode_intensity, dict(s=0, **_SHAPE), "^s " + _INT1),
+    (costs.roofline_time, dict(flops=True, bytes=1, **_HW), "^flops " + _NONNEG),
+    (costs.roofline_time, dict(flops="1", bytes=1, **_HW), "^flops " + _NONNEG),
+    (costs.roofline_time, dict(flops=1, bytes=True, **_HW), "^bytes " + _NONNEG),
+    (costs.roofline_time, dict(flops=1, bytes="1", **_HW), "^bytes " + _NONNEG),
+    (costs.roofline_time, dict(flops=1, bytes=1, peak_flops=0, bandwidth=1), "^peak_flops " + _POS),
+    (costs.roofline_time, dict(flops=1, bytes=1, peak_flops=1, bandwidth=0), "^bandwidth " + _POS),
+    (costs.roofline_bound, dict(intensity=True, **_HW), "^intensity " + _NONNEG),
+    (costs.roofline_bound, dict(intensity="1", **_HW), "^intensity " + _NONNEG),
+    (costs.critical_batch, dict(s=0, **_SHAPE, **_HW), "^s " + _INT1),
+    (costs.decode_step_time, dict(s=2, s_kv=0, **_SHAPE, **_HW), "^s_kv " + _INT1),
+    (roofline.measured_point, dict(label="x", flops=1, bytes=1, seconds=True),
+     "^seconds must be a number > 0"),
+    (roofline.achieved_bandwidth, dict(tok_s=1, bytes_per_step=1, B=True), "^B " + _INT1),
     (roofline.achieved_bandwidth, dict(tok_s=True, bytes_per_step=1), "^tok_s must be a number > 0"),
     (roofline.achieved_bandwidth, dict(tok_s="1", bytes_per_step=1), "^tok_s must be a number > 0"),
     (roofline.achieved_bandwidth, dict(tok_s=0, bytes_per_step=1), "^tok_s must be a number > 0"),
-    (roofline.achieved_bandwidth, dict(tok_s=1, bytes_per_step=0), "^bytes_per_step must be a number > 0"),
+    (roofline.achieved_bandwidth, dict(tok_s=1, bytes_per_step=0),
+     "^bytes_per_step must be a number > 0"),
 ]
 
 
-@pytest.mark.parametrize(("fn", "kwargs", "message"), BAD, ids=[f"{f.__name__}-{m}" for f, _, m in BAD])
+@pytest.mark.parametrize(("fn", "kwargs", "message"), BAD,
+                         ids=[f"{f.__name__}-{m}" for f, _, m in BAD])
 def test_each_roofline_check_rejects_and_names_its_parameter(fn, kwargs, message) -> None:
-    """A bool or a string passed as a count or a rate, a zero rate, an error naming another parameter
-    (or none): each is a bug a reader of the traceback or a JS twin's user pays for."""
+    """A bool or a string passed as a count or a rate, a zero rate, an error naming another
+    parameter (or none): each is a bug a reader of the traceback pays for."""
     with pytest.raises(ValueError, match=message):
         fn(**kwargs)
 
 
 def test_the_bounds_of_the_checks_are_where_the_docstrings_put_them() -> None:
-    """Zero FLOPs, bytes or intensity are allowed (an idle step), fractions below 1 too; a check written
-    `<= 0` or `< 1` would refuse them."""
+    """Zero FLOPs, bytes or intensity are allowed (an idle step), fractions below 1 too; a check
+    written `<= 0` or `< 1` would refuse them."""
     assert costs.arithmetic_intensity(flops=0, bytes=4) == 0
     assert costs.arithmetic_intensity(flops=0.5, bytes=1) == 0.5
     assert costs.attainable_flops(intensity=0, **_HW) == 0
@@ -149,12 +154,14 @@ def test_the_bounds_of_the_checks_are_where_the_docstrings_put_them() -> None:
     one = costs.decode_intensity(L=1, S=3, d=8, s=1, N_params=100)
     flops = costs.decode_step_flops(L=1, S=3, d=8)
     assert one == flops / (100 + 3 * 2 * 8)
-    assert roofline.decode_intensity_limit(MINI, S=1) == roofline.model_step_flops(MINI, T=1, S=1, B=1) / (
-        costs.kv_bytes_per_token(L=MINI.L, H_kv=MINI.H_kv, d_h=MINI.d_h, s=2))
+    kv_token = costs.kv_bytes_per_token(L=MINI.L, H_kv=MINI.H_kv, d_h=MINI.d_h, s=2)
+    one_token = roofline.model_step_flops(MINI, T=1, S=1, B=1) / kv_token
+    assert roofline.decode_intensity_limit(MINI, S=1) == one_token
 
 
 def test_log_grid_takes_two_points_and_refuses_an_empty_range() -> None:
-    """n = 2 is the two ends (a check `n <= 2` refuses it); lo = hi is no range; 200 points by default."""
+    """n = 2 is the two ends (a check `n <= 2` refuses it); lo = hi is no range; 200 points by
+    default."""
     assert roofline.log_grid(1.0, 100.0, 2) == pytest.approx([1.0, 100.0])
     assert len(roofline.log_grid(1.0, 100.0)) == 200
     with pytest.raises(ValueError, match="^need 0 < lo < hi and n >= 2"):
@@ -164,8 +171,9 @@ def test_log_grid_takes_two_points_and_refuses_an_empty_range() -> None:
 
 
 def test_defaults_are_the_documented_case() -> None:
-    """Optional symbols default to no LM head (V = 0), one sequence (B = 1), a GELU MLP (2 matrices),
-    bf16 (s = 2): a default changed in one formula silently moves every caller that leaves it out."""
+    """Optional symbols default to no LM head (V = 0), one sequence (B = 1), a GELU MLP (2
+    matrices), bf16 (s = 2): a default changed in one formula silently moves every caller that
+    leaves it out."""
     shape = dict(L=2, S=5, d=8)
     assert costs.decode_intensity(s=2, N_params=100, **shape) == costs.decode_intensity(
         s=2, N_params=100, V=0, B=1, ffn_matrices=2, **shape)
@@ -176,18 +184,22 @@ def test_defaults_are_the_documented_case() -> None:
         s=2, N_params=100, V=0, B=1, ffn_matrices=2, **shape, **chip)
     assert costs.critical_batch(s=2, N_params=10**6, **shape, **chip) == costs.critical_batch(
         s=2, N_params=10**6, V=0, ffn_matrices=2, **shape, **chip)
-    assert roofline.model_step_flops(MINI, T=3, S=4) == roofline.model_step_flops(MINI, T=3, S=4, B=1)
-    assert costs.attention_flops(L=2, T=3, S=4, d=8) == costs.attention_flops(L=2, T=3, S=4, d=8, B=1)
+    step = roofline.model_step_flops
+    assert step(MINI, T=3, S=4) == step(MINI, T=3, S=4, B=1)
+    attention = dict(L=2, T=3, S=4, d=8)
+    assert costs.attention_flops(**attention) == costs.attention_flops(**attention, B=1)
     assert costs.attention_bytes(L=2, T=3, S=4, d=8, s=2) == costs.attention_bytes(
         L=2, T=3, S=4, d=8, s=2, B=1)
     hw = dict(peak_flops=A100.peak_flops, bandwidth=A100.bandwidth)
-    assert roofline.prefill_point(MINI, P=7, **hw) == roofline.prefill_point(MINI, P=7, s=2, B=1, **hw)
-    assert roofline.decode_point(MINI, S=7, **hw) == roofline.decode_point(MINI, S=7, s=2, B=1, **hw)
+    prefill, decode = roofline.prefill_point, roofline.decode_point
+    assert prefill(MINI, P=7, **hw) == prefill(MINI, P=7, s=2, B=1, **hw)
+    assert decode(MINI, S=7, **hw) == decode(MINI, S=7, s=2, B=1, **hw)
 
 
 def test_prefill_point_counts_every_prompt_and_the_kv_it_writes() -> None:
-    """A prefill point's FLOPs are Eq. (1.2) over all B prompts from position 0, its bytes the weights,
-    the activations of B·P tokens and their K/V written; its label says which point it is."""
+    """A prefill point's FLOPs are Eq. (1.2) over all B prompts from position 0, its bytes the
+    weights, the activations of B·P tokens and their K/V written; its label says which point it
+    is."""
     hw = dict(peak_flops=A100.peak_flops, bandwidth=A100.bandwidth)
     point = roofline.prefill_point(MINI, P=7, s=4, B=3, **hw)
     sym = dict(L=MINI.L, d=MINI.d, H_kv=MINI.H_kv, d_h=MINI.d_h, d_ffn=MINI.d_ffn, V=MINI.V)
@@ -197,7 +209,8 @@ def test_prefill_point_counts_every_prompt_and_the_kv_it_writes() -> None:
         weight_bytes=costs.weight_bytes(N_params=MINI.N_params, s=4), P=7, d=MINI.d, s=4, B=3,
         kv_bytes_per_token=kv)
     assert point.label == f"{MINI.name} prefill P=7, B=3"
-    assert roofline.decode_point(MINI, S=1200, B=2, **hw).label == f"{MINI.name} decode S=1,200, B=2"
+    decode = roofline.decode_point(MINI, S=1200, B=2, **hw)
+    assert decode.label == f"{MINI.name} decode S=1,200, B=2"
     assert point.attainable_flops == costs.attainable_flops(intensity=point.intensity, **hw)
 
 
@@ -209,10 +222,10 @@ def test_a_measured_point_keeps_what_was_measured() -> None:
 
 
 def test_critical_batch_at_the_edges_of_eq_7_4() -> None:
-    """A margin of exactly zero is `never` (None), not a division by zero; a margin below one FLOP is
-    still a margin; a model whose weights are nothing next to one sequence's FLOPs is compute-bound
-    at B = 1, not 2."""
-    flops_1 = costs.decode_step_flops(L=1, S=1, d=4)  # 416; the KV of one sequence: 2·1·4·1 = 8 bytes
+    """A margin of exactly zero is `never` (None), not a division by zero; a margin below one
+    FLOP is still a margin; a model whose weights are nothing next to one sequence's FLOPs is
+    compute-bound at B = 1, not 2."""
+    flops_1 = costs.decode_step_flops(L=1, S=1, d=4)  # 416; one sequence's KV: 2·1·4·1 = 8 bytes
     shape = dict(L=1, S=1, d=4, N_params=1, s=1)
     assert costs.critical_batch(bandwidth=8.0, peak_flops=float(flops_1), **shape) is None
     half = costs.critical_batch(bandwidth=8.0, peak_flops=flops_1 - 0.5, **shape)

@@ -138,10 +138,10 @@ def _workdir(module: str, tests: list[str]) -> Path:
         # A mutant that hangs (a loop that never ends) is killed after 4x its tests' clean time in CPU
         # seconds, plus 1 s, doubled (mutmut's default, 15x, let one mutant of kv_cache.py run 15 minutes).
         "timeout_multiplier = 4.0\n"
-        # ... and after 4x (that time + 10 s) of wall time. The clean time counts each test's call, not
-        # the module fixtures a mutant's tests set up again (test_costs_js's node run of every formula):
-        # with mutmut's 1 s, mutants that pass every test (a parameter's name in an error message of
-        # decode_tok_s_ceiling) were stopped at 6 s and counted as timeouts, i.e. killed.
+        # ... and after 4x (that time + 10 s) of wall time. The clean time counts each test's
+        # call, not the module fixtures a mutant's tests set up again (test_costs_js's node run of
+        # every formula): with mutmut's 1 s, mutants that pass every test (a parameter's name in an
+        # error message of decode_tok_s_ceiling) were stopped at 6 s and counted as timeouts, killed.
         "timeout_constant = 10.0\n"
     )
     (work / "pyproject.toml").write_text(config, encoding="utf-8")
