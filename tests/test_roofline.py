@@ -94,6 +94,7 @@ _HW = dict(peak_flops=1e12, bandwidth=1e9)
 _SHAPE = dict(L=2, S=3, d=8, N_params=100)
 _POS, _NONNEG = "must be a finite number > 0", "must be a number >= 0"
 _INT1 = "must be an integer >= 1"
+_TOK_S = "^tok_s must be a number > 0"
 BAD = [
     (costs.arithmetic_intensity, dict(flops=True, bytes=1), "^flops " + _NONNEG),
     (costs.arithmetic_intensity, dict(flops="1", bytes=1), "^flops " + _NONNEG),
@@ -121,9 +122,9 @@ BAD = [
     (roofline.measured_point, dict(label="x", flops=1, bytes=1, seconds=True),
      "^seconds must be a number > 0"),
     (roofline.achieved_bandwidth, dict(tok_s=1, bytes_per_step=1, B=True), "^B " + _INT1),
-    (roofline.achieved_bandwidth, dict(tok_s=True, bytes_per_step=1), "^tok_s must be a number > 0"),
-    (roofline.achieved_bandwidth, dict(tok_s="1", bytes_per_step=1), "^tok_s must be a number > 0"),
-    (roofline.achieved_bandwidth, dict(tok_s=0, bytes_per_step=1), "^tok_s must be a number > 0"),
+    (roofline.achieved_bandwidth, dict(tok_s=True, bytes_per_step=1), _TOK_S),
+    (roofline.achieved_bandwidth, dict(tok_s="1", bytes_per_step=1), _TOK_S),
+    (roofline.achieved_bandwidth, dict(tok_s=0, bytes_per_step=1), _TOK_S),
     (roofline.achieved_bandwidth, dict(tok_s=1, bytes_per_step=0),
      "^bytes_per_step must be a number > 0"),
 ]
@@ -231,3 +232,19 @@ def test_critical_batch_at_the_edges_of_eq_7_4() -> None:
     half = costs.critical_batch(bandwidth=8.0, peak_flops=flops_1 - 0.5, **shape)
     assert half == math.ceil((flops_1 - 0.5) / 8 / 0.5)
     assert costs.critical_batch(bandwidth=1.0, peak_flops=1.0, **shape) == 1
+
+
+def test_step_time_on_a_preset_is_decode_step_time_with_its_symbols() -> None:
+    """`step_time_on` (Chapter 7's exercise calls it) hands a preset model's symbols, N, the chip's
+    two rates and the form (overlap or additive) to `decode_step_time`; a symbol, a rate or the
+    form lost on the way, or a default other than bf16 and one sequence, is a wrong step time."""
+    llama, h100 = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"]
+    for overlap in (True, False):
+        for S, B, s in ((0, 1, 2), (300, 7, 1), (4096, 32, 2)):
+            expected = costs.decode_step_time(
+                L=llama.L, S=S, d=llama.d, N_params=llama.N_params, s=s, bandwidth=h100.bandwidth,
+                peak_flops=h100.peak_flops, H_kv=llama.H_kv, d_h=llama.d_h, d_ffn=llama.d_ffn,
+                V=llama.V, B=B, ffn_matrices=llama.ffn_matrices, overlap=overlap)
+            assert roofline.step_time_on(llama, h100, S=S, B=B, s=s, overlap=overlap) == expected
+    assert roofline.step_time_on(llama, h100, S=64) == roofline.step_time_on(
+        llama, h100, S=64, B=1, s=2, overlap=True)

@@ -9,9 +9,9 @@ and the chapters' data, with a `[tool.mutmut]` section written for that module),
 work tree and two modules never share mutmut's state. mutmut mutates the module's functions, runs the
 module's tests once to learn which test calls which function, and then runs, for each mutant, only the
 tests that reach it (forked, `--max-children` at a time). A module's tests are the test files that import
-it, plus `EXTRA_TESTS`; a mutant those miss counts as survived, never as killed. Every test file imports
-the cost model's facade, so a `minigpt/costs/` module keeps only the files that name what it defines,
-plus the two that loop over every formula, and never the end-to-end ones (`COSTS_END_TO_END`).
+it, plus `EXTRA_TESTS`; a mutant those miss counts as survived, never as killed. Most test files
+import the cost model's facade, so a `minigpt/costs/` module keeps only the files that name what
+it defines, plus the two that loop over every formula, and never the end-to-end ones.
 
 Each run's counts go to `mutation/results/<module>.json` (committed): mutants, killed, survived, timed
 out, no tests, and the names of the survivors, and `--report` renders every result and the triage of
@@ -75,8 +75,9 @@ def modules() -> list[str]:
 
 def tests_of(module: str) -> list[str]:
     """The test files that import `module`: by its dotted name, by name from its package, or through its
-    package's facade (`from minigpt import costs`, `from minigpt.serving import Engine`), plus `EXTRA_TESTS`.
-    A module of the cost model keeps of these the ones that name what it defines (`COSTS_TESTS`)."""
+    package's facade (`from minigpt import costs`, `from minigpt.serving import Engine`), plus
+    `EXTRA_TESTS`. A module of the cost model keeps of these the ones that name what it defines
+    (`COSTS_TESTS`)."""
     dotted = module[:-3].replace("/", ".")
     package, _, name = dotted.rpartition(".")
     top = package.split(".")[1] if package.count(".") else name
@@ -124,7 +125,7 @@ def _workdir(module: str, tests: list[str]) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for part in ("minigpt", "tests", "exercises", "chapters/data", "appendices"):
         shutil.copytree(ROOT / part, work / part, ignore=ignore)
-    for part in ("intro.md", "references.bib"):  # with appendices/: what test_notation checks the formulas by
+    for part in ("intro.md", "references.bib"):  # with appendices/: what test_notation reads
         shutil.copy2(ROOT / part, work / part)
     config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     config += (
@@ -140,8 +141,8 @@ def _workdir(module: str, tests: list[str]) -> Path:
         "timeout_multiplier = 4.0\n"
         # ... and after 4x (that time + 10 s) of wall time. The clean time counts each test's
         # call, not the module fixtures a mutant's tests set up again (test_costs_js's node run of
-        # every formula): with mutmut's 1 s, mutants that pass every test (a parameter's name in an
-        # error message of decode_tok_s_ceiling) were stopped at 6 s and counted as timeouts, killed.
+        # every formula): with mutmut's 1 s, mutants that pass every test (a parameter's name in
+        # an error of decode_tok_s_ceiling) were stopped at 6 s and counted as timeouts, killed.
         "timeout_constant = 10.0\n"
     )
     (work / "pyproject.toml").write_text(config, encoding="utf-8")
