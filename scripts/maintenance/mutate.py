@@ -152,10 +152,16 @@ def _workdir(module: str, tests: list[str]) -> Path:
 def _mutmut(work: Path, *args: str) -> int:
     """Run mutmut in `work`; its progress (a spinner per mutant) goes to `work/mutmut.log`. mutmut forks a
     worker per mutant: it runs in its own process group, and if this script stops for any reason (an error,
-    Ctrl-C, SIGTERM) the whole group is killed, so no worker outlives it."""
+    Ctrl-C, SIGTERM) the whole group is killed, so no worker outlives it.
+
+    torch runs on one thread (`OMP_NUM_THREADS=1`): mutmut forks each worker from a process that ran
+    the tests, and a fork of a process whose OpenMP pool has started waits forever at the pool's first
+    barrier (gdb: `gomp_team_barrier_wait_end` in a LayerNorm); every mutant whose tests run a model
+    then hung until its wall limit and counted as a timeout, i.e. killed, whatever the tests said."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(work / "mutmut.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
         previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         try:
             return proc.wait()
