@@ -140,9 +140,9 @@ def _workdir(module: str, tests: list[str]) -> Path:
         # seconds, plus 1 s, doubled (mutmut's default, 15x, let one mutant of kv_cache.py run 15 minutes).
         "timeout_multiplier = 4.0\n"
         # ... and after 4x (that time + 10 s) of wall time. The clean time counts each test's
-        # call, not the module fixtures a mutant's tests set up again (test_costs_js's node run of
-        # every formula): with mutmut's 1 s, mutants that pass every test (a parameter's name in
-        # an error of decode_tok_s_ceiling) were stopped at 6 s and counted as timeouts, killed.
+        # call, not the module fixtures a mutant's tests set up again (test_costs_js runs node on
+        # every formula, ~2 s): mutmut's 1 s would stop a mutant of a formula those tests pass at
+        # about 6 s and count it killed (a timeout).
         "timeout_constant = 10.0\n"
     )
     (work / "pyproject.toml").write_text(config, encoding="utf-8")
