@@ -109,6 +109,15 @@ BAD = [
     (costs.decode_tok_s_ceiling, dict(bandwidth=0, bytes_per_step=1), "^bandwidth " + _POS),
     (costs.decode_tok_s_ceiling, dict(bandwidth=1, bytes_per_step=0), "^bytes_per_step " + _POS),
     (costs.decode_intensity, dict(s=0, **_SHAPE), "^s " + _INT1),
+    (costs.decode_intensity, dict(s=0, **{**_SHAPE, "N_params": -1}), "^s " + _INT1),  # s first
+    (costs.attention_flops, dict(L=0, T=1, S=0, d=8), "^L " + _INT1),
+    (costs.attention_flops, dict(L=1, T=1, S=0, d=8, B=0), "^B " + _INT1),
+    (costs.attention_flops, dict(L=1, T=1, S=-1, d=8), "^S must be an integer >= 0"),
+    (costs.attention_flops, dict(L=1, T=1, S=0, d=0), "^d " + _INT1),
+    (costs.attention_bytes, dict(L=0, T=1, S=0, d=8, s=2), "^L " + _INT1),
+    (costs.attention_bytes, dict(L=1, T=1, S=0, d=8, s=2, B=0), "^B " + _INT1),
+    (costs.attention_bytes, dict(L=1, T=1, S=-1, d=8, s=2), "^S must be an integer >= 0"),
+    (costs.attention_bytes, dict(L=1, T=0, S=0, d=8, s=2), "^T " + _INT1),
     (costs.roofline_time, dict(flops=True, bytes=1, **_HW), "^flops " + _NONNEG),
     (costs.roofline_time, dict(flops="1", bytes=1, **_HW), "^flops " + _NONNEG),
     (costs.roofline_time, dict(flops=1, bytes=True, **_HW), "^bytes " + _NONNEG),
@@ -118,6 +127,7 @@ BAD = [
     (costs.roofline_bound, dict(intensity=True, **_HW), "^intensity " + _NONNEG),
     (costs.roofline_bound, dict(intensity="1", **_HW), "^intensity " + _NONNEG),
     (costs.critical_batch, dict(s=0, **_SHAPE, **_HW), "^s " + _INT1),
+    (costs.critical_batch, dict(s=0, **{**_SHAPE, "N_params": -1}, **_HW), "^s " + _INT1),
     (costs.decode_step_time, dict(s=2, s_kv=0, **_SHAPE, **_HW), "^s_kv " + _INT1),
     (roofline.measured_point, dict(label="x", flops=1, bytes=1, seconds=True),
      "^seconds must be a number > 0"),
@@ -149,6 +159,8 @@ def test_the_bounds_of_the_checks_are_where_the_docstrings_put_them() -> None:
     assert costs.roofline_time(flops=0.5, bytes=0.5, peak_flops=1, bandwidth=1) == 0.5
     assert roofline.achieved_bandwidth(tok_s=0.5, bytes_per_step=4) == 2.0
     assert roofline.achieved_bandwidth(tok_s=0.5, bytes_per_step=0.5) == 0.25
+    # the smallest model and step each check allows
+    assert costs.attention_flops(L=1, T=1, S=0, d=1) == 4
     # Eq. (3.4) backwards divides by B: B sequences share one step's bytes
     assert roofline.achieved_bandwidth(tok_s=100, bytes_per_step=8, B=2) == 400
     # one layer is a model; the KV term of Eq. (3.5) is 2·L·d·s per token
@@ -181,8 +193,12 @@ def test_defaults_are_the_documented_case() -> None:
     assert costs.prefill_intensity(L=2, P=5, d=8, s=2, N_params=100) == costs.prefill_intensity(
         L=2, P=5, d=8, s=2, N_params=100, V=0)
     chip = dict(peak_flops=1e9, bandwidth=1e6)
-    assert costs.decode_step_time(s=2, N_params=100, **shape, **chip) == costs.decode_step_time(
-        s=2, N_params=100, V=0, B=1, ffn_matrices=2, **shape, **chip)
+    slow_chip = dict(peak_flops=1.0, bandwidth=1e12)  # compute-bound: every FLOP shows in the time
+    for hw in (chip, slow_chip):
+        for overlap in (True, False):
+            assert costs.decode_step_time(
+                s=2, N_params=100, overlap=overlap, **shape, **hw) == costs.decode_step_time(
+                s=2, N_params=100, V=0, B=1, ffn_matrices=2, overlap=overlap, **shape, **hw)
     assert costs.critical_batch(s=2, N_params=10**6, **shape, **chip) == costs.critical_batch(
         s=2, N_params=10**6, V=0, ffn_matrices=2, **shape, **chip)
     step = roofline.model_step_flops
