@@ -684,3 +684,22 @@ def test_critical_batch_is_the_first_batch_at_the_ridge(hw, model, S):
     else:
         assert intensity(found) >= ridge * (1 - 1e-12)
         assert found == 1 or intensity(found - 1) < ridge
+
+
+def test_the_seed_sums_stay_exact_past_the_floats_53_bits():
+    """The sums of n and n² over a generation are exact integers (D·(D−1) is even, (D−1)·D·(2D−1) a
+    multiple of 6): divided with `/` they become floats and lose the last units past 2⁵³, so the
+    totals are no longer counts and the no-cache attention share is off by an ulp at D ≈ 10⁶."""
+    from fractions import Fraction
+
+    D = 1_000_000_009
+    total = costs.decode_macs_seed(L=1, P=1, D=D, d=3)
+    assert isinstance(total, int) and total == 12 * D * 9 + 2 * 3 * (D + D * (D - 1) // 2)
+    flops = costs.decode_flops(L=1, P=1, D=D, d=3)  # D−1 steps over keys 2..D: Σ = (D−1)(D+2)/2
+    per_token = 2 * 3 * (3 + 2 * 3) + 2 * 3 * 3 + 2 * 2 * 3 * 12
+    assert isinstance(flops, int) and flops == (D - 1) * per_token + 4 * 3 * ((D - 1) * (D + 2) // 2)
+    P, D, d = 1, 1_000_003, 1
+    n = range(P, P + D)
+    tokens, squares = sum(n), sum(k * k for k in n)
+    exact = Fraction(squares, 6 * d * tokens + squares)
+    assert costs.no_cache_attention_share(P=P, D=D, d=d) == float(exact)
