@@ -34,6 +34,22 @@ CASES = [
     (costs.no_cache_attention_share, dict(P=3, D=4, d=8), dict(P=1, D=1, d=1)),
     (costs.no_cache_crossover_D, dict(d=8), dict(d=1)),
     (costs.prefill_flops_by_term, dict(P=3, V=5, **MODEL), dict(L=1, P=1, d=1, V=0, B=1, d_ffn=1)),
+    # traffic: Eq. (3.5) and the traffic table of Chapter 1
+    (costs.decode_step_bytes, dict(weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.prefill_bytes, dict(weight_bytes=100, P=3, d=8, s=2, B=2, kv_bytes_per_token=8),
+     dict(weight_bytes=0, kv_bytes_per_token=0, B=1, P=1, d=1, s=1)),
+    (costs.last_decode_step_floor_s, dict(L=2, d=8, V=5, P=3, D=4, bandwidth=1e9, s=2),
+     dict(L=1, d=1, V=0, P=1, D=1, s=1)),
+    (costs.gqa_decode_gain, dict(N_params=10**6, L=2, d=4, d_h=1, H_kv=1, s=2, S=10, B=2),
+     dict(L=1, d=1, d_h=1, H_kv=1, s=1, S=0, B=1)),
+    # params: Eq. (2.3)'s N and Eq. (9.3)
+    (costs.params_by_component, dict(L=2, d=8, V=5, S_max=16), dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
+    (costs.param_count, dict(L=2, d=8, V=5, S_max=16), dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
+    (costs.non_embedding_matrix_params, dict(L=2, d=8), dict(L=1, d=1, d_ffn=1)),
+    (costs.kv_projection_params, dict(L=2, d=8, H_kv=1, d_h=1), dict(L=1, d=1, H_kv=1, d_h=1)),
+    (costs.kv_heads_params, dict(N_params=10**6, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4),
+     dict(L=1, d_h=1, H_kv=1)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -53,3 +69,16 @@ def test_prefill_by_term_checks_B_before_the_other_terms():
     with two bad symbols blamed the FFN width instead of the batch."""
     with pytest.raises(ValueError, match="^B must be an integer >= 1, got 0$"):
         costs.prefill_flops_by_term(L=2, P=3, d=8, B=0, d_ffn=0)
+
+
+def test_the_checks_the_bound_table_cannot_reach():
+    """A bandwidth of zero on both paths of the last step's floor (D = 1 has no step but still a
+    chip), and N_params below one: each refused by name."""
+    for D in (1, 4):
+        with pytest.raises(ValueError, match="^bandwidth must be a finite number > 0"):
+            costs.last_decode_step_floor_s(L=2, d=8, V=5, P=3, D=D, bandwidth=0)
+    with pytest.raises(ValueError, match="^N_params must be an integer >= 1, got 0$"):
+        costs.kv_heads_params(N_params=0, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4)
+    with pytest.raises(ValueError, match="^N_params must hold the 64 K/V projection parameters"):
+        costs.kv_heads_params(N_params=63, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4)
+    assert costs.kv_heads_params(N_params=64, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4) == 128
