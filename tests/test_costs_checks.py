@@ -1,4 +1,4 @@
-"""Every integer symbol a cost formula takes is checked, by name, at the bound the notation gives it.
+"""Every integer symbol a cost formula takes is checked, by name, at the bound the notation gives.
 
 The formulas refuse a size below its bound with `ValueError("<name> must be an integer >= <bound>")`
 (`minigpt/costs/_check.py`), and accept the bound itself. Mutation testing found the checks of most
@@ -10,9 +10,12 @@ integer symbol; each symbol is tried at its bound (allowed) and one below (refus
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from minigpt import costs
+from minigpt.costs import _check
 
 MODEL = dict(L=2, d=8)
 #: (formula, a valid call, {symbol: its smallest allowed value})
@@ -23,7 +26,8 @@ CASES = [
     (costs.decode_step_flops, dict(S=3, V=5, **MODEL), dict(L=1, S=0, d=1, V=0, B=1, d_ffn=1)),
     (costs.decode_flops, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1, d_ffn=1)),
     (costs.generation_flops, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1)),
-    (costs.no_cache_flops, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1, d_ffn=1)),
+    (costs.no_cache_flops, dict(P=3, D=4, V=5, **MODEL),
+     dict(L=1, P=1, D=1, d=1, V=0, B=1, d_ffn=1)),
     (costs.cache_saving_factor, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1)),
     (costs.prefill_macs, dict(P=3, **MODEL), dict(L=1, P=1, d=1)),
     (costs.decode_step_macs, dict(S=3, **MODEL), dict(L=1, S=0, d=1)),
@@ -44,7 +48,8 @@ CASES = [
     (costs.gqa_decode_gain, dict(N_params=10**6, L=2, d=4, d_h=1, H_kv=1, s=2, S=10, B=2),
      dict(L=1, d=1, d_h=1, H_kv=1, s=1, S=0, B=1)),
     # params: Eq. (2.3)'s N and Eq. (9.3)
-    (costs.params_by_component, dict(L=2, d=8, V=5, S_max=16), dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
+    (costs.params_by_component, dict(L=2, d=8, V=5, S_max=16),
+     dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
     (costs.param_count, dict(L=2, d=8, V=5, S_max=16), dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
     (costs.non_embedding_matrix_params, dict(L=2, d=8), dict(L=1, d=1, d_ffn=1)),
     (costs.kv_projection_params, dict(L=2, d=8, H_kv=1, d_h=1), dict(L=1, d=1, H_kv=1, d_h=1)),
@@ -58,10 +63,9 @@ ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in
                          ids=[f"{fn.__name__}-{name}" for fn, _, name, _ in ROWS])
 def test_each_integer_symbol_is_refused_below_its_bound_by_name(fn, call, name, bound):
     fn(**{**call, name: bound})  # the bound itself is a valid size
-    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= {bound}, got {bound - 1}$"):
-        fn(**{**call, name: bound - 1})
-    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= {bound}, got {bound + 0.5}$"):
-        fn(**{**call, name: bound + 0.5})
+    for bad in (bound - 1, bound + 0.5):
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer >= {bound}, got {bad}$"):
+            fn(**{**call, name: bad})
 
 
 def test_prefill_by_term_checks_B_before_the_other_terms():
@@ -82,3 +86,70 @@ def test_the_checks_the_bound_table_cannot_reach():
     with pytest.raises(ValueError, match="^N_params must hold the 64 K/V projection parameters"):
         costs.kv_heads_params(N_params=63, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4)
     assert costs.kv_heads_params(N_params=64, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4) == 128
+
+
+# ---- the checks themselves (minigpt/costs/_check.py), on values a formula can be handed ----
+
+
+def test_an_integer_check_refuses_bools_floats_and_strings_and_says_what_it_got():
+    """`_int` is the check of every size: True is not a size (an int subclass), 2.0 is not an
+    integer, and the message quotes what it got (repr for a wrong type, the number for a small
+    one)."""
+    assert _check._int("L", 0) == 0 and _check._int("L", 7, 7) == 7
+    for bad in (True, False, 2.0, "2", None):
+        message = rf"^L must be an integer >= 1, got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=message):
+            _check._int("L", bad, 1)
+    with pytest.raises(ValueError, match="^L must be an integer >= 0, got -1$"):
+        _check._int("L", -1)
+
+
+def test_a_positive_check_refuses_zero_infinities_nan_bools_and_strings():
+    """`_positive` guards rates and bandwidths: a zero or negative rate divides by zero or flips a
+    sign, an infinite one makes every time 0, NaN every comparison false."""
+    assert _check._positive("bandwidth", 1e-300) == 1e-300 and _check._positive("bandwidth", 3) == 3
+    for bad in (0, 0.0, -1, -1e-9, float("inf"), float("-inf"), float("nan"), True, "1", None):
+        message = rf"^bandwidth must be a finite number > 0, got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=message):
+            _check._positive("bandwidth", bad)
+
+
+def test_a_fraction_check_allows_zero_refuses_one():
+    """`_fraction` guards a reserve or a drop rate in [0, 1): 0 is none, 1 would leave nothing."""
+    assert _check._fraction("reserve", 0) == 0 and _check._fraction("reserve", 0.999) == 0.999
+    for bad in (1, 1.0, -0.01, True, "0.1", None, float("nan")):
+        message = rf"^reserve must be a number in \[0, 1\), got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=message):
+            _check._fraction("reserve", bad)
+
+
+def test_the_kv_width_is_h_kv_times_d_h_or_d_and_each_misfit_is_named():
+    """Eq. (2.1)'s H_kv·d_h: d for multi-head attention; one of the two alone, a d_h that does not
+    divide d, an H_kv that does not divide H = d/d_h, or a size below 1, each refused by name."""
+    assert _check._kv_width(64, None, None) == 64
+    assert _check._kv_width(64, 2, 16) == 32 and _check._kv_width(64, 4, 16) == 64
+    assert _check._kv_width(1, 1, 1) == 1
+    for H_kv, d_h in ((2, None), (None, 16)):
+        with pytest.raises(ValueError, match=r"^give both H_kv and d_h, or neither \(neither is "):
+            _check._kv_width(64, H_kv, d_h)
+    with pytest.raises(ValueError, match=r"^d_h must divide d = H·d_h; got d=64, d_h=24$"):
+        _check._kv_width(64, 1, 24)
+    with pytest.raises(ValueError, match=r"^H_kv must divide H = d/d_h = 4; got H_kv=3$"):
+        _check._kv_width(64, 3, 16)
+    for args, name in (((0, None, None), "d"), ((64, 0, 16), "H_kv"), ((64, 2, 0), "d_h")):
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer >= 1, got 0$"):
+            _check._kv_width(*args)
+
+
+def test_the_ffn_width_defaults_to_4d_and_its_matrices_are_2_or_3():
+    """d_ffn = None is 4·d (GPT-2's MLP); a GELU MLP has 2 matrices, SwiGLU 3, nothing else (a
+    bool is not a count)."""
+    assert _check._ffn(8, None) == 32 and _check._ffn(8, 5) == 5 and _check._ffn(8, 1) == 1
+    with pytest.raises(ValueError, match="^d_ffn must be an integer >= 1, got 0$"):
+        _check._ffn(8, 0)
+    assert _check._ffn_matrices(2) == 2 and _check._ffn_matrices(3) == 3
+    for bad in (1, 4, True, 2.5, "2"):
+        message = (r"^ffn_matrices must be 2 \(GELU MLP, MiniGPT/GPT\) or 3 "
+                   rf"\(SwiGLU, Llama/Mistral\), got {re.escape(repr(bad))}$")
+        with pytest.raises(ValueError, match=message):
+            _check._ffn_matrices(bad)

@@ -11,7 +11,7 @@ module's tests once to learn which test calls which function, and then runs, for
 tests that reach it (forked, `--max-children` at a time). A module's tests are the test files that import
 it, plus `EXTRA_TESTS`; a mutant those miss counts as survived, never as killed. Most test files
 import the cost model's facade, so a `minigpt/costs/` module keeps only the files that name what
-it defines, plus the two that loop over every formula, and never the end-to-end ones.
+it defines, plus the ones that loop over every formula, and never the end-to-end ones.
 
 Each run's counts go to `mutation/results/<module>.json` (committed): mutants, killed, survived, timed
 out, no tests, and the names of the survivors, and `--report` renders every result and the triage of
@@ -57,9 +57,10 @@ EXTRA_TESTS = {
 #: A module of the cost model (pure functions every layer imports through `minigpt.costs`) keeps,
 #: of the files that import the facade (~36, 3 min for one clean run on one core, and a module run
 #: makes two), those that name one of its public names or the module, plus `COSTS_TESTS` (they loop
-#: over every formula), less `COSTS_END_TO_END`: the grader, the explorer pages, the engine and the
-#: processes, whose few formula checks the formula tests make again, in seconds.
-COSTS_TESTS = ("tests/test_costs.py", "tests/test_costs_js.py")
+#: over every formula; test_costs_checks also tests `_check`, whose names are private), less
+#: `COSTS_END_TO_END`: the grader, the explorer pages, the engine and the processes, whose few
+#: formula checks the formula tests make again, in seconds.
+COSTS_TESTS = ("tests/test_costs.py", "tests/test_costs_js.py", "tests/test_costs_checks.py")
 COSTS_END_TO_END = ("tests/test_grading.py", "tests/test_explorers.py", "tests/test_serving.py",
                     "tests/test_paging.py", "tests/test_disagg.py", "tests/test_tensor_parallel.py",
                     "tests/test_site.py", "tests/test_minigpt_live_site.py",
@@ -154,10 +155,11 @@ def _mutmut(work: Path, *args: str) -> int:
     worker per mutant: it runs in its own process group, and if this script stops for any reason (an error,
     Ctrl-C, SIGTERM) the whole group is killed, so no worker outlives it.
 
-    torch runs on one thread (`OMP_NUM_THREADS=1`): mutmut forks each worker from a process that ran
-    the tests, and a fork of a process whose OpenMP pool has started waits forever at the pool's first
-    barrier (gdb: `gomp_team_barrier_wait_end` in a LayerNorm); every mutant whose tests run a model
-    then hung until its wall limit and counted as a timeout, i.e. killed, whatever the tests said."""
+    torch runs on one thread (`OMP_NUM_THREADS=1`): mutmut forks each worker from a process that
+    ran the tests, and a fork of a process whose OpenMP pool has started waits forever at the pool's
+    first barrier (gdb: `gomp_team_barrier_wait_end` in a LayerNorm); every mutant whose tests run
+    a model then hung until its wall limit and counted as a timeout (killed), whatever its tests
+    said."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(work / "mutmut.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
