@@ -55,6 +55,38 @@ CASES = [
     (costs.kv_projection_params, dict(L=2, d=8, H_kv=1, d_h=1), dict(L=1, d=1, H_kv=1, d_h=1)),
     (costs.kv_heads_params, dict(N_params=10**6, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4),
      dict(L=1, d_h=1, H_kv=1)),
+    # memory: Eqs. (2.1)-(2.10) and (9.4)
+    (costs.weight_bytes, dict(N_params=100, s=2), dict(N_params=0)),
+    (costs.kv_bytes_per_token, dict(L=2, H_kv=2, d_h=4, s=2, s_scale=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, s_scale=0)),
+    (costs.kv_cache_bytes, dict(L=2, H_kv=2, d_h=4, s=2, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, S=0, B=1, s_scale=0)),
+    (costs.int8_kv_bytes, dict(L=2, H_kv=2, d_h=4, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0)),
+    (costs.fits_in_memory,
+     dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(memory_bytes=0, weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.max_context, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, B=2),
+     dict(memory_bytes=0, weight_bytes=0, kv_bytes_per_token=1, B=1)),
+    (costs.max_batch, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3),
+     dict(memory_bytes=0, weight_bytes=0, kv_bytes_per_token=1, S=1)),
+    (costs.memory_budget, dict(memory_bytes=10**6), dict(memory_bytes=0)),
+    (costs.chips_needed, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.kv_heads, dict(H=8, H_kv=2), dict(H=1, H_kv=1)),
+    (costs.memory_fit, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(memory_bytes=0, weight_bytes=0, B=1)),  # S and the KV bytes: two callees, two bounds
+    (costs.window_kv_cache_bytes, dict(L=2, H_kv=2, d_h=4, s=2, S=10, window=4, B=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, S=0, window=1, B=1)),
+    (costs.latent_kv_bytes_per_token, dict(L=2, d_c=8, d_rope=2, s=2),
+     dict(L=1, d_c=1, d_rope=0, s=1)),
+    (costs.moe_active_params, dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=1),
+     dict(L=1, d=1, d_ffn=1, experts=1, active_experts=1)),
+    (costs.moe_expected_experts, dict(experts=8, active_experts=1, B=3),
+     dict(experts=1, active_experts=1, B=1)),
+    (costs.moe_decode_params,
+     dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=1, B=3),
+     dict(L=1, d=1, d_ffn=1, experts=1, active_experts=1, B=1)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -86,6 +118,45 @@ def test_the_checks_the_bound_table_cannot_reach():
     with pytest.raises(ValueError, match="^N_params must hold the 64 K/V projection parameters"):
         costs.kv_heads_params(N_params=63, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4)
     assert costs.kv_heads_params(N_params=64, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4) == 128
+
+
+def test_the_memory_checks_the_bound_table_cannot_reach():
+    """A fractional s is int4's half byte, not an error; a reserve outside [0, 1), a scheme not in
+    the list, more active experts than experts, idle experts N cannot hold, a budget under one
+    byte: each refused by name (or by what is wrong)."""
+    assert costs.weight_bytes(N_params=3, s=0.5) == 2  # rounds up to whole bytes
+    for s in (0, -0.5, float("nan"), True):
+        with pytest.raises(ValueError, match="^s must be"):
+            costs.weight_bytes(N_params=3, s=s)
+    fit = dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8)
+    for call in (lambda r: costs.memory_budget(memory_bytes=10**6, reserve=r),
+                 lambda r: costs.fits_in_memory(**fit, S=3, reserve=r),
+                 lambda r: costs.max_context(**fit, reserve=r),
+                 lambda r: costs.max_batch(**fit, S=3, reserve=r),
+                 lambda r: costs.chips_needed(**fit, S=3, reserve=r),
+                 lambda r: costs.memory_fit(**fit, S=3, reserve=r)):
+        call(0.0)
+        for bad in (1.0, -0.1):
+            with pytest.raises(ValueError, match=r"^reserve must be a number in \[0, 1\)"):
+                call(bad)
+    schemes = r"\['published', 'mha', 'gqa', 'gqa4', 'mqa'\]"
+    with pytest.raises(ValueError, match=rf"^scheme must be one of {schemes}, got 'gqa2'$"):
+        costs.kv_heads(H=8, H_kv=2, scheme="gqa2")
+    for fn in (costs.moe_active_params, costs.moe_expected_experts):
+        args = dict(N_params=10**6, L=2, d=8, d_ffn=16) if fn is costs.moe_active_params else {}
+        with pytest.raises(ValueError, match="^active_experts must be <= experts = 2, got 3$"):
+            fn(**args, experts=2, active_experts=3)
+    moe = dict(L=1, d=1, d_ffn=1, experts=3, active_experts=1, ffn_matrices=2)  # idle: 1·2·2 = 4
+    assert costs.moe_active_params(N_params=4, **moe) == 0
+    idle = "^N_params must hold the 4 parameters of the idle experts, got 3$"
+    with pytest.raises(ValueError, match=idle):
+        costs.moe_active_params(N_params=3, **moe)
+    with pytest.raises(ValueError, match="^N_params must be an integer >= 0, got 4.0$"):
+        costs.moe_active_params(N_params=4.0, **moe)
+    tiny = r"^memory_bytes·\(1 − reserve\) must be at least 1 byte, got 1 and 0.5$"
+    with pytest.raises(ValueError, match=tiny):
+        costs.chips_needed(memory_bytes=1, weight_bytes=1, kv_bytes_per_token=1, S=1, reserve=0.5)
+    assert costs.chips_needed(memory_bytes=10, weight_bytes=1, kv_bytes_per_token=0, S=1) == 1
 
 
 # ---- the checks themselves (minigpt/costs/_check.py), on values a formula can be handed ----
