@@ -703,3 +703,23 @@ def test_the_seed_sums_stay_exact_past_the_floats_53_bits():
     tokens, squares = sum(n), sum(k * k for k in n)
     exact = Fraction(squares, 6 * d * tokens + squares)
     assert costs.no_cache_attention_share(P=P, D=D, d=d) == float(exact)
+
+
+def test_the_traffic_and_parameter_formulas_default_to_the_documented_case():
+    """One sequence, no K/V written by prefill unless given, bf16, GPT-2's biases in MiniGPT's count
+    and none in Eq. (9.3)'s K/V projections (Llama's): a default changed moves every caller that
+    leaves it out."""
+    assert costs.decode_step_bytes(weight_bytes=100, kv_bytes_per_token=8, S=3) == 100 + 3 * 8
+    assert costs.prefill_bytes(weight_bytes=100, P=3, d=8, s=2) == 100 + 2 * 3 * 8 * 2
+    floor = dict(L=2, d=8, V=5, P=3, D=4, bandwidth=1.0)
+    assert costs.last_decode_step_floor_s(**floor) == costs.last_decode_step_floor_s(**floor, s=2)
+    gqa = dict(N_params=10**6, L=2, d=64, d_h=16, H_kv=1, s=2, S=100)
+    assert costs.gqa_decode_gain(**gqa) == costs.gqa_decode_gain(**gqa, B=1, biases=False)
+    assert costs.gqa_decode_gain(**gqa) != costs.gqa_decode_gain(**gqa, biases=True)
+    shape = dict(L=2, d=8, V=5, S_max=16)
+    assert costs.params_by_component(**shape) == costs.params_by_component(**shape, biases=True,
+                                                                          d_ffn=32)
+    assert costs.param_count(**shape) == costs.param_count(**shape, biases=True, d_ffn=32)
+    assert costs.kv_projection_params(L=2, d=8, H_kv=2, d_h=2) == 2 * 2 * 8 * 2 * 2
+    heads = dict(N_params=10**4, L=2, d=8, d_h=2, H_kv=2, H_kv_new=4)
+    assert costs.kv_heads_params(**heads) == 10**4 + 2 * 2 * 8 * 2 * 2
