@@ -723,3 +723,22 @@ def test_the_traffic_and_parameter_formulas_default_to_the_documented_case():
     assert costs.kv_projection_params(L=2, d=8, H_kv=2, d_h=2) == 2 * 2 * 8 * 2 * 2
     heads = dict(N_params=10**4, L=2, d=8, d_h=2, H_kv=2, H_kv_new=4)
     assert costs.kv_heads_params(**heads) == 10**4 + 2 * 2 * 8 * 2 * 2
+
+
+def test_memory_formulas_at_their_edges():
+    """Weights that fill the budget exactly fit (Eq. 2.9 is ≤); one sequence by default in the fit
+    and the chip count; GQA's H // 8 and H // 4 are whole heads (12 heads in groups of 8 is one K/V
+    head, not 1.5); Eq. (2.7) at B = 1 by default; Eq. (2.8) with the model's own FFN matrices."""
+    fit = costs.memory_fit(memory_bytes=100, weight_bytes=100, kv_bytes_per_token=1, S=1)
+    assert fit.weights_fit and not fit.fits
+    budget = dict(memory_bytes=120, weight_bytes=100, kv_bytes_per_token=2, S=10)  # 100 + B·20
+    assert costs.fits_in_memory(**budget) and not costs.fits_in_memory(**budget, B=2)
+    assert costs.chips_needed(**budget, reserve=0.0) == 1
+    assert costs.chips_needed(**budget, reserve=0.0, B=2) == 2
+    for H, scheme, heads in ((12, "gqa", 1), (20, "gqa", 2), (6, "gqa4", 1), (20, "gqa4", 5)):
+        got = costs.kv_heads(H=H, H_kv=1, scheme=scheme)
+        assert got == heads and isinstance(got, int)
+    assert costs.moe_expected_experts(experts=8, active_experts=2) == 2.0
+    moe = dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=2, ffn_matrices=2)
+    assert costs.moe_decode_params(**moe, B=1) == costs.moe_active_params(**moe)
+    assert costs.moe_decode_params(**moe, B=1) == 10**6 - 2 * 6 * 2 * 8 * 16

@@ -125,8 +125,10 @@ def test_the_memory_checks_the_bound_table_cannot_reach():
     the list, more active experts than experts, idle experts N cannot hold, a budget under one
     byte: each refused by name (or by what is wrong)."""
     assert costs.weight_bytes(N_params=3, s=0.5) == 2  # rounds up to whole bytes
-    for s in (0, -0.5, float("nan"), True):
-        with pytest.raises(ValueError, match="^s must be"):
+    # an int s is a whole number of bytes (>= 1); any other s a number of bytes > 0 (True is neither)
+    for s, rule in ((0, "an integer >= 1"), (-1, "an integer >= 1"), (-0.5, "a finite number > 0"),
+                    (float("nan"), "a finite number > 0"), (True, "a finite number > 0")):
+        with pytest.raises(ValueError, match=rf"^s must be {rule}, got {s!r}$"):
             costs.weight_bytes(N_params=3, s=s)
     fit = dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8)
     for call in (lambda r: costs.memory_budget(memory_bytes=10**6, reserve=r),
