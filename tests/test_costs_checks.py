@@ -18,6 +18,7 @@ from minigpt import costs
 from minigpt.costs import _check
 
 MODEL = dict(L=2, d=8)
+CHIP = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e9, peak_flops=1e12)  # a model on a chip
 #: (formula, a valid call, {symbol: its smallest allowed value})
 CASES = [
     (costs.layer_flops, dict(T=3, S=2, d=8, d_ffn=16), dict(T=1, S=0, d=1, B=1, d_ffn=1)),
@@ -87,6 +88,21 @@ CASES = [
     (costs.moe_decode_params,
      dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=1, B=3),
      dict(L=1, d=1, d_ffn=1, experts=1, active_experts=1, B=1)),
+    # batching: Eqs. (7.1)-(7.2)
+    (costs.decode_tok_s, dict(S=5, B=2, **CHIP), dict(L=1, S=0, B=1)),
+    (costs.batching_gain, dict(S=5, B=2, **CHIP), dict(L=1, S=0, B=1)),
+    (costs.ideal_batching_tok_s, dict(S=5, B=2, **CHIP), dict(L=1, S=0, B=1)),
+    (costs.kv_read_share, dict(weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    # serving: Eqs. (7.2), (12.1)-(12.2), (13.1)
+    (costs.mixed_step_time, dict(T=3, S_prefix=2, B=2, S=5, **CHIP),
+     dict(L=1, T=0, S_prefix=0, B=0, S=0, s=1)),
+    (costs.static_batch_steps, dict(B=3, D_max=10, D_min=1), dict(B=1, D_max=1, D_min=1)),
+    (costs.static_batch_utilisation, dict(B=3, D_max=10, D_min=1), dict(B=1, D_max=1, D_min=1)),
+    (costs.static_batch_tok_s, dict(S=5, D_max=10, D_min=1, B=3, **CHIP),
+     dict(D_max=1, D_min=1, B=1, L=1, S=0)),
+    (costs.prefix_hit_ttft, dict(S_prefix=40, T=3, block_size=16, **CHIP),
+     dict(S_prefix=0, T=1, block_size=1, L=1, s=1)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -125,7 +141,7 @@ def test_the_memory_checks_the_bound_table_cannot_reach():
     the list, more active experts than experts, idle experts N cannot hold, a budget under one
     byte: each refused by name (or by what is wrong)."""
     assert costs.weight_bytes(N_params=3, s=0.5) == 2  # rounds up to whole bytes
-    # an int s is a whole number of bytes (>= 1); any other s a number of bytes > 0 (True is neither)
+    # an int s is a whole number of bytes (>= 1), any other s a number of bytes > 0 (True: neither)
     for s, rule in ((0, "an integer >= 1"), (-1, "an integer >= 1"), (-0.5, "a finite number > 0"),
                     (float("nan"), "a finite number > 0"), (True, "a finite number > 0")):
         with pytest.raises(ValueError, match=rf"^s must be {rule}, got {s!r}$"):
@@ -226,3 +242,41 @@ def test_the_ffn_width_defaults_to_4d_and_its_matrices_are_2_or_3():
                    rf"\(SwiGLU, Llama/Mistral\), got {re.escape(repr(bad))}$")
         with pytest.raises(ValueError, match=message):
             _check._ffn_matrices(bad)
+
+
+def test_the_serving_and_batching_checks_the_bound_table_cannot_reach():
+    """A step with no work, outputs with D_min above D_max: refused with what is wrong. A step that
+    reads nothing has no KV share (0, not a division by zero)."""
+    idle = r"^a step needs work: T \(prompt tokens\) or B \(decodes\) must be >= 1, got T=0 and B=0$"
+    with pytest.raises(ValueError, match=idle):
+        costs.mixed_step_time(**CHIP)
+    for fn in (costs.static_batch_steps, costs.static_batch_utilisation):
+        with pytest.raises(ValueError, match=r"^D_min must be <= D_max \(outputs uniform on "
+                                             r"D_min..D_max\), got D_min=3, D_max=2$"):
+            fn(B=2, D_max=2, D_min=3)
+    assert costs.static_batch_steps(B=2, D_max=2, D_min=2) == 2
+    assert costs.kv_read_share(weight_bytes=0, kv_bytes_per_token=8, S=0) == 0.0
+    assert costs.kv_read_share(weight_bytes=0, kv_bytes_per_token=8, S=1) == 1.0
+    assert costs.kv_read_share(weight_bytes=24, kv_bytes_per_token=8, S=1) == 0.25
+
+
+def test_the_batching_and_serving_formulas_default_to_the_documented_case():
+    """No LM head, one sequence, a GELU MLP, overlapped reads, blocks of 16, outputs from 1 token:
+    on a compute-bound chip (every FLOP shows) and a memory-bound one (every byte shows)."""
+    for chip in (dict(bandwidth=1e12, peak_flops=1.0), dict(bandwidth=1.0, peak_flops=1e12)):
+        model = dict(L=2, d=8, N_params=1000, s=2, **chip)
+        explicit = dict(V=0, ffn_matrices=2)
+        for fn in (costs.decode_tok_s, costs.batching_gain, costs.ideal_batching_tok_s):
+            assert fn(**model, S=5) == fn(**model, S=5, B=1, overlap=True, **explicit)
+        assert costs.batching_gain(**model, S=5) == 1.0
+        assert costs.mixed_step_time(**model, T=3) == costs.mixed_step_time(
+            **model, T=3, S_prefix=0, B=0, S=0, **explicit)
+        assert costs.mixed_step_time(**model, B=2, S=4) == costs.mixed_step_time(
+            **model, B=2, S=4, T=0, **explicit)
+        assert costs.static_batch_tok_s(**model, S=5, D_max=4) == costs.static_batch_tok_s(
+            **model, S=5, D_max=4, D_min=1, B=1, overlap=True, **explicit)
+        assert costs.prefix_hit_ttft(**model, S_prefix=40, T=3) == costs.prefix_hit_ttft(
+            **model, S_prefix=40, T=3, block_size=16, **explicit)
+    assert costs.kv_read_share(weight_bytes=24, kv_bytes_per_token=8, S=1) == costs.kv_read_share(
+        weight_bytes=24, kv_bytes_per_token=8, S=1, B=1)
+    assert costs.static_batch_steps(B=3, D_max=5) == costs.static_batch_steps(B=3, D_max=5, D_min=1)
