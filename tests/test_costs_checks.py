@@ -247,7 +247,8 @@ def test_the_ffn_width_defaults_to_4d_and_its_matrices_are_2_or_3():
 def test_the_serving_and_batching_checks_the_bound_table_cannot_reach():
     """A step with no work, outputs with D_min above D_max: refused with what is wrong. A step that
     reads nothing has no KV share (0, not a division by zero)."""
-    idle = r"^a step needs work: T \(prompt tokens\) or B \(decodes\) must be >= 1, got T=0 and B=0$"
+    idle = (r"^a step needs work: T \(prompt tokens\) or B \(decodes\) must be >= 1, "
+            r"got T=0 and B=0$")
     with pytest.raises(ValueError, match=idle):
         costs.mixed_step_time(**CHIP)
     for fn in (costs.static_batch_steps, costs.static_batch_utilisation):
