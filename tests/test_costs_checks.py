@@ -103,6 +103,24 @@ CASES = [
      dict(D_max=1, D_min=1, B=1, L=1, S=0)),
     (costs.prefix_hit_ttft, dict(S_prefix=40, T=3, block_size=16, **CHIP),
      dict(S_prefix=0, T=1, block_size=1, L=1, s=1)),
+    # kv_storage: Eqs. (10.1)-(10.2), (11.3) and the paged cache
+    (costs.quantized_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0)),
+    (costs.quantized_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=3, group_size=4), dict(group_size=1)),
+    (costs.kivi_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=20, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0, token_group=1, s=1)),
+    (costs.kivi_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=20, group_size=4), dict(group_size=1)),
+    (costs.fp8_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0)),
+    (costs.kv_storage_bytes, dict(L=2, H_kv=2, d_h=8, S=20, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1)),
+    (costs.kv_storage_bytes, dict(L=2, H_kv=2, d_h=8, S=20, layout="kivi"),
+     dict(token_group=1, s=1, S=0)),
+    (costs.kv_storage_bytes, dict(L=2, H_kv=2, d_h=8, S=20, layout="fp8"),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1)),
+    (costs.paged_blocks, dict(S=10, block_size=4), dict(S=0, block_size=1)),
+    (costs.paged_slack_tokens, dict(S=10, block_size=4), dict(S=0, block_size=1)),
+    (costs.paged_fork_saved_blocks, dict(P=10, n=3, block_size=4), dict(P=1, n=1, block_size=1)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -281,3 +299,29 @@ def test_the_batching_and_serving_formulas_default_to_the_documented_case():
     assert costs.kv_read_share(weight_bytes=24, kv_bytes_per_token=8, S=1) == costs.kv_read_share(
         weight_bytes=24, kv_bytes_per_token=8, S=1, B=1)
     assert costs.static_batch_steps(B=3, D_max=5) == costs.static_batch_steps(B=3, D_max=5, D_min=1)
+
+
+def test_the_kv_storage_checks_the_bound_table_cannot_reach():
+    """Bits other than 8 or 4, a group that does not divide d_h, odd sizes at int4, fp8 with bits
+    or groups, an unknown layout: each refused with what is wrong."""
+    kv = dict(L=2, H_kv=2, d_h=8, S=3)
+    for bad in (2, 16, True):
+        with pytest.raises(ValueError, match=rf"^bits must be 8 or 4, got {re.escape(repr(bad))}$"):
+            costs.quantized_kv_bytes(**kv, bits=bad)
+    with pytest.raises(ValueError, match="^group_size must divide d_h=8, got 3$"):
+        costs.quantized_kv_bytes(**kv, group_size=3)
+    odd = "^int4 packs two values per byte: d_h and group_size must be even, got "
+    with pytest.raises(ValueError, match=odd + "6, 3$"):
+        costs.quantized_kv_bytes(L=2, H_kv=2, d_h=6, S=3, bits=4, group_size=3)
+    with pytest.raises(ValueError, match=odd + "3, 3$"):
+        costs.quantized_kv_bytes(L=2, H_kv=2, d_h=3, S=3, bits=4)
+    assert costs.quantized_kv_bytes(L=1, H_kv=1, d_h=2, S=1, bits=4, group_size=2, s_scale=0) == 2
+    fp8 = (r"^fp8 stores 8 bits a value with per-layer scales: bits must be 8 and group_size None, "
+           "got ")
+    with pytest.raises(ValueError, match=fp8 + "4, None$"):
+        costs.kv_storage_bytes(**kv, layout="fp8", bits=4)
+    with pytest.raises(ValueError, match=fp8 + "8, 4$"):
+        costs.kv_storage_bytes(**kv, layout="fp8", group_size=4)
+    with pytest.raises(ValueError, match=r"^layout must be one of \['per_token', 'kivi', 'fp8'\], "
+                                         r"got 'int8'$"):
+        costs.kv_storage_bytes(**kv, layout="int8")
