@@ -18,6 +18,9 @@ from minigpt import costs
 from minigpt.costs import _check
 
 MODEL = dict(L=2, d=8)
+MLA = dict(H=2, d_h=4, d_c=8, T=3, S=5, d_rope=2, B=2)
+MLA_BOUNDS = dict(H=1, d_h=1, d_c=1, T=1, S=0, d_rope=0, B=1)
+MLA_CHIP = dict(s=2, peak_flops=1e12, bandwidth=1e9)
 CHIP = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e9, peak_flops=1e12)  # a model on a chip
 #: (formula, a valid call, {symbol: its smallest allowed value})
 CASES = [
@@ -121,6 +124,23 @@ CASES = [
     (costs.paged_blocks, dict(S=10, block_size=4), dict(S=0, block_size=1)),
     (costs.paged_slack_tokens, dict(S=10, block_size=4), dict(S=0, block_size=1)),
     (costs.paged_fork_saved_blocks, dict(P=10, n=3, block_size=4), dict(P=1, n=1, block_size=1)),
+    # latent: Eqs. (2.5), (21.1)-(21.4), (22.1)
+    (costs.latent_kv_cache_bytes, dict(L=2, d_c=8, s=2, S=3, d_rope=2, B=2),
+     dict(L=1, d_c=1, s=1, S=0, d_rope=0, B=1)),
+    *[(fn, dict(**MLA, path=path, **extra), dict(**MLA_BOUNDS, **bounds))
+      for fn, extra, bounds in ((costs.mla_layer_flops, dict(d=8), dict(d=1)),
+                                (costs.mla_attention_flops, {}, {}),
+                                (costs.mla_attention_bytes, dict(s=2), dict(s=1)),
+                                (costs.mla_attention_time, MLA_CHIP, dict(s=1)))
+      for path in ("naive", "absorbed")],
+    (costs.mla_absorb_crossover_T,
+     dict(H=2, d_h=4, d_c=8, S=3, s=2, peak_flops=1e12, bandwidth=1e9, d_rope=2, T_max=64),
+     dict(H=1, d_h=1, d_c=1, S=0, s=1, d_rope=0, T_max=1)),
+    (costs.streaming_kv_cache_bytes, dict(L=2, H_kv=2, d_h=4, s=2, S=30, window=8, sinks=4, B=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, S=0, window=1, sinks=0, B=1)),
+    (costs.bounded_decode_step_bytes,
+     dict(weight_bytes=100, kv_bytes_per_token=8, S=30, budget=8, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, budget=1, B=1)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -325,3 +345,19 @@ def test_the_kv_storage_checks_the_bound_table_cannot_reach():
     with pytest.raises(ValueError, match=r"^layout must be one of \['per_token', 'kivi', 'fp8'\], "
                                          r"got 'int8'$"):
         costs.kv_storage_bytes(**kv, layout="int8")
+
+
+def test_the_latent_checks_the_bound_table_cannot_reach():
+    """A path other than the two of Eq. (21.1), a zero chip rate: refused by name. T_max + 1 says
+    absorption pays up to T_max."""
+    mla = dict(H=2, d_h=4, d_c=8, T=3, S=5)
+    for fn, extra in ((costs.mla_layer_flops, dict(d=8)), (costs.mla_attention_flops, {}),
+                      (costs.mla_attention_bytes, dict(s=2)),
+                      (costs.mla_attention_time, dict(s=2, peak_flops=1.0, bandwidth=1.0))):
+        paths = r"^path must be one of \('naive', 'absorbed'\), got 'fused'$"
+        with pytest.raises(ValueError, match=paths):
+            fn(**mla, **extra, path="fused")
+    for rates, name in ((dict(peak_flops=0, bandwidth=1.0), "peak_flops"),
+                        (dict(peak_flops=1.0, bandwidth=0), "bandwidth")):
+        with pytest.raises(ValueError, match=rf"^{name} must be a finite number > 0, got 0$"):
+            costs.mla_attention_time(**mla, s=2, path="naive", **rates)
