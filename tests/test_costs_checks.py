@@ -361,3 +361,25 @@ def test_the_latent_checks_the_bound_table_cannot_reach():
                         (dict(peak_flops=1.0, bandwidth=0), "bandwidth")):
         with pytest.raises(ValueError, match=rf"^{name} must be a finite number > 0, got 0$"):
             costs.mla_attention_time(**mla, s=2, path="naive", **rates)
+
+
+def test_batching_passes_every_symbol_through_and_defaults_as_documented():
+    """The ideal (linear) rate is B times one sequence's Eq. (7.2) rate with the same model: an FFN
+    width, LM head, FFN matrices or form dropped on the way gives another model's rate. The gain's
+    defaults (no LM head, GELU MLP) matter where B = 1 is memory-bound and B = 64 compute-bound."""
+    model = dict(L=2, d=8, N_params=1000, s=2, S=5, d_ffn=20, V=7, ffn_matrices=3)
+    # the last chip's ridge (1.25 FLOP/byte) lies between the weights' intensity and the cache's:
+    # the additive form of Eq. (7.3) differs from Eq. (7.2) there
+    chips = (dict(bandwidth=1e12, peak_flops=1.0), dict(bandwidth=1e3, peak_flops=4e3),
+             dict(bandwidth=1e3, peak_flops=1.25e3))
+    additive = costs.decode_tok_s(**model, **chips[2], overlap=False)
+    assert costs.decode_tok_s(**model, **chips[2]) != additive
+    for chip in chips:
+        for overlap in (True, False):
+            one = costs.decode_tok_s(**model, **chip, overlap=overlap)
+            ideal = costs.ideal_batching_tok_s(**model, **chip, B=3, overlap=overlap)
+            assert ideal == pytest.approx(3 * one, rel=1e-12)
+    mixed = dict(L=2, d=8, N_params=1000, s=2, S=5, bandwidth=1e3, peak_flops=4e3)
+    gain = costs.batching_gain(**mixed, B=64)
+    assert gain == costs.batching_gain(**mixed, B=64, V=0, ffn_matrices=2)
+    assert 2.6 < gain < 2.7  # the weights' bytes shared by 64 until the FLOPs bind
