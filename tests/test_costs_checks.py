@@ -383,3 +383,27 @@ def test_batching_passes_every_symbol_through_and_defaults_as_documented():
     gain = costs.batching_gain(**mixed, B=64)
     assert gain == costs.batching_gain(**mixed, B=64, V=0, ffn_matrices=2)
     assert 2.6 < gain < 2.7  # the weights' bytes shared by 64 until the FLOPs bind
+
+
+def test_a_static_batch_and_a_mixed_step_price_steps_with_the_same_model():
+    """A static batch of one is Eq. (7.2)'s one-sequence rate whatever its output lengths, so every
+    symbol and the form must reach its steps (on a chip whose ridge, 1.75 FLOP/byte, splits the
+    weights from the cache, Eq. (7.3) differs); its defaults are D_min = 1 and the overlap form. A
+    mixed step of decodes only is a decode step, to the FLOP: no prompt row, no LM-head row more."""
+    model = dict(L=2, d=8, N_params=1000, s=2, S=5, d_ffn=20, V=7, ffn_matrices=3, s_kv=1)
+    split = dict(bandwidth=1e3, peak_flops=1.75e3)
+    additive = costs.decode_tok_s(**model, **split, overlap=False)
+    assert costs.decode_tok_s(**model, **split) != additive
+    for chip in (split, dict(bandwidth=1e12, peak_flops=1.0)):  # and one where every FLOP shows
+        for overlap in (True, False):
+            one = costs.decode_tok_s(**model, **chip, overlap=overlap)
+            static = costs.static_batch_tok_s(**model, **chip, D_max=6, D_min=2, overlap=overlap)
+            assert static == pytest.approx(one, rel=1e-12)
+    base = dict(L=2, d=8, N_params=1000, s=2, S=5, **split)
+    assert costs.static_batch_tok_s(**base, D_max=6, B=3) == costs.static_batch_tok_s(
+        **base, D_max=6, B=3, D_min=1, overlap=True)
+    flop_a_second = dict(L=2, d=8, N_params=1000, s=2, V=7, bandwidth=1e12, peak_flops=1.0)
+    decode = costs.decode_step_time(**flop_a_second, S=4, B=2)
+    assert costs.mixed_step_time(**flop_a_second, B=2, S=4) == decode
+    no_cache = costs.mixed_step_time(**flop_a_second, B=2, S=0)
+    assert costs.mixed_step_time(**flop_a_second, B=2) == no_cache
