@@ -407,3 +407,30 @@ def test_a_static_batch_and_a_mixed_step_price_steps_with_the_same_model():
     assert costs.mixed_step_time(**flop_a_second, B=2, S=4) == decode
     no_cache = costs.mixed_step_time(**flop_a_second, B=2, S=0)
     assert costs.mixed_step_time(**flop_a_second, B=2) == no_cache
+
+
+def test_kv_storage_counts_by_hand():
+    """Eq. (10.1)-(10.2), FP8 and the paged cache on one layer, one head, d_h = 8, counted by hand:
+    int8 codes plus one fp16 scale per vector by default (8 + 2 bytes a vector, K and V); int4 half
+    the codes; a group of 4 two scales; KIVI's keys in whole blocks of 16 tokens, the rest at s = 4
+    bytes a value; FP8 one byte a value plus two fp32 scales a layer."""
+    one = dict(L=1, H_kv=1, d_h=8)
+    assert costs.quantized_kv_bytes(**one, S=1) == 2 * (8 + 2)
+    assert costs.quantized_kv_bytes(**one, S=1, bits=4) == 2 * (4 + 2)
+    assert costs.quantized_kv_bytes(**one, S=1, group_size=4) == 2 * (8 + 2 * 2)
+    assert costs.quantized_kv_bytes(**one, S=3, B=2, s_scale=4) == 2 * 3 * 2 * (8 + 4)
+    values = 20 * (8 + 2)  # the V half of 20 tokens
+    keys = 16 * 8 + 8 * 2 + 4 * 8 * 4  # one block of 16 (codes, one scale a channel), 4 tokens at s = 4
+    assert costs.kivi_kv_bytes(**one, S=20) == values + keys
+    assert costs.kivi_kv_bytes(**one, S=20, B=2) == 2 * (values + keys)
+    assert costs.kv_storage_bytes(**one, S=20) == costs.quantized_kv_bytes(**one, S=20)
+    assert costs.kv_storage_bytes(**one, S=20, layout="kivi") == values + keys
+    assert costs.kv_storage_bytes(**one, S=20, layout="kivi", token_group=8, s=2) == (
+        costs.kivi_kv_bytes(**one, S=20, token_group=8, s=2))
+    assert costs.kv_storage_bytes(**one, S=20, B=2, layout="per_token", bits=4, group_size=4) == (
+        costs.quantized_kv_bytes(**one, S=20, B=2, bits=4, group_size=4))
+    assert costs.fp8_kv_bytes(**one, S=3) == 3 * 2 * 8 + 2 * 4
+    assert costs.kv_storage_bytes(**one, S=3, B=2, layout="fp8") == 2 * 3 * 2 * 8 + 2 * 4
+    assert (costs.paged_blocks(S=0, block_size=4), costs.paged_blocks(S=9, block_size=4)) == (0, 3)
+    assert costs.paged_slack_tokens(S=9, block_size=4) == 3
+    assert costs.paged_fork_saved_blocks(P=9, n=3, block_size=4) == 2 * 2
