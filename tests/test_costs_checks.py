@@ -420,7 +420,7 @@ def test_kv_storage_counts_by_hand():
     assert costs.quantized_kv_bytes(**one, S=1, group_size=4) == 2 * (8 + 2 * 2)
     assert costs.quantized_kv_bytes(**one, S=3, B=2, s_scale=4) == 2 * 3 * 2 * (8 + 4)
     values = 20 * (8 + 2)  # the V half of 20 tokens
-    keys = 16 * 8 + 8 * 2 + 4 * 8 * 4  # one block of 16 (codes, one scale a channel), 4 tokens at s = 4
+    keys = 16 * 8 + 8 * 2 + 4 * 8 * 4  # a block of 16 (codes, a scale a channel), 4 tokens at s = 4
     assert costs.kivi_kv_bytes(**one, S=20) == values + keys
     assert costs.kivi_kv_bytes(**one, S=20, B=2) == 2 * (values + keys)
     assert costs.kv_storage_bytes(**one, S=20) == costs.quantized_kv_bytes(**one, S=20)
