@@ -434,3 +434,25 @@ def test_kv_storage_counts_by_hand():
     assert (costs.paged_blocks(S=0, block_size=4), costs.paged_blocks(S=9, block_size=4)) == (0, 3)
     assert costs.paged_slack_tokens(S=9, block_size=4) == 3
     assert costs.paged_fork_saved_blocks(P=9, n=3, block_size=4) == 2 * 2
+
+
+def test_latent_and_bounded_caches_default_to_the_documented_case():
+    """No RoPE key (d_rope = 0), one sequence, no sinks, and a search up to 2^20 query tokens: a
+    default changed moves every caller that leaves it out."""
+    assert costs.latent_kv_cache_bytes(L=2, d_c=8, s=2, S=3) == 3 * 2 * 8 * 2
+    mla = dict(H=2, d_h=4, d_c=8, T=3, S=5)
+    chip = dict(s=2, peak_flops=1e12, bandwidth=1e9)
+    for path in ("naive", "absorbed"):
+        for fn, extra in ((costs.mla_layer_flops, dict(d=8)), (costs.mla_attention_flops, {}),
+                          (costs.mla_attention_bytes, dict(s=2)), (costs.mla_attention_time, chip)):
+            assert fn(**mla, **extra, path=path) == fn(**mla, **extra, path=path, d_rope=0, B=1)
+            assert fn(**mla, **extra, path=path) != fn(**mla, **extra, path=path, d_rope=2, B=2)
+    always = dict(H=128, d_h=128, d_c=64, d_rope=64, S=4096, s=2, peak_flops=989e12,
+                  bandwidth=3.35e12)  # d_c <= d_h: absorbing always pays
+    assert costs.mla_absorb_crossover_T(**always) == 2**20 + 1
+    window = dict(L=2, H_kv=2, d_h=4, s=2, S=30, window=8)
+    assert costs.streaming_kv_cache_bytes(**window) == 8 * 2 * 2 * 2 * 4 * 2
+    assert costs.streaming_kv_cache_bytes(**window) == costs.streaming_kv_cache_bytes(
+        **window, sinks=0, B=1)
+    bounded = dict(weight_bytes=100, kv_bytes_per_token=8, S=30, budget=8)
+    assert costs.bounded_decode_step_bytes(**bounded) == 100 + 8 * 8
