@@ -434,6 +434,11 @@ def test_kv_storage_counts_by_hand():
     assert (costs.paged_blocks(S=0, block_size=4), costs.paged_blocks(S=9, block_size=4)) == (0, 3)
     assert costs.paged_slack_tokens(S=9, block_size=4) == 3
     assert costs.paged_fork_saved_blocks(P=9, n=3, block_size=4) == 2 * 2
+    # counts are exact ints (costs/__init__): a `/` for a `//` that divides evenly still makes a float
+    for layout in ("per_token", "kivi"):
+        for bits, group_size in ((8, None), (4, None), (8, 4), (4, 4)):
+            got = costs.kv_storage_bytes(**one, S=20, layout=layout, bits=bits, group_size=group_size)
+            assert isinstance(got, int), (layout, bits, group_size)
 
 
 def test_latent_and_bounded_caches_default_to_the_documented_case():
