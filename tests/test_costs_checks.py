@@ -141,6 +141,18 @@ CASES = [
     (costs.bounded_decode_step_bytes,
      dict(weight_bytes=100, kv_bytes_per_token=8, S=30, budget=8, B=2),
      dict(weight_bytes=0, kv_bytes_per_token=0, S=0, budget=1, B=1)),
+    # preemption: Eqs. (12.3)-(12.4); overhead: Eqs. (18.1)-(18.4)
+    (costs.swap_time, dict(S=5, L=2, d=8, s=2, link_bandwidth=1e9), dict(S=0, L=1, s=1, d=1)),
+    (costs.recompute_time, dict(S=5, L=2, d=8, peak_flops=1e12, mfu=0.5, V=3),
+     dict(S=0, L=1, d=1, V=0)),
+    (costs.overhead_floor_s, dict(n_ops=10, t_op=1e-5), dict(n_ops=1)),
+    (costs.overhead_step_time, dict(S=5, n_ops=10, t_op=1e-5, **CHIP),
+     dict(n_ops=1, L=1, S=0, B=1)),
+    (costs.overhead_bound, dict(S=5, n_ops=10, t_op=1e-5, **CHIP), dict(n_ops=1, L=1, S=0, B=1)),
+    (costs.overhead_crossover_params,
+     dict(n_ops=10, t_op=1e-5, bandwidth=1e9, s=2, kv_bytes_per_token=8, S=3, B=2),
+     dict(n_ops=1, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.overhead_step_model, dict(n_ops=10, t_op=1e-5, kernel_s=1e-3), dict(n_ops=0)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -434,10 +446,11 @@ def test_kv_storage_counts_by_hand():
     assert (costs.paged_blocks(S=0, block_size=4), costs.paged_blocks(S=9, block_size=4)) == (0, 3)
     assert costs.paged_slack_tokens(S=9, block_size=4) == 3
     assert costs.paged_fork_saved_blocks(P=9, n=3, block_size=4) == 2 * 2
-    # counts are exact ints (costs/__init__): a `/` for a `//` that divides evenly still makes a float
+    # counts are exact ints (costs/__init__): `/` for a `//` that divides evenly makes a float
     for layout in ("per_token", "kivi"):
         for bits, group_size in ((8, None), (4, None), (8, 4), (4, 4)):
-            got = costs.kv_storage_bytes(**one, S=20, layout=layout, bits=bits, group_size=group_size)
+            got = costs.kv_storage_bytes(**one, S=20, layout=layout, bits=bits,
+                                         group_size=group_size)
             assert isinstance(got, int), (layout, bits, group_size)
 
 
@@ -461,3 +474,51 @@ def test_latent_and_bounded_caches_default_to_the_documented_case():
         **window, sinks=0, B=1)
     bounded = dict(weight_bytes=100, kv_bytes_per_token=8, S=30, budget=8)
     assert costs.bounded_decode_step_bytes(**bounded) == 100 + 8 * 8
+
+
+def test_preemption_and_overhead_refuse_what_is_not_a_time_or_a_share():
+    """mfu outside (0, 1], a negative or infinite step or swap time, an overlap that is not a bool,
+    a zero link, chip or operator cost, a negative kernel time: each refused by name."""
+    recompute = dict(S=5, L=2, d=8, peak_flops=1e12)
+    assert costs.recompute_time(**recompute, mfu=1) > 0
+    assert costs.recompute_time(**recompute, mfu=1e-9) > 0
+    for bad in (0, 1.01, -0.5, True, "0.5"):
+        with pytest.raises(ValueError, match=rf"^mfu must be a share of the peak in \(0, 1\], "
+                                             rf"got {re.escape(repr(bad))}$"):
+            costs.recompute_time(**recompute, mfu=bad)
+    with pytest.raises(ValueError, match="^peak_flops must be a finite number > 0, got 0$"):
+        costs.recompute_time(S=5, L=2, d=8, peak_flops=0, mfu=0.5)
+    with pytest.raises(ValueError, match="^link_bandwidth must be a finite number > 0, got 0$"):
+        costs.swap_time(S=5, L=2, d=8, s=2, link_bandwidth=0)
+    assert costs.step_time_with_swap(step_time=0, swap_time=0) == 0
+    assert costs.step_time_with_swap(step_time=1.5, swap_time=2) == 2
+    assert costs.step_time_with_swap(step_time=1.5, swap_time=2, overlap=False) == 3.5
+    for name in ("step_time", "swap_time"):
+        for bad in (-1e-9, float("inf"), float("nan"), True, "1"):
+            times = {"step_time": 1.0, "swap_time": 1.0, name: bad}
+            rule = rf"^{name} must be a finite number >= 0 \(seconds\), got {re.escape(repr(bad))}$"
+            with pytest.raises(ValueError, match=rule):
+                costs.step_time_with_swap(**times)
+    for fn, eq in ((costs.step_time_with_swap, "Eq. 12.5's max"),):
+        with pytest.raises(ValueError, match=rf"^overlap must be True \({eq}\) or False"):
+            fn(step_time=1.0, swap_time=1.0, overlap=1)
+    with pytest.raises(ValueError, match=r"^overlap must be True \(Eq. 18.1's max\) or False "
+                                         r"\(Eq. 18.2's sum\), got 1$"):
+        costs.overhead_step_time(S=5, n_ops=10, t_op=1e-5, overlap=1, **CHIP)
+    with pytest.raises(ValueError, match="^t_op must be a finite number > 0, got 0$"):
+        costs.overhead_floor_s(n_ops=10, t_op=0)
+    with pytest.raises(ValueError, match="^s must be a finite number > 0, got 0$"):
+        costs.overhead_crossover_params(n_ops=10, t_op=1e-5, bandwidth=1e9, s=0)
+    with pytest.raises(ValueError, match="^bandwidth must be a finite number > 0, got 0$"):
+        costs.overhead_crossover_params(n_ops=10, t_op=1e-5, bandwidth=0, s=2)
+    model = dict(n_ops=10, t_op=1e-5, kernel_s=1e-3)
+    assert costs.overhead_step_model(**model) == costs.overhead_step_model(**model, t_call=0.0,
+                                                                           kernel_slowdown=0.0)
+    assert costs.overhead_step_model(n_ops=0, t_op=1.0, kernel_s=0, t_call=0) == 0
+    for name, bad, rule in (("t_call", -1e-9, "must be >= 0 seconds"),
+                            ("t_call", float("nan"), "must be >= 0"),
+                            ("kernel_s", -1e-9, "must be >= 0 seconds"),
+                            ("kernel_slowdown", -0.1, "must be a finite fraction >= 0"),
+                            ("kernel_slowdown", float("inf"), "must be a finite fraction >= 0")):
+        with pytest.raises(ValueError, match=rf"^{name} {rule}"):
+            costs.overhead_step_model(**{**model, name: bad})
