@@ -522,3 +522,17 @@ def test_preemption_and_overhead_refuse_what_is_not_a_time_or_a_share():
                             ("kernel_slowdown", float("inf"), "must be a finite fraction >= 0")):
         with pytest.raises(ValueError, match=rf"^{name} {rule}"):
             costs.overhead_step_model(**{**model, name: bad})
+
+
+def test_the_mla_crossover_is_the_first_t_where_naive_is_not_slower():
+    """Eq. (21.4)'s T* is the smallest T with naive time <= absorbed time, ties included. On a
+    compute-bound chip the FLOPs of the two paths are equal at T = d_c·d_h/(d_c − d_h) = 8: T* is
+    8, not 9 (a strict `<`). When the two times are equal from T = 1 (a RoPE key so wide that the
+    difference is below a float's last bit) T* is 1: the search starts below 1, not at it."""
+    tie = dict(H=2, d_h=4, d_c=8, S=5, s=2, T=8, peak_flops=1.0, bandwidth=1e30)
+    naive = costs.mla_attention_time(**tie, path="naive")
+    assert naive == costs.mla_attention_time(**tie, path="absorbed")
+    del tie["T"]
+    assert costs.mla_absorb_crossover_T(**tie, T_max=64) == 8
+    wide = dict(H=1, d_h=1, d_c=1, d_rope=2**60, S=5, s=2, peak_flops=1.0, bandwidth=1.0)
+    assert costs.mla_absorb_crossover_T(**wide, T_max=64) == 1
