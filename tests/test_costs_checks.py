@@ -536,3 +536,12 @@ def test_the_mla_crossover_is_the_first_t_where_naive_is_not_slower():
     assert costs.mla_absorb_crossover_T(**tie, T_max=64) == 8
     wide = dict(H=1, d_h=1, d_c=1, d_rope=2**60, S=5, s=2, peak_flops=1.0, bandwidth=1.0)
     assert costs.mla_absorb_crossover_T(**wide, T_max=64) == 1
+
+
+def test_recompute_is_the_prefill_of_eq_1_2_at_the_documented_defaults():
+    """Eq. (12.4) on a chip of one FLOP a second at full utilisation is Eq. (1.2)'s count: no LM
+    head and a GELU MLP unless told."""
+    prefill = costs.prefill_flops(L=2, P=5, d=8)
+    assert costs.recompute_time(S=5, L=2, d=8, peak_flops=1.0, mfu=1) == prefill
+    assert costs.recompute_time(S=5, L=2, d=8, peak_flops=1.0, mfu=0.5, V=3, ffn_matrices=3) == (
+        2 * costs.prefill_flops(L=2, P=5, d=8, V=3, ffn_matrices=3))
