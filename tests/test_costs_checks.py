@@ -545,3 +545,23 @@ def test_recompute_is_the_prefill_of_eq_1_2_at_the_documented_defaults():
     assert costs.recompute_time(S=5, L=2, d=8, peak_flops=1.0, mfu=1) == prefill
     assert costs.recompute_time(S=5, L=2, d=8, peak_flops=1.0, mfu=0.5, V=3, ffn_matrices=3) == (
         2 * costs.prefill_flops(L=2, P=5, d=8, V=3, ffn_matrices=3))
+
+
+def test_the_overhead_bound_compares_the_floor_with_the_same_models_traffic():
+    """Eq. (18.1)'s bound is "overhead" when n_ops·t_op >= Eq. (7.2)'s time of this very model (ties
+    included), with every symbol passed; the defaults are the documented case; t_op is named."""
+    model = dict(L=2, S=5, d=8, N_params=1000, s=2, d_ffn=20, V=7, ffn_matrices=3, s_kv=1, B=2,
+                 bandwidth=1e12, peak_flops=1.0)  # every FLOP a second
+    traffic = costs.decode_step_time(**model)
+    for t_op, bound in ((traffic / 4, "overhead"), (traffic / 4 * (1 - 1e-9), "traffic")):
+        assert costs.overhead_bound(**model, n_ops=4, t_op=t_op) == bound
+    step = dict(L=2, S=5, d=8, N_params=1000, s=2, bandwidth=1e12, peak_flops=1.0)
+    base = dict(**step, n_ops=4, t_op=1.0)
+    for fn in (costs.overhead_step_time, costs.overhead_bound):
+        assert fn(**base) == fn(**base, V=0, B=1, ffn_matrices=2)
+    t_step = costs.decode_step_time(**step)
+    assert costs.overhead_bound(**{**base, "t_op": t_step / 4}) == "overhead"
+    cross = dict(n_ops=10, t_op=1.0, bandwidth=100.0, s=2)
+    assert costs.overhead_crossover_params(**cross) == 10 * 100 / 2
+    with pytest.raises(ValueError, match="^t_op must be a finite number > 0, got 0$"):
+        costs.overhead_step_model(n_ops=1, t_op=0, kernel_s=1.0)
