@@ -565,3 +565,16 @@ def test_the_overhead_bound_compares_the_floor_with_the_same_models_traffic():
     assert costs.overhead_crossover_params(**cross) == 10 * 100 / 2
     with pytest.raises(ValueError, match="^t_op must be a finite number > 0, got 0$"):
         costs.overhead_step_model(n_ops=1, t_op=0, kernel_s=1.0)
+
+
+def test_the_overhead_formulas_pass_the_cache_width_and_price_the_cache_by_default():
+    """On a chip where every byte shows, the cache's own s_kv reaches Eq. (7.2)'s traffic; Eq. (18.3)
+    leaves out a cache only when told (S = 0, no KV bytes by default)."""
+    model = dict(L=2, S=5, d=8, N_params=1000, s=2, s_kv=1, bandwidth=1.0, peak_flops=1e12)
+    traffic = costs.decode_step_time(**model)
+    assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == traffic
+    assert costs.overhead_bound(**model, n_ops=1, t_op=traffic) == "overhead"
+    assert costs.overhead_bound(**model, n_ops=1, t_op=traffic * (1 - 1e-9)) == "traffic"
+    cross = dict(n_ops=10, t_op=1.0, bandwidth=100.0, s=2)
+    assert costs.overhead_crossover_params(**cross, kv_bytes_per_token=8) == 1000 / 2
+    assert costs.overhead_crossover_params(**cross, S=8) == 1000 / 2
