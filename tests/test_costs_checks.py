@@ -568,8 +568,8 @@ def test_the_overhead_bound_compares_the_floor_with_the_same_models_traffic():
 
 
 def test_the_overhead_formulas_pass_the_cache_width_and_price_the_cache_by_default():
-    """On a chip where every byte shows, the cache's own s_kv reaches Eq. (7.2)'s traffic; Eq. (18.3)
-    leaves out a cache only when told (S = 0, no KV bytes by default)."""
+    """On a chip where every byte shows, the cache's own s_kv reaches Eq. (7.2)'s traffic; Eq.
+    (18.3) leaves out a cache only when told (S = 0, no KV bytes by default)."""
     model = dict(L=2, S=5, d=8, N_params=1000, s=2, s_kv=1, bandwidth=1.0, peak_flops=1e12)
     traffic = costs.decode_step_time(**model)
     assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == traffic
