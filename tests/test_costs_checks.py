@@ -578,3 +578,10 @@ def test_the_overhead_formulas_pass_the_cache_width_and_price_the_cache_by_defau
     cross = dict(n_ops=10, t_op=1.0, bandwidth=100.0, s=2)
     assert costs.overhead_crossover_params(**cross, kv_bytes_per_token=8) == 1000 / 2
     assert costs.overhead_crossover_params(**cross, S=8) == 1000 / 2
+
+
+def test_the_overhead_step_time_passes_the_ffn_width():
+    """Eq. (18.1)'s traffic term is this model's Eq. (7.2) time: a d_ffn dropped on the way prices a
+    4·d FFN instead (on a chip where every FLOP shows)."""
+    model = dict(L=2, S=5, d=8, N_params=1000, s=2, d_ffn=20, bandwidth=1e12, peak_flops=1.0)
+    assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == costs.decode_step_time(**model)
