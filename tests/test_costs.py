@@ -684,3 +684,61 @@ def test_critical_batch_is_the_first_batch_at_the_ridge(hw, model, S):
     else:
         assert intensity(found) >= ridge * (1 - 1e-12)
         assert found == 1 or intensity(found - 1) < ridge
+
+
+def test_the_seed_sums_stay_exact_past_the_floats_53_bits():
+    """The sums of n and n² over a generation are exact integers (D·(D−1) is even, (D−1)·D·(2D−1) a
+    multiple of 6): divided with `/` they become floats and lose the last units past 2⁵³, so the
+    totals are no longer counts and the no-cache attention share is off by an ulp at D ≈ 10⁶."""
+    from fractions import Fraction
+
+    D = 1_000_000_009
+    total = costs.decode_macs_seed(L=1, P=1, D=D, d=3)
+    assert isinstance(total, int) and total == 12 * D * 9 + 2 * 3 * (D + D * (D - 1) // 2)
+    flops = costs.decode_flops(L=1, P=1, D=D, d=3)  # D−1 steps over keys 2..D: Σ = (D−1)(D+2)/2
+    per_token = 2 * 3 * (3 + 2 * 3) + 2 * 3 * 3 + 2 * 2 * 3 * 12
+    assert isinstance(flops, int) and flops == (D - 1) * per_token + 4 * 3 * ((D - 1) * (D + 2) // 2)
+    P, D, d = 1, 1_000_003, 1
+    n = range(P, P + D)
+    tokens, squares = sum(n), sum(k * k for k in n)
+    exact = Fraction(squares, 6 * d * tokens + squares)
+    assert costs.no_cache_attention_share(P=P, D=D, d=d) == float(exact)
+
+
+def test_the_traffic_and_parameter_formulas_default_to_the_documented_case():
+    """One sequence, no K/V written by prefill unless given, bf16, GPT-2's biases in MiniGPT's count
+    and none in Eq. (9.3)'s K/V projections (Llama's): a default changed moves every caller that
+    leaves it out."""
+    assert costs.decode_step_bytes(weight_bytes=100, kv_bytes_per_token=8, S=3) == 100 + 3 * 8
+    assert costs.prefill_bytes(weight_bytes=100, P=3, d=8, s=2) == 100 + 2 * 3 * 8 * 2
+    floor = dict(L=2, d=8, V=5, P=3, D=4, bandwidth=1.0)
+    assert costs.last_decode_step_floor_s(**floor) == costs.last_decode_step_floor_s(**floor, s=2)
+    gqa = dict(N_params=10**6, L=2, d=64, d_h=16, H_kv=1, s=2, S=100)
+    assert costs.gqa_decode_gain(**gqa) == costs.gqa_decode_gain(**gqa, B=1, biases=False)
+    assert costs.gqa_decode_gain(**gqa) != costs.gqa_decode_gain(**gqa, biases=True)
+    shape = dict(L=2, d=8, V=5, S_max=16)
+    assert costs.params_by_component(**shape) == costs.params_by_component(**shape, biases=True,
+                                                                          d_ffn=32)
+    assert costs.param_count(**shape) == costs.param_count(**shape, biases=True, d_ffn=32)
+    assert costs.kv_projection_params(L=2, d=8, H_kv=2, d_h=2) == 2 * 2 * 8 * 2 * 2
+    heads = dict(N_params=10**4, L=2, d=8, d_h=2, H_kv=2, H_kv_new=4)
+    assert costs.kv_heads_params(**heads) == 10**4 + 2 * 2 * 8 * 2 * 2
+
+
+def test_memory_formulas_at_their_edges():
+    """Weights that fill the budget exactly fit (Eq. 2.9 is ≤); one sequence by default in the fit
+    and the chip count; GQA's H // 8 and H // 4 are whole heads (12 heads in groups of 8 is one K/V
+    head, not 1.5); Eq. (2.7) at B = 1 by default; Eq. (2.8) with the model's own FFN matrices."""
+    fit = costs.memory_fit(memory_bytes=100, weight_bytes=100, kv_bytes_per_token=1, S=1)
+    assert fit.weights_fit and not fit.fits
+    budget = dict(memory_bytes=120, weight_bytes=100, kv_bytes_per_token=2, S=10)  # 100 + B·20
+    assert costs.fits_in_memory(**budget) and not costs.fits_in_memory(**budget, B=2)
+    assert costs.chips_needed(**budget, reserve=0.0) == 1
+    assert costs.chips_needed(**budget, reserve=0.0, B=2) == 2
+    for H, scheme, heads in ((12, "gqa", 1), (20, "gqa", 2), (6, "gqa4", 1), (20, "gqa4", 5)):
+        got = costs.kv_heads(H=H, H_kv=1, scheme=scheme)
+        assert got == heads and isinstance(got, int)
+    assert costs.moe_expected_experts(experts=8, active_experts=2) == 2.0
+    moe = dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=2, ffn_matrices=2)
+    assert costs.moe_decode_params(**moe, B=1) == costs.moe_active_params(**moe)
+    assert costs.moe_decode_params(**moe, B=1) == 10**6 - 2 * 6 * 2 * 8 * 16

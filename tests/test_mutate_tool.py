@@ -46,3 +46,21 @@ def test_a_modules_tests_include_the_ones_that_reach_it():
     assert "tests/test_varlen.py" in mutate.tests_of("minigpt/serving/executor.py")
     assert "minigpt/runtime/eviction.py" in mutate.modules() and not any(
         m.endswith("__init__.py") for m in mutate.modules())
+
+
+def test_a_cost_modules_tests_are_the_ones_that_name_it_not_every_importer_of_the_facade():
+    """Most test files import `minigpt.costs`; a costs module keeps those that name what it defines,
+    plus the ones that loop over every formula. Guards a rule that gives every costs module the
+    facade's ~36 files (the grader and the engine run twice per module), or one that drops the
+    formula tests that kill its mutants."""
+    tests = set(mutate.tests_of("minigpt/costs/roofline.py"))
+    assert {"tests/test_roofline.py", "tests/test_costs.py", "tests/test_costs_js.py"} <= tests
+    assert not tests & set(mutate.COSTS_END_TO_END)
+    assert "tests/test_speculative.py" not in tests  # imports the facade, names nothing of roofline
+    assert "tests/test_speculative.py" in mutate.tests_of("minigpt/costs/attention_kernels.py")
+    # _check defines private names only: the formula-wide files, among them the test of the checks
+    assert set(mutate.tests_of("minigpt/costs/_check.py")) == set(mutate.COSTS_TESTS)
+    assert "tests/test_costs_checks.py" in mutate.COSTS_TESTS
+    # outside the cost model the facade still counts: test_serving_costs reaches the scheduler by
+    # `from minigpt.serving import ...`, naming none of its functions
+    assert "tests/test_serving_costs.py" in mutate.tests_of("minigpt/serving/scheduler.py")

@@ -9,7 +9,9 @@ and the chapters' data, with a `[tool.mutmut]` section written for that module),
 work tree and two modules never share mutmut's state. mutmut mutates the module's functions, runs the
 module's tests once to learn which test calls which function, and then runs, for each mutant, only the
 tests that reach it (forked, `--max-children` at a time). A module's tests are the test files that import
-it, plus `EXTRA_TESTS`; a mutant those miss counts as survived, never as killed.
+it, plus `EXTRA_TESTS`; a mutant those miss counts as survived, never as killed. Most test files
+import the cost model's facade, so a `minigpt/costs/` module keeps only the files that name what
+it defines, plus the ones that loop over every formula, and never the end-to-end ones.
 
 Each run's counts go to `mutation/results/<module>.json` (committed): mutants, killed, survived, timed
 out, no tests, and the names of the survivors, and `--report` renders every result and the triage of
@@ -52,6 +54,17 @@ EXTRA_TESTS = {
     "minigpt/serving/scheduler_memory.py": ("tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
 }
+#: A module of the cost model (pure functions every layer imports through `minigpt.costs`) keeps,
+#: of the files that import the facade (~36, 3 min for one clean run on one core, and a module run
+#: makes two), those that name one of its public names or the module, plus `COSTS_TESTS` (they loop
+#: over every formula; test_costs_checks also tests `_check`, whose names are private), less
+#: `COSTS_END_TO_END`: the grader, the explorer pages, the engine and the processes, whose few
+#: formula checks the formula tests make again, in seconds.
+COSTS_TESTS = ("tests/test_costs.py", "tests/test_costs_js.py", "tests/test_costs_checks.py")
+COSTS_END_TO_END = ("tests/test_grading.py", "tests/test_explorers.py", "tests/test_serving.py",
+                    "tests/test_paging.py", "tests/test_disagg.py", "tests/test_tensor_parallel.py",
+                    "tests/test_site.py", "tests/test_minigpt_live_site.py",
+                    "tests/test_minigpt_js.py", "tests/test_layers.py")
 TARGET = 0.90
 
 
@@ -63,16 +76,31 @@ def modules() -> list[str]:
 
 def tests_of(module: str) -> list[str]:
     """The test files that import `module`: by its dotted name, by name from its package, or through its
-    package's facade (`from minigpt import costs`, `from minigpt.serving import Engine`), plus `EXTRA_TESTS`."""
+    package's facade (`from minigpt import costs`, `from minigpt.serving import Engine`), plus
+    `EXTRA_TESTS`. A module of the cost model keeps of these the ones that name what it defines
+    (`COSTS_TESTS`)."""
     dotted = module[:-3].replace("/", ".")
     package, _, name = dotted.rpartition(".")
     top = package.split(".")[1] if package.count(".") else name
     pattern = re.compile(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b"
                          rf"|^from minigpt\.{re.escape(top)} import |^from minigpt import [^\n]*\b{re.escape(top)}\b",
                          re.M)
+    costs = module.startswith("minigpt/costs/")
+    names = _names_of(module) if costs else pattern
     found = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")
-             if pattern.search(p.read_text(encoding="utf-8"))}
+             if pattern.search(text := p.read_text(encoding="utf-8")) and names.search(text)}
+    if costs:
+        found = (found | set(COSTS_TESTS)) - set(COSTS_END_TO_END)
     return sorted(found | set(EXTRA_TESTS.get(module, ())))
+
+
+def _names_of(module: str) -> re.Pattern[str]:
+    """A pattern of `module`'s dotted name and its public top-level functions and classes."""
+    tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+    names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)
+             and not node.name.startswith("_")]
+    words = [module[:-3].replace("/", "."), *names]
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")
 
 
 def decorated(module: str) -> list[str]:
@@ -96,20 +124,27 @@ def _workdir(module: str, tests: list[str]) -> Path:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for part in ("minigpt", "tests", "exercises", "chapters/data"):
+    for part in ("minigpt", "tests", "exercises", "chapters/data", "appendices"):
         shutil.copytree(ROOT / part, work / part, ignore=ignore)
+    for part in ("intro.md", "references.bib"):  # with appendices/: what test_notation reads
+        shutil.copy2(ROOT / part, work / part)
     config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     config += (
         "\n[tool.mutmut]\n"
         'source_paths = ["minigpt"]\n'
         f"only_mutate = [{json.dumps(module)}]\n"
-        'also_copy = ["exercises", "chapters"]\n'
+        'also_copy = ["exercises", "chapters", "appendices", "intro.md", "references.bib"]\n'
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site and not source_text",'
         ' "-q"]\n'
         # A mutant that hangs (a loop that never ends) is killed after 4x its tests' clean time in CPU
         # seconds, plus 1 s, doubled (mutmut's default, 15x, let one mutant of kv_cache.py run 15 minutes).
         "timeout_multiplier = 4.0\n"
+        # ... and after 4x (that time + 10 s) of wall time. The clean time counts each test's
+        # call, not the module fixtures a mutant's tests set up again (test_costs_js runs node on
+        # every formula, ~2 s): mutmut's 1 s would stop a mutant of a formula those tests pass at
+        # about 6 s and count it killed (a timeout).
+        "timeout_constant = 10.0\n"
     )
     (work / "pyproject.toml").write_text(config, encoding="utf-8")
     return work
@@ -118,10 +153,17 @@ def _workdir(module: str, tests: list[str]) -> Path:
 def _mutmut(work: Path, *args: str) -> int:
     """Run mutmut in `work`; its progress (a spinner per mutant) goes to `work/mutmut.log`. mutmut forks a
     worker per mutant: it runs in its own process group, and if this script stops for any reason (an error,
-    Ctrl-C, SIGTERM) the whole group is killed, so no worker outlives it."""
+    Ctrl-C, SIGTERM) the whole group is killed, so no worker outlives it.
+
+    torch runs on one thread (`OMP_NUM_THREADS=1`): mutmut forks each worker from a process that
+    ran the tests, and a fork of a process whose OpenMP pool has started waits forever at the pool's
+    first barrier (gdb: `gomp_team_barrier_wait_end` in a LayerNorm); every mutant whose tests run
+    a model then hung until its wall limit and counted as a timeout (killed), whatever its tests
+    said."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(work / "mutmut.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
         previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         try:
             return proc.wait()

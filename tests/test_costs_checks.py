@@ -1,0 +1,587 @@
+"""Every integer symbol a cost formula takes is checked, by name, at the bound the notation gives.
+
+The formulas refuse a size below its bound with `ValueError("<name> must be an integer >= <bound>")`
+(`minigpt/costs/_check.py`), and accept the bound itself. Mutation testing found the checks of most
+formulas reached by no test: a check that names another symbol (or none), a bound off by one (an
+empty prompt accepted, a one-layer model refused), or a check that tests a constant instead of the
+argument survived every test. Each row below is one formula with a valid call and the bound of each
+integer symbol; each symbol is tried at its bound (allowed) and one below (refused, by its name).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from minigpt import costs
+from minigpt.costs import _check
+
+MODEL = dict(L=2, d=8)
+MLA = dict(H=2, d_h=4, d_c=8, T=3, S=5, d_rope=2, B=2)
+MLA_BOUNDS = dict(H=1, d_h=1, d_c=1, T=1, S=0, d_rope=0, B=1)
+MLA_CHIP = dict(s=2, peak_flops=1e12, bandwidth=1e9)
+CHIP = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e9, peak_flops=1e12)  # a model on a chip
+#: (formula, a valid call, {symbol: its smallest allowed value})
+CASES = [
+    (costs.layer_flops, dict(T=3, S=2, d=8, d_ffn=16), dict(T=1, S=0, d=1, B=1, d_ffn=1)),
+    (costs.lm_head_flops, dict(d=8, V=5, T=2, B=2), dict(d=1, V=0, T=0, B=1)),
+    (costs.prefill_flops, dict(P=3, V=5, **MODEL), dict(L=1, P=1, d=1, V=0, B=1, d_ffn=1)),
+    (costs.decode_step_flops, dict(S=3, V=5, **MODEL), dict(L=1, S=0, d=1, V=0, B=1, d_ffn=1)),
+    (costs.decode_flops, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1, d_ffn=1)),
+    (costs.generation_flops, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1)),
+    (costs.no_cache_flops, dict(P=3, D=4, V=5, **MODEL),
+     dict(L=1, P=1, D=1, d=1, V=0, B=1, d_ffn=1)),
+    (costs.cache_saving_factor, dict(P=3, D=4, V=5, **MODEL), dict(L=1, P=1, D=1, d=1, V=0, B=1)),
+    (costs.prefill_macs, dict(P=3, **MODEL), dict(L=1, P=1, d=1)),
+    (costs.decode_step_macs, dict(S=3, **MODEL), dict(L=1, S=0, d=1)),
+    (costs.decode_macs_seed, dict(P=3, D=4, **MODEL), dict(L=1, P=1, D=1, d=1)),
+    (costs.no_cache_macs_seed, dict(P=3, D=4, **MODEL), dict(L=1, P=1, D=1, d=1)),
+    (costs.prefill_attention_share, dict(P=3, d=8), dict(P=1, d=1)),
+    (costs.prefill_crossover_P, dict(d=8), dict(d=1)),
+    (costs.no_cache_attention_share, dict(P=3, D=4, d=8), dict(P=1, D=1, d=1)),
+    (costs.no_cache_crossover_D, dict(d=8), dict(d=1)),
+    (costs.prefill_flops_by_term, dict(P=3, V=5, **MODEL), dict(L=1, P=1, d=1, V=0, B=1, d_ffn=1)),
+    # traffic: Eq. (3.5) and the traffic table of Chapter 1
+    (costs.decode_step_bytes, dict(weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.prefill_bytes, dict(weight_bytes=100, P=3, d=8, s=2, B=2, kv_bytes_per_token=8),
+     dict(weight_bytes=0, kv_bytes_per_token=0, B=1, P=1, d=1, s=1)),
+    (costs.last_decode_step_floor_s, dict(L=2, d=8, V=5, P=3, D=4, bandwidth=1e9, s=2),
+     dict(L=1, d=1, V=0, P=1, D=1, s=1)),
+    (costs.gqa_decode_gain, dict(N_params=10**6, L=2, d=4, d_h=1, H_kv=1, s=2, S=10, B=2),
+     dict(L=1, d=1, d_h=1, H_kv=1, s=1, S=0, B=1)),
+    # params: Eq. (2.3)'s N and Eq. (9.3)
+    (costs.params_by_component, dict(L=2, d=8, V=5, S_max=16),
+     dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
+    (costs.param_count, dict(L=2, d=8, V=5, S_max=16), dict(L=1, d=1, V=1, S_max=1, d_ffn=1)),
+    (costs.non_embedding_matrix_params, dict(L=2, d=8), dict(L=1, d=1, d_ffn=1)),
+    (costs.kv_projection_params, dict(L=2, d=8, H_kv=1, d_h=1), dict(L=1, d=1, H_kv=1, d_h=1)),
+    (costs.kv_heads_params, dict(N_params=10**6, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4),
+     dict(L=1, d_h=1, H_kv=1)),
+    # memory: Eqs. (2.1)-(2.10) and (9.4)
+    (costs.weight_bytes, dict(N_params=100, s=2), dict(N_params=0)),
+    (costs.kv_bytes_per_token, dict(L=2, H_kv=2, d_h=4, s=2, s_scale=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, s_scale=0)),
+    (costs.kv_cache_bytes, dict(L=2, H_kv=2, d_h=4, s=2, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, S=0, B=1, s_scale=0)),
+    (costs.int8_kv_bytes, dict(L=2, H_kv=2, d_h=4, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0)),
+    (costs.fits_in_memory,
+     dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(memory_bytes=0, weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.max_context, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, B=2),
+     dict(memory_bytes=0, weight_bytes=0, kv_bytes_per_token=1, B=1)),
+    (costs.max_batch, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3),
+     dict(memory_bytes=0, weight_bytes=0, kv_bytes_per_token=1, S=1)),
+    (costs.memory_budget, dict(memory_bytes=10**6), dict(memory_bytes=0)),
+    (costs.chips_needed, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.kv_heads, dict(H=8, H_kv=2), dict(H=1, H_kv=1)),
+    (costs.memory_fit, dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(memory_bytes=0, weight_bytes=0, B=1)),  # S and the KV bytes: two callees, two bounds
+    (costs.window_kv_cache_bytes, dict(L=2, H_kv=2, d_h=4, s=2, S=10, window=4, B=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, S=0, window=1, B=1)),
+    (costs.latent_kv_bytes_per_token, dict(L=2, d_c=8, d_rope=2, s=2),
+     dict(L=1, d_c=1, d_rope=0, s=1)),
+    (costs.moe_active_params, dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=1),
+     dict(L=1, d=1, d_ffn=1, experts=1, active_experts=1)),
+    (costs.moe_expected_experts, dict(experts=8, active_experts=1, B=3),
+     dict(experts=1, active_experts=1, B=1)),
+    (costs.moe_decode_params,
+     dict(N_params=10**6, L=2, d=8, d_ffn=16, experts=8, active_experts=1, B=3),
+     dict(L=1, d=1, d_ffn=1, experts=1, active_experts=1, B=1)),
+    # batching: Eqs. (7.1)-(7.2)
+    (costs.decode_tok_s, dict(S=5, B=2, **CHIP), dict(L=1, S=0, B=1)),
+    (costs.batching_gain, dict(S=5, B=2, **CHIP), dict(L=1, S=0, B=1)),
+    (costs.ideal_batching_tok_s, dict(S=5, B=2, **CHIP), dict(L=1, S=0, B=1)),
+    (costs.kv_read_share, dict(weight_bytes=100, kv_bytes_per_token=8, S=3, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, B=1)),
+    # serving: Eqs. (7.2), (12.1)-(12.2), (13.1)
+    (costs.mixed_step_time, dict(T=3, S_prefix=2, B=2, S=5, **CHIP),
+     dict(L=1, T=0, S_prefix=0, B=0, S=0, s=1)),
+    (costs.static_batch_steps, dict(B=3, D_max=10, D_min=1), dict(B=1, D_max=1, D_min=1)),
+    (costs.static_batch_utilisation, dict(B=3, D_max=10, D_min=1), dict(B=1, D_max=1, D_min=1)),
+    (costs.static_batch_tok_s, dict(S=5, D_max=10, D_min=1, B=3, **CHIP),
+     dict(D_max=1, D_min=1, B=1, L=1, S=0)),
+    (costs.prefix_hit_ttft, dict(S_prefix=40, T=3, block_size=16, **CHIP),
+     dict(S_prefix=0, T=1, block_size=1, L=1, s=1)),
+    # kv_storage: Eqs. (10.1)-(10.2), (11.3) and the paged cache
+    (costs.quantized_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0)),
+    (costs.quantized_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=3, group_size=4), dict(group_size=1)),
+    (costs.kivi_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=20, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0, token_group=1, s=1)),
+    (costs.kivi_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=20, group_size=4), dict(group_size=1)),
+    (costs.fp8_kv_bytes, dict(L=2, H_kv=2, d_h=8, S=3, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1, s_scale=0)),
+    (costs.kv_storage_bytes, dict(L=2, H_kv=2, d_h=8, S=20, B=2),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1)),
+    (costs.kv_storage_bytes, dict(L=2, H_kv=2, d_h=8, S=20, layout="kivi"),
+     dict(token_group=1, s=1, S=0)),
+    (costs.kv_storage_bytes, dict(L=2, H_kv=2, d_h=8, S=20, layout="fp8"),
+     dict(L=1, H_kv=1, d_h=1, S=0, B=1)),
+    (costs.paged_blocks, dict(S=10, block_size=4), dict(S=0, block_size=1)),
+    (costs.paged_slack_tokens, dict(S=10, block_size=4), dict(S=0, block_size=1)),
+    (costs.paged_fork_saved_blocks, dict(P=10, n=3, block_size=4), dict(P=1, n=1, block_size=1)),
+    # latent: Eqs. (2.5), (21.1)-(21.4), (22.1)
+    (costs.latent_kv_cache_bytes, dict(L=2, d_c=8, s=2, S=3, d_rope=2, B=2),
+     dict(L=1, d_c=1, s=1, S=0, d_rope=0, B=1)),
+    *[(fn, dict(**MLA, path=path, **extra), dict(**MLA_BOUNDS, **bounds))
+      for fn, extra, bounds in ((costs.mla_layer_flops, dict(d=8), dict(d=1)),
+                                (costs.mla_attention_flops, {}, {}),
+                                (costs.mla_attention_bytes, dict(s=2), dict(s=1)),
+                                (costs.mla_attention_time, MLA_CHIP, dict(s=1)))
+      for path in ("naive", "absorbed")],
+    (costs.mla_absorb_crossover_T,
+     dict(H=2, d_h=4, d_c=8, S=3, s=2, peak_flops=1e12, bandwidth=1e9, d_rope=2, T_max=64),
+     dict(H=1, d_h=1, d_c=1, S=0, s=1, d_rope=0, T_max=1)),
+    (costs.streaming_kv_cache_bytes, dict(L=2, H_kv=2, d_h=4, s=2, S=30, window=8, sinks=4, B=2),
+     dict(L=1, H_kv=1, d_h=1, s=1, S=0, window=1, sinks=0, B=1)),
+    (costs.bounded_decode_step_bytes,
+     dict(weight_bytes=100, kv_bytes_per_token=8, S=30, budget=8, B=2),
+     dict(weight_bytes=0, kv_bytes_per_token=0, S=0, budget=1, B=1)),
+    # preemption: Eqs. (12.3)-(12.4); overhead: Eqs. (18.1)-(18.4)
+    (costs.swap_time, dict(S=5, L=2, d=8, s=2, link_bandwidth=1e9), dict(S=0, L=1, s=1, d=1)),
+    (costs.recompute_time, dict(S=5, L=2, d=8, peak_flops=1e12, mfu=0.5, V=3),
+     dict(S=0, L=1, d=1, V=0)),
+    (costs.overhead_floor_s, dict(n_ops=10, t_op=1e-5), dict(n_ops=1)),
+    (costs.overhead_step_time, dict(S=5, n_ops=10, t_op=1e-5, **CHIP),
+     dict(n_ops=1, L=1, S=0, B=1)),
+    (costs.overhead_bound, dict(S=5, n_ops=10, t_op=1e-5, **CHIP), dict(n_ops=1, L=1, S=0, B=1)),
+    (costs.overhead_crossover_params,
+     dict(n_ops=10, t_op=1e-5, bandwidth=1e9, s=2, kv_bytes_per_token=8, S=3, B=2),
+     dict(n_ops=1, kv_bytes_per_token=0, S=0, B=1)),
+    (costs.overhead_step_model, dict(n_ops=10, t_op=1e-5, kernel_s=1e-3), dict(n_ops=0)),
+]
+ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
+
+
+@pytest.mark.parametrize(("fn", "call", "name", "bound"), ROWS,
+                         ids=[f"{fn.__name__}-{name}" for fn, _, name, _ in ROWS])
+def test_each_integer_symbol_is_refused_below_its_bound_by_name(fn, call, name, bound):
+    fn(**{**call, name: bound})  # the bound itself is a valid size
+    for bad in (bound - 1, bound + 0.5):
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer >= {bound}, got {bad}$"):
+            fn(**{**call, name: bad})
+
+
+def test_prefill_by_term_checks_B_before_the_other_terms():
+    """`prefill_flops_by_term` checks B itself, first: with only the LM head's check left, a call
+    with two bad symbols blamed the FFN width instead of the batch."""
+    with pytest.raises(ValueError, match="^B must be an integer >= 1, got 0$"):
+        costs.prefill_flops_by_term(L=2, P=3, d=8, B=0, d_ffn=0)
+
+
+def test_the_checks_the_bound_table_cannot_reach():
+    """A bandwidth of zero on both paths of the last step's floor (D = 1 has no step but still a
+    chip), and N_params below one: each refused by name."""
+    for D in (1, 4):
+        with pytest.raises(ValueError, match="^bandwidth must be a finite number > 0"):
+            costs.last_decode_step_floor_s(L=2, d=8, V=5, P=3, D=D, bandwidth=0)
+    with pytest.raises(ValueError, match="^N_params must be an integer >= 1, got 0$"):
+        costs.kv_heads_params(N_params=0, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4)
+    with pytest.raises(ValueError, match="^N_params must hold the 64 K/V projection parameters"):
+        costs.kv_heads_params(N_params=63, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4)
+    assert costs.kv_heads_params(N_params=64, L=2, d=8, d_h=1, H_kv=2, H_kv_new=4) == 128
+
+
+def test_the_memory_checks_the_bound_table_cannot_reach():
+    """A fractional s is int4's half byte, not an error; a reserve outside [0, 1), a scheme not in
+    the list, more active experts than experts, idle experts N cannot hold, a budget under one
+    byte: each refused by name (or by what is wrong)."""
+    assert costs.weight_bytes(N_params=3, s=0.5) == 2  # rounds up to whole bytes
+    # an int s is a whole number of bytes (>= 1), any other s a number of bytes > 0 (True: neither)
+    for s, rule in ((0, "an integer >= 1"), (-1, "an integer >= 1"), (-0.5, "a finite number > 0"),
+                    (float("nan"), "a finite number > 0"), (True, "a finite number > 0")):
+        with pytest.raises(ValueError, match=rf"^s must be {rule}, got {s!r}$"):
+            costs.weight_bytes(N_params=3, s=s)
+    fit = dict(memory_bytes=10**6, weight_bytes=100, kv_bytes_per_token=8)
+    for call in (lambda r: costs.memory_budget(memory_bytes=10**6, reserve=r),
+                 lambda r: costs.fits_in_memory(**fit, S=3, reserve=r),
+                 lambda r: costs.max_context(**fit, reserve=r),
+                 lambda r: costs.max_batch(**fit, S=3, reserve=r),
+                 lambda r: costs.chips_needed(**fit, S=3, reserve=r),
+                 lambda r: costs.memory_fit(**fit, S=3, reserve=r)):
+        call(0.0)
+        for bad in (1.0, -0.1):
+            with pytest.raises(ValueError, match=r"^reserve must be a number in \[0, 1\)"):
+                call(bad)
+    schemes = r"\['published', 'mha', 'gqa', 'gqa4', 'mqa'\]"
+    with pytest.raises(ValueError, match=rf"^scheme must be one of {schemes}, got 'gqa2'$"):
+        costs.kv_heads(H=8, H_kv=2, scheme="gqa2")
+    for fn in (costs.moe_active_params, costs.moe_expected_experts):
+        args = dict(N_params=10**6, L=2, d=8, d_ffn=16) if fn is costs.moe_active_params else {}
+        with pytest.raises(ValueError, match="^active_experts must be <= experts = 2, got 3$"):
+            fn(**args, experts=2, active_experts=3)
+    moe = dict(L=1, d=1, d_ffn=1, experts=3, active_experts=1, ffn_matrices=2)  # idle: 1·2·2 = 4
+    assert costs.moe_active_params(N_params=4, **moe) == 0
+    idle = "^N_params must hold the 4 parameters of the idle experts, got 3$"
+    with pytest.raises(ValueError, match=idle):
+        costs.moe_active_params(N_params=3, **moe)
+    with pytest.raises(ValueError, match="^N_params must be an integer >= 0, got 4.0$"):
+        costs.moe_active_params(N_params=4.0, **moe)
+    tiny = r"^memory_bytes·\(1 − reserve\) must be at least 1 byte, got 1 and 0.5$"
+    with pytest.raises(ValueError, match=tiny):
+        costs.chips_needed(memory_bytes=1, weight_bytes=1, kv_bytes_per_token=1, S=1, reserve=0.5)
+    assert costs.chips_needed(memory_bytes=10, weight_bytes=1, kv_bytes_per_token=0, S=1) == 1
+
+
+# ---- the checks themselves (minigpt/costs/_check.py), on values a formula can be handed ----
+
+
+def test_an_integer_check_refuses_bools_floats_and_strings_and_says_what_it_got():
+    """`_int` is the check of every size: True is not a size (an int subclass), 2.0 is not an
+    integer, and the message quotes what it got (repr for a wrong type, the number for a small
+    one)."""
+    assert _check._int("L", 0) == 0 and _check._int("L", 7, 7) == 7
+    for bad in (True, False, 2.0, "2", None):
+        message = rf"^L must be an integer >= 1, got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=message):
+            _check._int("L", bad, 1)
+    with pytest.raises(ValueError, match="^L must be an integer >= 0, got -1$"):
+        _check._int("L", -1)
+
+
+def test_a_positive_check_refuses_zero_infinities_nan_bools_and_strings():
+    """`_positive` guards rates and bandwidths: a zero or negative rate divides by zero or flips a
+    sign, an infinite one makes every time 0, NaN every comparison false."""
+    assert _check._positive("bandwidth", 1e-300) == 1e-300 and _check._positive("bandwidth", 3) == 3
+    for bad in (0, 0.0, -1, -1e-9, float("inf"), float("-inf"), float("nan"), True, "1", None):
+        message = rf"^bandwidth must be a finite number > 0, got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=message):
+            _check._positive("bandwidth", bad)
+
+
+def test_a_fraction_check_allows_zero_refuses_one():
+    """`_fraction` guards a reserve or a drop rate in [0, 1): 0 is none, 1 would leave nothing."""
+    assert _check._fraction("reserve", 0) == 0 and _check._fraction("reserve", 0.999) == 0.999
+    for bad in (1, 1.0, -0.01, True, "0.1", None, float("nan")):
+        message = rf"^reserve must be a number in \[0, 1\), got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=message):
+            _check._fraction("reserve", bad)
+
+
+def test_the_kv_width_is_h_kv_times_d_h_or_d_and_each_misfit_is_named():
+    """Eq. (2.1)'s H_kv·d_h: d for multi-head attention; one of the two alone, a d_h that does not
+    divide d, an H_kv that does not divide H = d/d_h, or a size below 1, each refused by name."""
+    assert _check._kv_width(64, None, None) == 64
+    assert _check._kv_width(64, 2, 16) == 32 and _check._kv_width(64, 4, 16) == 64
+    assert _check._kv_width(1, 1, 1) == 1
+    for H_kv, d_h in ((2, None), (None, 16)):
+        with pytest.raises(ValueError, match=r"^give both H_kv and d_h, or neither \(neither is "):
+            _check._kv_width(64, H_kv, d_h)
+    with pytest.raises(ValueError, match=r"^d_h must divide d = H·d_h; got d=64, d_h=24$"):
+        _check._kv_width(64, 1, 24)
+    with pytest.raises(ValueError, match=r"^H_kv must divide H = d/d_h = 4; got H_kv=3$"):
+        _check._kv_width(64, 3, 16)
+    for args, name in (((0, None, None), "d"), ((64, 0, 16), "H_kv"), ((64, 2, 0), "d_h")):
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer >= 1, got 0$"):
+            _check._kv_width(*args)
+
+
+def test_the_ffn_width_defaults_to_4d_and_its_matrices_are_2_or_3():
+    """d_ffn = None is 4·d (GPT-2's MLP); a GELU MLP has 2 matrices, SwiGLU 3, nothing else (a
+    bool is not a count)."""
+    assert _check._ffn(8, None) == 32 and _check._ffn(8, 5) == 5 and _check._ffn(8, 1) == 1
+    with pytest.raises(ValueError, match="^d_ffn must be an integer >= 1, got 0$"):
+        _check._ffn(8, 0)
+    assert _check._ffn_matrices(2) == 2 and _check._ffn_matrices(3) == 3
+    for bad in (1, 4, True, 2.5, "2"):
+        message = (r"^ffn_matrices must be 2 \(GELU MLP, MiniGPT/GPT\) or 3 "
+                   rf"\(SwiGLU, Llama/Mistral\), got {re.escape(repr(bad))}$")
+        with pytest.raises(ValueError, match=message):
+            _check._ffn_matrices(bad)
+
+
+def test_the_serving_and_batching_checks_the_bound_table_cannot_reach():
+    """A step with no work, outputs with D_min above D_max: refused with what is wrong. A step that
+    reads nothing has no KV share (0, not a division by zero)."""
+    idle = (r"^a step needs work: T \(prompt tokens\) or B \(decodes\) must be >= 1, "
+            r"got T=0 and B=0$")
+    with pytest.raises(ValueError, match=idle):
+        costs.mixed_step_time(**CHIP)
+    for fn in (costs.static_batch_steps, costs.static_batch_utilisation):
+        with pytest.raises(ValueError, match=r"^D_min must be <= D_max \(outputs uniform on "
+                                             r"D_min..D_max\), got D_min=3, D_max=2$"):
+            fn(B=2, D_max=2, D_min=3)
+    assert costs.static_batch_steps(B=2, D_max=2, D_min=2) == 2
+    assert costs.kv_read_share(weight_bytes=0, kv_bytes_per_token=8, S=0) == 0.0
+    assert costs.kv_read_share(weight_bytes=0, kv_bytes_per_token=8, S=1) == 1.0
+    assert costs.kv_read_share(weight_bytes=24, kv_bytes_per_token=8, S=1) == 0.25
+
+
+def test_the_batching_and_serving_formulas_default_to_the_documented_case():
+    """No LM head, one sequence, a GELU MLP, overlapped reads, blocks of 16, outputs from 1 token:
+    on a compute-bound chip (every FLOP shows) and a memory-bound one (every byte shows)."""
+    for chip in (dict(bandwidth=1e12, peak_flops=1.0), dict(bandwidth=1.0, peak_flops=1e12)):
+        model = dict(L=2, d=8, N_params=1000, s=2, **chip)
+        explicit = dict(V=0, ffn_matrices=2)
+        for fn in (costs.decode_tok_s, costs.batching_gain, costs.ideal_batching_tok_s):
+            assert fn(**model, S=5) == fn(**model, S=5, B=1, overlap=True, **explicit)
+        assert costs.batching_gain(**model, S=5) == 1.0
+        assert costs.mixed_step_time(**model, T=3) == costs.mixed_step_time(
+            **model, T=3, S_prefix=0, B=0, S=0, **explicit)
+        assert costs.mixed_step_time(**model, B=2, S=4) == costs.mixed_step_time(
+            **model, B=2, S=4, T=0, **explicit)
+        assert costs.static_batch_tok_s(**model, S=5, D_max=4) == costs.static_batch_tok_s(
+            **model, S=5, D_max=4, D_min=1, B=1, overlap=True, **explicit)
+        assert costs.prefix_hit_ttft(**model, S_prefix=40, T=3) == costs.prefix_hit_ttft(
+            **model, S_prefix=40, T=3, block_size=16, **explicit)
+    assert costs.kv_read_share(weight_bytes=24, kv_bytes_per_token=8, S=1) == costs.kv_read_share(
+        weight_bytes=24, kv_bytes_per_token=8, S=1, B=1)
+    assert costs.static_batch_steps(B=3, D_max=5) == costs.static_batch_steps(B=3, D_max=5, D_min=1)
+
+
+def test_the_kv_storage_checks_the_bound_table_cannot_reach():
+    """Bits other than 8 or 4, a group that does not divide d_h, odd sizes at int4, fp8 with bits
+    or groups, an unknown layout: each refused with what is wrong."""
+    kv = dict(L=2, H_kv=2, d_h=8, S=3)
+    for bad in (2, 16, True):
+        with pytest.raises(ValueError, match=rf"^bits must be 8 or 4, got {re.escape(repr(bad))}$"):
+            costs.quantized_kv_bytes(**kv, bits=bad)
+    with pytest.raises(ValueError, match="^group_size must divide d_h=8, got 3$"):
+        costs.quantized_kv_bytes(**kv, group_size=3)
+    odd = "^int4 packs two values per byte: d_h and group_size must be even, got "
+    with pytest.raises(ValueError, match=odd + "6, 3$"):
+        costs.quantized_kv_bytes(L=2, H_kv=2, d_h=6, S=3, bits=4, group_size=3)
+    with pytest.raises(ValueError, match=odd + "3, 3$"):
+        costs.quantized_kv_bytes(L=2, H_kv=2, d_h=3, S=3, bits=4)
+    assert costs.quantized_kv_bytes(L=1, H_kv=1, d_h=2, S=1, bits=4, group_size=2, s_scale=0) == 2
+    fp8 = (r"^fp8 stores 8 bits a value with per-layer scales: bits must be 8 and group_size None, "
+           "got ")
+    with pytest.raises(ValueError, match=fp8 + "4, None$"):
+        costs.kv_storage_bytes(**kv, layout="fp8", bits=4)
+    with pytest.raises(ValueError, match=fp8 + "8, 4$"):
+        costs.kv_storage_bytes(**kv, layout="fp8", group_size=4)
+    with pytest.raises(ValueError, match=r"^layout must be one of \['per_token', 'kivi', 'fp8'\], "
+                                         r"got 'int8'$"):
+        costs.kv_storage_bytes(**kv, layout="int8")
+
+
+def test_the_latent_checks_the_bound_table_cannot_reach():
+    """A path other than the two of Eq. (21.1), a zero chip rate: refused by name. T_max + 1 says
+    absorption pays up to T_max."""
+    mla = dict(H=2, d_h=4, d_c=8, T=3, S=5)
+    for fn, extra in ((costs.mla_layer_flops, dict(d=8)), (costs.mla_attention_flops, {}),
+                      (costs.mla_attention_bytes, dict(s=2)),
+                      (costs.mla_attention_time, dict(s=2, peak_flops=1.0, bandwidth=1.0))):
+        paths = r"^path must be one of \('naive', 'absorbed'\), got 'fused'$"
+        with pytest.raises(ValueError, match=paths):
+            fn(**mla, **extra, path="fused")
+    for rates, name in ((dict(peak_flops=0, bandwidth=1.0), "peak_flops"),
+                        (dict(peak_flops=1.0, bandwidth=0), "bandwidth")):
+        with pytest.raises(ValueError, match=rf"^{name} must be a finite number > 0, got 0$"):
+            costs.mla_attention_time(**mla, s=2, path="naive", **rates)
+
+
+def test_batching_passes_every_symbol_through_and_defaults_as_documented():
+    """The ideal (linear) rate is B times one sequence's Eq. (7.2) rate with the same model: an FFN
+    width, LM head, FFN matrices or form dropped on the way gives another model's rate. The gain's
+    defaults (no LM head, GELU MLP) matter where B = 1 is memory-bound and B = 64 compute-bound."""
+    model = dict(L=2, d=8, N_params=1000, s=2, S=5, d_ffn=20, V=7, ffn_matrices=3)
+    # the last chip's ridge (1.25 FLOP/byte) lies between the weights' intensity and the cache's:
+    # the additive form of Eq. (7.3) differs from Eq. (7.2) there
+    chips = (dict(bandwidth=1e12, peak_flops=1.0), dict(bandwidth=1e3, peak_flops=4e3),
+             dict(bandwidth=1e3, peak_flops=1.25e3))
+    additive = costs.decode_tok_s(**model, **chips[2], overlap=False)
+    assert costs.decode_tok_s(**model, **chips[2]) != additive
+    for chip in chips:
+        for overlap in (True, False):
+            one = costs.decode_tok_s(**model, **chip, overlap=overlap)
+            ideal = costs.ideal_batching_tok_s(**model, **chip, B=3, overlap=overlap)
+            assert ideal == pytest.approx(3 * one, rel=1e-12)
+    mixed = dict(L=2, d=8, N_params=1000, s=2, S=5, bandwidth=1e3, peak_flops=4e3)
+    gain = costs.batching_gain(**mixed, B=64)
+    assert gain == costs.batching_gain(**mixed, B=64, V=0, ffn_matrices=2)
+    assert 2.6 < gain < 2.7  # the weights' bytes shared by 64 until the FLOPs bind
+
+
+def test_a_static_batch_and_a_mixed_step_price_steps_with_the_same_model():
+    """A static batch of one is Eq. (7.2)'s one-sequence rate whatever its output lengths, so every
+    symbol and the form must reach its steps (on a chip whose ridge, 1.75 FLOP/byte, splits the
+    weights from the cache, Eq. (7.3) differs); its defaults are D_min = 1 and the overlap form. A
+    mixed step of decodes only is a decode step, to the FLOP: no prompt row, no LM-head row more."""
+    model = dict(L=2, d=8, N_params=1000, s=2, S=5, d_ffn=20, V=7, ffn_matrices=3, s_kv=1)
+    split = dict(bandwidth=1e3, peak_flops=1.75e3)
+    additive = costs.decode_tok_s(**model, **split, overlap=False)
+    assert costs.decode_tok_s(**model, **split) != additive
+    for chip in (split, dict(bandwidth=1e12, peak_flops=1.0)):  # and one where every FLOP shows
+        for overlap in (True, False):
+            one = costs.decode_tok_s(**model, **chip, overlap=overlap)
+            static = costs.static_batch_tok_s(**model, **chip, D_max=6, D_min=2, overlap=overlap)
+            assert static == pytest.approx(one, rel=1e-12)
+    base = dict(L=2, d=8, N_params=1000, s=2, S=5, **split)
+    assert costs.static_batch_tok_s(**base, D_max=6, B=3) == costs.static_batch_tok_s(
+        **base, D_max=6, B=3, D_min=1, overlap=True)
+    flop_a_second = dict(L=2, d=8, N_params=1000, s=2, V=7, bandwidth=1e12, peak_flops=1.0)
+    decode = costs.decode_step_time(**flop_a_second, S=4, B=2)
+    assert costs.mixed_step_time(**flop_a_second, B=2, S=4) == decode
+    no_cache = costs.mixed_step_time(**flop_a_second, B=2, S=0)
+    assert costs.mixed_step_time(**flop_a_second, B=2) == no_cache
+
+
+def test_kv_storage_counts_by_hand():
+    """Eq. (10.1)-(10.2), FP8 and the paged cache on one layer, one head, d_h = 8, counted by hand:
+    int8 codes plus one fp16 scale per vector by default (8 + 2 bytes a vector, K and V); int4 half
+    the codes; a group of 4 two scales; KIVI's keys in whole blocks of 16 tokens, the rest at s = 4
+    bytes a value; FP8 one byte a value plus two fp32 scales a layer."""
+    one = dict(L=1, H_kv=1, d_h=8)
+    assert costs.quantized_kv_bytes(**one, S=1) == 2 * (8 + 2)
+    assert costs.quantized_kv_bytes(**one, S=1, bits=4) == 2 * (4 + 2)
+    assert costs.quantized_kv_bytes(**one, S=1, group_size=4) == 2 * (8 + 2 * 2)
+    assert costs.quantized_kv_bytes(**one, S=3, B=2, s_scale=4) == 2 * 3 * 2 * (8 + 4)
+    values = 20 * (8 + 2)  # the V half of 20 tokens
+    keys = 16 * 8 + 8 * 2 + 4 * 8 * 4  # a block of 16 (codes, a scale a channel), 4 tokens at s = 4
+    assert costs.kivi_kv_bytes(**one, S=20) == values + keys
+    assert costs.kivi_kv_bytes(**one, S=20, B=2) == 2 * (values + keys)
+    assert costs.kv_storage_bytes(**one, S=20) == costs.quantized_kv_bytes(**one, S=20)
+    assert costs.kv_storage_bytes(**one, S=20, layout="kivi") == values + keys
+    assert costs.kv_storage_bytes(**one, S=20, layout="kivi", token_group=8, s=2) == (
+        costs.kivi_kv_bytes(**one, S=20, token_group=8, s=2))
+    assert costs.kv_storage_bytes(**one, S=20, B=2, layout="per_token", bits=4, group_size=4) == (
+        costs.quantized_kv_bytes(**one, S=20, B=2, bits=4, group_size=4))
+    assert costs.fp8_kv_bytes(**one, S=3) == 3 * 2 * 8 + 2 * 4
+    assert costs.kv_storage_bytes(**one, S=3, B=2, layout="fp8") == 2 * 3 * 2 * 8 + 2 * 4
+    assert (costs.paged_blocks(S=0, block_size=4), costs.paged_blocks(S=9, block_size=4)) == (0, 3)
+    assert costs.paged_slack_tokens(S=9, block_size=4) == 3
+    assert costs.paged_fork_saved_blocks(P=9, n=3, block_size=4) == 2 * 2
+    # counts are exact ints (costs/__init__): `/` for a `//` that divides evenly makes a float
+    for layout in ("per_token", "kivi"):
+        for bits, group_size in ((8, None), (4, None), (8, 4), (4, 4)):
+            got = costs.kv_storage_bytes(**one, S=20, layout=layout, bits=bits,
+                                         group_size=group_size)
+            assert isinstance(got, int), (layout, bits, group_size)
+
+
+def test_latent_and_bounded_caches_default_to_the_documented_case():
+    """No RoPE key (d_rope = 0), one sequence, no sinks, and a search up to 2^20 query tokens: a
+    default changed moves every caller that leaves it out."""
+    assert costs.latent_kv_cache_bytes(L=2, d_c=8, s=2, S=3) == 3 * 2 * 8 * 2
+    mla = dict(H=2, d_h=4, d_c=8, T=3, S=5)
+    chip = dict(s=2, peak_flops=1e12, bandwidth=1e9)
+    for path in ("naive", "absorbed"):
+        for fn, extra in ((costs.mla_layer_flops, dict(d=8)), (costs.mla_attention_flops, {}),
+                          (costs.mla_attention_bytes, dict(s=2)), (costs.mla_attention_time, chip)):
+            assert fn(**mla, **extra, path=path) == fn(**mla, **extra, path=path, d_rope=0, B=1)
+            assert fn(**mla, **extra, path=path) != fn(**mla, **extra, path=path, d_rope=2, B=2)
+    always = dict(H=128, d_h=128, d_c=64, d_rope=64, S=4096, s=2, peak_flops=989e12,
+                  bandwidth=3.35e12)  # d_c <= d_h: absorbing always pays
+    assert costs.mla_absorb_crossover_T(**always) == 2**20 + 1
+    window = dict(L=2, H_kv=2, d_h=4, s=2, S=30, window=8)
+    assert costs.streaming_kv_cache_bytes(**window) == 8 * 2 * 2 * 2 * 4 * 2
+    assert costs.streaming_kv_cache_bytes(**window) == costs.streaming_kv_cache_bytes(
+        **window, sinks=0, B=1)
+    bounded = dict(weight_bytes=100, kv_bytes_per_token=8, S=30, budget=8)
+    assert costs.bounded_decode_step_bytes(**bounded) == 100 + 8 * 8
+
+
+def test_preemption_and_overhead_refuse_what_is_not_a_time_or_a_share():
+    """mfu outside (0, 1], a negative or infinite step or swap time, an overlap that is not a bool,
+    a zero link, chip or operator cost, a negative kernel time: each refused by name."""
+    recompute = dict(S=5, L=2, d=8, peak_flops=1e12)
+    assert costs.recompute_time(**recompute, mfu=1) > 0
+    assert costs.recompute_time(**recompute, mfu=1e-9) > 0
+    for bad in (0, 1.01, -0.5, True, "0.5"):
+        with pytest.raises(ValueError, match=rf"^mfu must be a share of the peak in \(0, 1\], "
+                                             rf"got {re.escape(repr(bad))}$"):
+            costs.recompute_time(**recompute, mfu=bad)
+    with pytest.raises(ValueError, match="^peak_flops must be a finite number > 0, got 0$"):
+        costs.recompute_time(S=5, L=2, d=8, peak_flops=0, mfu=0.5)
+    with pytest.raises(ValueError, match="^link_bandwidth must be a finite number > 0, got 0$"):
+        costs.swap_time(S=5, L=2, d=8, s=2, link_bandwidth=0)
+    assert costs.step_time_with_swap(step_time=0, swap_time=0) == 0
+    assert costs.step_time_with_swap(step_time=1.5, swap_time=2) == 2
+    assert costs.step_time_with_swap(step_time=1.5, swap_time=2, overlap=False) == 3.5
+    for name in ("step_time", "swap_time"):
+        for bad in (-1e-9, float("inf"), float("nan"), True, "1"):
+            times = {"step_time": 1.0, "swap_time": 1.0, name: bad}
+            rule = rf"^{name} must be a finite number >= 0 \(seconds\), got {re.escape(repr(bad))}$"
+            with pytest.raises(ValueError, match=rule):
+                costs.step_time_with_swap(**times)
+    for fn, eq in ((costs.step_time_with_swap, "Eq. 12.5's max"),):
+        with pytest.raises(ValueError, match=rf"^overlap must be True \({eq}\) or False"):
+            fn(step_time=1.0, swap_time=1.0, overlap=1)
+    with pytest.raises(ValueError, match=r"^overlap must be True \(Eq. 18.1's max\) or False "
+                                         r"\(Eq. 18.2's sum\), got 1$"):
+        costs.overhead_step_time(S=5, n_ops=10, t_op=1e-5, overlap=1, **CHIP)
+    with pytest.raises(ValueError, match="^t_op must be a finite number > 0, got 0$"):
+        costs.overhead_floor_s(n_ops=10, t_op=0)
+    with pytest.raises(ValueError, match="^s must be a finite number > 0, got 0$"):
+        costs.overhead_crossover_params(n_ops=10, t_op=1e-5, bandwidth=1e9, s=0)
+    with pytest.raises(ValueError, match="^bandwidth must be a finite number > 0, got 0$"):
+        costs.overhead_crossover_params(n_ops=10, t_op=1e-5, bandwidth=0, s=2)
+    model = dict(n_ops=10, t_op=1e-5, kernel_s=1e-3)
+    assert costs.overhead_step_model(**model) == costs.overhead_step_model(**model, t_call=0.0,
+                                                                           kernel_slowdown=0.0)
+    assert costs.overhead_step_model(n_ops=0, t_op=1.0, kernel_s=0, t_call=0) == 0
+    for name, bad, rule in (("t_call", -1e-9, "must be >= 0 seconds"),
+                            ("t_call", float("nan"), "must be >= 0"),
+                            ("kernel_s", -1e-9, "must be >= 0 seconds"),
+                            ("kernel_slowdown", -0.1, "must be a finite fraction >= 0"),
+                            ("kernel_slowdown", float("inf"), "must be a finite fraction >= 0")):
+        with pytest.raises(ValueError, match=rf"^{name} {rule}"):
+            costs.overhead_step_model(**{**model, name: bad})
+
+
+def test_the_mla_crossover_is_the_first_t_where_naive_is_not_slower():
+    """Eq. (21.4)'s T* is the smallest T with naive time <= absorbed time, ties included. On a
+    compute-bound chip the FLOPs of the two paths are equal at T = d_c·d_h/(d_c − d_h) = 8: T* is
+    8, not 9 (a strict `<`). When the two times are equal from T = 1 (a RoPE key so wide that the
+    difference is below a float's last bit) T* is 1: the search starts below 1, not at it."""
+    tie = dict(H=2, d_h=4, d_c=8, S=5, s=2, T=8, peak_flops=1.0, bandwidth=1e30)
+    naive = costs.mla_attention_time(**tie, path="naive")
+    assert naive == costs.mla_attention_time(**tie, path="absorbed")
+    del tie["T"]
+    assert costs.mla_absorb_crossover_T(**tie, T_max=64) == 8
+    wide = dict(H=1, d_h=1, d_c=1, d_rope=2**60, S=5, s=2, peak_flops=1.0, bandwidth=1.0)
+    assert costs.mla_absorb_crossover_T(**wide, T_max=64) == 1
+
+
+def test_recompute_is_the_prefill_of_eq_1_2_at_the_documented_defaults():
+    """Eq. (12.4) on a chip of one FLOP a second at full utilisation is Eq. (1.2)'s count: no LM
+    head and a GELU MLP unless told."""
+    prefill = costs.prefill_flops(L=2, P=5, d=8)
+    assert costs.recompute_time(S=5, L=2, d=8, peak_flops=1.0, mfu=1) == prefill
+    assert costs.recompute_time(S=5, L=2, d=8, peak_flops=1.0, mfu=0.5, V=3, ffn_matrices=3) == (
+        2 * costs.prefill_flops(L=2, P=5, d=8, V=3, ffn_matrices=3))
+
+
+def test_the_overhead_bound_compares_the_floor_with_the_same_models_traffic():
+    """Eq. (18.1)'s bound is "overhead" when n_ops·t_op >= Eq. (7.2)'s time of this very model (ties
+    included), with every symbol passed; the defaults are the documented case; t_op is named."""
+    model = dict(L=2, S=5, d=8, N_params=1000, s=2, d_ffn=20, V=7, ffn_matrices=3, s_kv=1, B=2,
+                 bandwidth=1e12, peak_flops=1.0)  # every FLOP a second
+    traffic = costs.decode_step_time(**model)
+    for t_op, bound in ((traffic / 4, "overhead"), (traffic / 4 * (1 - 1e-9), "traffic")):
+        assert costs.overhead_bound(**model, n_ops=4, t_op=t_op) == bound
+    step = dict(L=2, S=5, d=8, N_params=1000, s=2, bandwidth=1e12, peak_flops=1.0)
+    base = dict(**step, n_ops=4, t_op=1.0)
+    for fn in (costs.overhead_step_time, costs.overhead_bound):
+        assert fn(**base) == fn(**base, V=0, B=1, ffn_matrices=2)
+    t_step = costs.decode_step_time(**step)
+    assert costs.overhead_bound(**{**base, "t_op": t_step / 4}) == "overhead"
+    cross = dict(n_ops=10, t_op=1.0, bandwidth=100.0, s=2)
+    assert costs.overhead_crossover_params(**cross) == 10 * 100 / 2
+    with pytest.raises(ValueError, match="^t_op must be a finite number > 0, got 0$"):
+        costs.overhead_step_model(n_ops=1, t_op=0, kernel_s=1.0)
+
+
+def test_the_overhead_formulas_pass_the_cache_width_and_price_the_cache_by_default():
+    """On a chip where every byte shows, the cache's own s_kv reaches Eq. (7.2)'s traffic; Eq.
+    (18.3) leaves out a cache only when told (S = 0, no KV bytes by default)."""
+    model = dict(L=2, S=5, d=8, N_params=1000, s=2, s_kv=1, bandwidth=1.0, peak_flops=1e12)
+    traffic = costs.decode_step_time(**model)
+    assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == traffic
+    assert costs.overhead_bound(**model, n_ops=1, t_op=traffic) == "overhead"
+    assert costs.overhead_bound(**model, n_ops=1, t_op=traffic * (1 - 1e-9)) == "traffic"
+    cross = dict(n_ops=10, t_op=1.0, bandwidth=100.0, s=2)
+    assert costs.overhead_crossover_params(**cross, kv_bytes_per_token=8) == 1000 / 2
+    assert costs.overhead_crossover_params(**cross, S=8) == 1000 / 2
+
+
+def test_the_overhead_step_time_passes_the_ffn_width():
+    """Eq. (18.1)'s traffic term is this model's Eq. (7.2) time: a d_ffn dropped on the way prices a
+    4·d FFN instead (on a chip where every FLOP shows)."""
+    model = dict(L=2, S=5, d=8, N_params=1000, s=2, d_ffn=20, bandwidth=1e12, peak_flops=1.0)
+    assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == costs.decode_step_time(**model)
