@@ -25,7 +25,6 @@ import argparse
 import ast
 import contextlib
 import json
-import math
 import os
 import re
 import shutil
@@ -34,6 +33,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its report, next to it
+from mutate_report import load_triage, render, score, wilson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / "_build" / "mutate"
@@ -208,83 +210,13 @@ def run_module(module: str, *, names: list[str] | None = None, max_children: int
     return result
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95 % Wilson interval of a proportion k/n."""
-    if n == 0:
-        return (0.0, 1.0)
-    p, d = k / n, 1 + z * z / n
-    centre, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (centre - half, centre + half)
-
-
-def score(result: dict) -> tuple[int, int]:
-    """(killed, decided): timeouts count as killed (the mutant hangs the code), no-test mutants as
-    survived; equivalent mutants (triage) leave the denominator."""
-    c = result["counts"]
-    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("caught by type check", 0)
-    return killed, killed + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0)
-
-
 def _triage() -> dict[str, dict]:
-    path = ROOT / "mutation" / "triage.yml"
-    if not path.exists():
-        return {}
-    import yaml
-
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return load_triage(ROOT / "mutation" / "triage.yml")
 
 
 def report() -> str:
-    """mutation/report.md: each module's counts and score (equivalent mutants out of the denominator), the
-    survivors not yet triaged, and the target."""
-    triage = _triage()
-    rows, open_survivors, done, survivors = [], [], set(), set()
-    for path in sorted(RESULTS.glob("*.json")):
-        r = json.loads(path.read_text(encoding="utf-8"))
-        done.add(r["module"])
-        survivors.update(r["survivors"])
-        equivalent = [s for s in r["survivors"] if triage.get(s, {}).get("verdict") == "equivalent"]
-        killed, decided = score(r)
-        decided -= len(equivalent)
-        lo, hi = wilson(killed, decided)
-        c = r["counts"]
-        rows.append(f"| `{r['module']}` | {r['mutants']} | {killed} | {c.get('survived', 0) - len(equivalent)} | "
-                    f"{len(equivalent)} | {c.get('no tests', 0)} | {c.get('timeout', 0)} | "
-                    f"{killed / max(decided, 1):.1%} | {lo:.0%}–{hi:.0%} | "
-                    f"{'yes' if decided and killed / decided >= TARGET else 'no'} | {len(r.get('not_mutated', []))} | "
-                    f"{r['seconds']} s |")
-        open_survivors += [f"- `{s}`" for s in r["survivors"] if s not in triage]
-    lines = [
-        "# Mutation score of the mechanism modules",
-        "",
-        "Written by `python scripts/maintenance/mutate.py --report` from `mutation/results/` (one file per",
-        f"module run by `make mutate`, mutmut {MUTMUT}) and `mutation/triage.yml` (equivalent mutants, each with",
-        "its reason). Score = killed / (mutants − equivalent); a timeout counts as killed, a mutant no test",
-        f"reaches as survived. Target: at least {TARGET:.0%} in every module. The interval is Wilson's, 95 %.",
-        "",
-        "A blind spot: mutmut 3 does not mutate decorated functions (properties, `@torch.no_grad()`, caches;",
-        "`@staticmethod` and `@classmethod` are mutated). The column *not mutated* counts them per module; a",
-        "mechanism's core is better written with `with torch.no_grad():` in its body, where mutants reach it.",
-        "",
-        "| module | mutants | killed | survived | equivalent | no tests | timeout | score | 95 % | ≥ target "
-        "| not mutated | time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
-        *rows,
-        "",
-        "## Survivors not yet triaged",
-        "",
-        *(open_survivors or ["None."]),
-        "",
-        "## Triage entries whose mutant no longer survives (remove them)",
-        "",
-        *([f"- `{k}`" for k in triage if k not in survivors] or ["None."]),
-        "",
-        "## Mechanism modules not yet run",
-        "",
-        *([f"- `{m}`" for m in modules() if m not in done] or ["None."]),
-        "",
-    ]
-    return "\n".join(lines)
+    """mutation/report.md, rendered from `RESULTS` and mutation/triage.yml (`mutate_report.render`)."""
+    return render(RESULTS, _triage(), modules(), MUTMUT, TARGET)
 
 
 def main() -> None:
