@@ -323,6 +323,6 @@ def test_the_class_secret_cannot_be_found_from_feedback(tmp_path: Path) -> None:
     (tmp_path / "subs").mkdir()
     grade_folder("ex01", tmp_path / "subs", tmp_path / "out", echo=False, unsafe_no_sandbox=True)
     run = json.loads((tmp_path / "out" / "run.json").read_text())
-    assert run["seed"].bit_length() > 120 and "weak_seed" not in run
+    assert run["seed"].bit_length() == 128 and "weak_seed" not in run  # a draw of 119 bits was flagged weak
     grade_folder("ex01", tmp_path / "subs", tmp_path / "out2", seed=7, echo=False, unsafe_no_sandbox=True)
     assert "can be recovered" in json.loads((tmp_path / "out2" / "run.json").read_text())["weak_seed"]

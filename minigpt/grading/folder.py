@@ -144,7 +144,7 @@ def grade_folder(exercise_id: str, submissions: Path, out: Path, *, timeout: flo
     (all its runs together). Results are written as each one finishes, in submission order in the tables.
     """
     get_exercise(exercise_id)
-    seed = secrets.randbits(SECRET_BITS) if seed is None else seed
+    seed = secrets.randbits(SECRET_BITS) | 1 << (SECRET_BITS - 1) if seed is None else seed  # always 128 bits long
     submission_seed(seed, b"")  # a ValueError now, naming the seed, rather than one per submission
     stage_root = Path(tempfile.mkdtemp(prefix="minigpt-sandbox-"))
     os.chmod(stage_root, 0o755)  # bwrap may run as uid 65534, which must reach the staged runtime (read-only)
