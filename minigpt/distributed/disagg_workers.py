@@ -40,13 +40,27 @@ from minigpt.distributed.disagg_wire import (
     _thread,
 )
 from minigpt.distributed.kv_transfer import Transfer, recv_kv, send_bye
+from minigpt.serving.engine import Engine
 from minigpt.serving.request import Request, Status, Tracked
 
 BYE_WAIT_S = 5.0  # after STOP, how long a decode worker waits for the prefill workers' byes (none is needed)
 
 
-def _why(role: str, rank: int, e: Exception) -> str:
-    return f"{role} rank {rank}: a step raised {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+def _step(engine: Engine, raising: Tripwire, stats: dict, role: str, rank: int, held: list[tuple[int, int]]) -> bool:
+    """One engine step, its time added to `stats`. If it raises, every request it held (`held`: index, attempt)
+    is reported `ERROR` with the reason, to be retried elsewhere, and False says the engine must be replaced."""
+    start = time.monotonic()
+    try:
+        raising.hit()
+        engine.step()
+    except Exception as e:  # this worker goes on; nothing of the failed step's state is trusted
+        stats["step_errors"] += 1
+        why = f"{role} rank {rank}: a step raised {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        for index, attempt in held:
+            _report_text(ERROR, index, attempt, why)
+        return False
+    stats["busy_s"] += time.monotonic() - start
+    return True
 
 
 def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
@@ -85,18 +99,10 @@ def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device:
             engine.submit(request)
             busy = True
         if engine.busy:
-            start = time.monotonic()
-            try:
-                raising.hit()
-                engine.step()
-            except Exception as e:  # every request it held is retried elsewhere; this worker goes on
-                stats["step_errors"] += 1
-                for index, attempt, _, _ in meta.values():
-                    _report_text(ERROR, index, attempt, _why("prefill", rank, e))
+            if not _step(engine, raising, stats, "prefill", rank, [(i, a) for i, a, _, _ in meta.values()]):
                 meta.clear()
                 engine = _engine(PrefillEngine, cfg, prefill=True, device=device)
                 continue
-            stats["busy_s"] += time.monotonic() - start
             busy = True
             stepped.hit()
             assert isinstance(engine, PrefillEngine)
@@ -211,19 +217,11 @@ def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: 
             rid = f"{x.index}.{x.attempt}"
             active[rid] = (engine.accept(rid, x.prompt, x.max_new_tokens, x.first, x.kv), x.index, x.attempt, 1)
         if engine.scheduler.running or engine.scheduler.waiting:
-            start = time.monotonic()
-            try:
-                raising.hit()
-                engine.step()
-            except Exception as e:  # every request it held is retried elsewhere; this worker goes on
-                stats["step_errors"] += 1
-                for _, index, attempt, _ in active.values():
-                    _report_text(ERROR, index, attempt, _why("decode", rank, e))
+            if not _step(engine, raising, stats, "decode", rank, [(i, a) for _, i, a, _ in active.values()]):
                 active.clear()
                 engine = fresh()
                 continue
             now = time.monotonic()
-            stats["busy_s"] += now - start
             busy = True
             for rid, (t, index, attempt, sent) in list(active.items()):
                 for tok in t.generated[sent:]:
