@@ -119,9 +119,9 @@ def _slug(module: str) -> str:
     return module[:-3].replace("/", ".")
 
 
-def _workdir(module: str, tests: list[str]) -> Path:
-    """A fresh copy of what the tests read, with mutmut's configuration for `module` alone."""
-    work = SCRATCH / _slug(module)
+def _workdir(slug: str, only: list[str], tests: list[str]) -> Path:
+    """A fresh copy of what the tests read, with mutmut's configuration for the modules `only`."""
+    work = SCRATCH / slug
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -134,7 +134,7 @@ def _workdir(module: str, tests: list[str]) -> Path:
     config += (
         "\n[tool.mutmut]\n"
         'source_paths = ["minigpt"]\n'
-        f"only_mutate = [{json.dumps(module)}]\n"
+        f"only_mutate = {json.dumps(only)}\n"
         'also_copy = ["exercises", "chapters", "appendices", "intro.md", "references.bib"]\n'
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site and not source_text",'
@@ -186,7 +186,7 @@ def run_module(module: str, *, names: list[str] | None = None, max_children: int
     tests = tests_of(module)
     if not tests:
         raise SystemExit(f"{module}: no test file imports it; add it to EXTRA_TESTS")
-    work = _workdir(module, tests)
+    work = _workdir(_slug(module), [module], tests)
     start = time.monotonic()
     rc = _mutmut(work, "run", f"--max-children={max_children}", *(names or []))
     codes = _exit_codes(work, module)

@@ -38,7 +38,7 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
     """mutation/report.md: each module's counts and score (equivalent mutants out of the denominator), the
     survivors not yet triaged, and the target."""
     rows, open_survivors, done, survivors = [], [], set(), set()
-    for path in sorted(results.glob("*.json")):
+    for path in sorted(results.glob("minigpt.*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
         done.add(r["module"])
         survivors.update(r["survivors"])
@@ -70,6 +70,7 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
         *rows,
         "",
+        *_sample(results / "sample.json", triage, survivors, open_survivors),
         "## Survivors not yet triaged",
         "",
         *(open_survivors or ["None."]),
@@ -78,9 +79,48 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         "",
         *([f"- `{k}`" for k in triage if k not in survivors] or ["None."]),
         "",
-        "## Mechanism modules not yet run",
+        "## Mechanism modules not yet run in full",
         "",
         *([f"- `{m}`" for m in modules if m not in done] or ["None."]),
         "",
     ]
     return "\n".join(lines)
+
+
+def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survivors: list[str]) -> list[str]:
+    """The section of the seeded sample (`mutate_sample.py`) over the modules not run in full: its score
+    and interval, over all and per subpackage; its survivors join `survivors` and the open ones
+    `open_survivors`."""
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text(encoding="utf-8"))
+    status = r["status"]
+    survived = [k for k, v in status.items() if v in ("survived", "no tests", "suspicious")]
+    survivors.update(survived)
+    open_survivors += [f"- `{s}` (sample)" for s in survived if s not in triage]
+    equivalent = {s for s in survived if triage.get(s, {}).get("verdict") == "equivalent"}
+    groups: dict[str, list[str]] = {}
+    for name in status:
+        groups.setdefault(name.split(".")[1], []).append(name)
+    rows = []
+    for group, names in [("all", list(status)), *sorted(groups.items())]:
+        decided = [n for n in names if n not in equivalent]
+        killed = sum(status[n] in ("killed", "timeout", "caught by type check") for n in decided)
+        lo, hi = wilson(killed, len(decided))
+        no_tests = sum(status[n] == "no tests" for n in decided)
+        rows.append(f"| {group} | {len(names)} | {killed} | {len(decided) - killed} | {no_tests} | "
+                    f"{len(names) - len(decided)} | {killed / max(len(decided), 1):.1%} | {lo:.0%}–{hi:.0%} |")
+    total = sum(r["population"].values())
+    return [
+        "## A sample of the modules not run in full",
+        "",
+        f"{r['n']} mutants drawn uniformly (seed {r['seed']}) from the {total:,} mutants of the "
+        f"{len(r['population'])} mechanism modules with no full result, run by `mutate_sample.py` "
+        f"at commit `{r['commit'][:10]}` ({r['seconds']} s); the interval is Wilson's, 95 %. *No tests*: no "
+        "test reaches the mutated function in the test's own process (a survivor).",
+        "",
+        "| subpackage | drawn | killed | survived | of which no tests | equivalent | score | 95 % |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        *rows,
+        "",
+    ]
