@@ -22,6 +22,7 @@ MLA = dict(H=2, d_h=4, d_c=8, T=3, S=5, d_rope=2, B=2)
 MLA_BOUNDS = dict(H=1, d_h=1, d_c=1, T=1, S=0, d_rope=0, B=1)
 MLA_CHIP = dict(s=2, peak_flops=1e12, bandwidth=1e9)
 CHIP = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e9, peak_flops=1e12)  # a model on a chip
+TP_MODEL = dict(L=2, B=2, d=8, V=5, s=2, weight_bytes=100, bandwidth=1e9, coll_latency=1e-6, link_bandwidth=1e9)
 #: (formula, a valid call, {symbol: its smallest allowed value})
 CASES = [
     (costs.layer_flops, dict(T=3, S=2, d=8, d_ffn=16), dict(T=1, S=0, d=1, B=1, d_ffn=1)),
@@ -153,6 +154,52 @@ CASES = [
      dict(n_ops=10, t_op=1e-5, bandwidth=1e9, s=2, kv_bytes_per_token=8, S=3, B=2),
      dict(n_ops=1, kv_bytes_per_token=0, S=0, B=1)),
     (costs.overhead_step_model, dict(n_ops=10, t_op=1e-5, kernel_s=1e-3), dict(n_ops=0)),
+    # attention kernels: Part III, Eqs. (15.1)-(17.4)
+    (costs.tiled_attention_flops, dict(T=3, d_h=4),
+     dict(T=1, S=0, d_h=1, H=1, B=1, block_q=1, block_k=1)),
+    (costs.standard_attention_hbm_bytes, dict(P=3, d_h=4, s=2), dict(P=1, d_h=1, s=1, H=1, B=1)),
+    (costs.flash_attention_hbm_bytes, dict(P=3, d_h=4, s=2, sram_bytes=1024),
+     dict(P=1, d_h=1, s=1, H=1, B=1)),
+    (costs.tiled_attention_hbm_bytes, dict(P=3, d_h=4, s=2, block_q=2, block_k=2),
+     dict(P=1, d_h=1, s=1, block_q=1, block_k=1, H=1, B=1)),
+    (costs.flash_attention_hbm_saving, dict(P=3, d_h=4, s=2, sram_bytes=1024), dict(P=1, d_h=1, s=1)),
+    (costs.flash_decoding_work_items, dict(B=2, H_kv=2), dict(B=1, H_kv=1, splits=1)),
+    (costs.flash_decoding_speedup, dict(B=2, H_kv=2, S=8, splits=2),
+     dict(B=1, H_kv=1, S=1, splits=1, n_sm=1)),
+    (costs.flash_decoding_best_splits, dict(B=2, H_kv=2, S=8),
+     dict(B=1, H_kv=1, S=1, n_sm=1, max_splits=1)),
+    (costs.flash_decoding_time, dict(B=2, H_kv=2, S=8, d_h=4, s=2, splits=2, bandwidth=1e9),
+     dict(B=1, H_kv=1, S=1, d_h=1, s=1, splits=1, n_sm=1)),
+    (costs.flash_decoding_time, dict(B=2, H_kv=1, S=8, d_h=4, s=2, splits=2, bandwidth=1e9, H=2), dict(H=1)),
+    (costs.flash_decoding_num_splits, dict(B=2, H_kv=2, S=8, d_h=4), dict(B=1, H_kv=1, S=1, d_h=1, n_sm=1)),
+    (costs.flash_decoding_num_splits, dict(B=2, H_kv=1, S=8, d_h=4, H=2), dict(H=1)),
+    (costs.speculative_tokens_per_pass, dict(alpha=0.5, gamma=2), dict(gamma=0)),
+    (costs.speculative_batch_tokens_per_pass, dict(alpha=0.5, gamma=2, B=2), dict(gamma=0, B=1)),
+    (costs.speculative_speedup, dict(alpha=0.5, gamma=2, cost_ratio=0.1), dict(gamma=0, B=1)),
+    (costs.speculative_speedup, dict(alpha=0.5, gamma=2, cost_ratio=0.1, B=2), dict(gamma=0)),
+    (costs.speculative_best_gamma, dict(alpha=0.5, cost_ratio=0.1), dict(gamma_max=1)),
+    # parallel: Eqs. (3.7)-(3.8) and (20.1)-(20.7)
+    (costs.tp_allreduce_bytes, dict(L=2, B=2, d=8, s=2), dict(L=1, B=1, d=1, s=1)),
+    (costs.tp_decode_step_time, dict(bytes_per_step=100, n_gpus=2, bandwidth=1e9, allreduce_bytes=10,
+                                     link_bandwidth=1e9), dict(bytes_per_step=1, n_gpus=1, allreduce_bytes=0)),
+    (costs.tp_collectives_per_step, dict(L=2, W=2), dict(L=1, W=1)),
+    (costs.tp_collective_bytes, dict(L=2, B=2, d=8, V=5, s=2, W=2), dict(L=1, B=1, d=1, V=1, s=1, W=1, T=1)),
+    (costs.tp_kv_heads_per_rank, dict(H_kv=2, W=2), dict(H_kv=1, W=1)),
+    (costs.tp_kv_cache_bytes, dict(L=2, B=2, S=3, H_kv=2, d_h=4, s=2, W=2),
+     dict(L=1, B=1, S=0, H_kv=1, d_h=1, s=1, W=1)),
+    (costs.allreduce_time, dict(nbytes=10, coll_latency=1e-6, coll_bandwidth=1e9), dict(nbytes=0)),
+    (costs.ring_allreduce_beta, dict(link_bandwidth=1e9, W=3), dict(W=2)),
+    (costs.tp_alpha_beta_step_time, dict(weight_bytes=100, W=2, bandwidth=1e9, n_coll=4, coll_bytes=10,
+                                         coll_latency=1e-6, coll_bandwidth=1e9),
+     dict(weight_bytes=0, W=1, n_coll=0)),
+    (costs.tp_per_gpu_bandwidth, dict(weight_bytes=100, W=2, step_time=1e-3), dict(weight_bytes=0, W=1)),
+    (costs.pipeline_time, dict(t_one=1.0, W=2, m=3), dict(W=1, m=1)),
+    (costs.tp_replay_step_time, dict(TP_MODEL, W=2), dict(L=1, B=1, d=1, V=1, s=1, weight_bytes=0, W=1)),
+    (costs.tp_replay_step_time, dict(TP_MODEL, W=1), dict(weight_bytes=0)),
+    # wall clock: Eqs. (4.1)-(4.3)
+    (costs.wall_clock, dict(P=3, D=4, prefill_tok_s=100.0, decode_tok_s=10.0), dict(P=0, D=0)),
+    (costs.decode_time_with_kv, dict(P=3, D=4, decode_tok_s=10.0, weight_bytes=100, kv_bytes_per_token=8),
+     dict(P=0, D=0, weight_bytes=1, kv_bytes_per_token=0)),
 ]
 ROWS = [(fn, call, name, bound) for fn, call, bounds in CASES for name, bound in bounds.items()]
 
@@ -164,6 +211,42 @@ def test_each_integer_symbol_is_refused_below_its_bound_by_name(fn, call, name, 
     for bad in (bound - 1, bound + 0.5):
         with pytest.raises(ValueError, match=rf"^{name} must be an integer >= {bound}, got {bad}$"):
             fn(**{**call, name: bad})
+
+
+#: (formula, a valid call, the rates it checks): each rate of zero is refused by its own name
+RATES = [
+    (costs.flash_decoding_time, dict(B=2, H_kv=2, S=8, d_h=4, s=2, splits=2, bandwidth=1e9, sm_bandwidth=1e7),
+     ("bandwidth", "sm_bandwidth")),
+    (costs.speculative_speedup, dict(alpha=0.5, gamma=2, cost_ratio=0.1, verify_ratio=1.0),
+     ("cost_ratio", "verify_ratio")),
+    (costs.speculative_best_gamma, dict(alpha=0.5, cost_ratio=0.1, verify_ratio=1.0),
+     ("cost_ratio", "verify_ratio")),
+    (costs.tp_decode_step_time, dict(bytes_per_step=100, n_gpus=2, bandwidth=1e9, allreduce_bytes=10,
+                                     link_bandwidth=1e9), ("bandwidth", "link_bandwidth")),
+    (costs.allreduce_time, dict(nbytes=10, coll_latency=1e-6, coll_bandwidth=1e9), ("coll_bandwidth",)),
+    (costs.ring_allreduce_beta, dict(link_bandwidth=1e9, W=3), ("link_bandwidth",)),
+    (costs.tp_alpha_beta_step_time, dict(weight_bytes=100, W=2, bandwidth=1e9, n_coll=4, coll_bytes=10,
+                                         coll_latency=1e-6, coll_bandwidth=1e9), ("bandwidth", "coll_bandwidth")),
+    (costs.tp_per_gpu_bandwidth, dict(weight_bytes=100, W=2, step_time=1e-3), ("step_time",)),
+    (costs.pipeline_time, dict(t_one=1.0, W=2, m=3), ("t_one",)),
+    (costs.tp_replay_step_time, dict(TP_MODEL, W=2), ("bandwidth", "link_bandwidth")),
+    (costs.tp_replay_step_time, dict(TP_MODEL, W=1), ("bandwidth",)),
+    (costs.wall_clock, dict(P=3, D=4, prefill_tok_s=100.0, decode_tok_s=10.0), ("prefill_tok_s", "decode_tok_s")),
+    (costs.cost_per_million_tokens, dict(price_per_hour=2.0, tok_s=100.0), ("price_per_hour", "tok_s")),
+    (costs.decode_time_with_kv, dict(P=3, D=4, decode_tok_s=10.0, weight_bytes=100, kv_bytes_per_token=8),
+     ("decode_tok_s",)),
+]
+RATE_ROWS = [(fn, call, name) for fn, call, names in RATES for name in names]
+
+
+@pytest.mark.parametrize(("fn", "call", "name"), RATE_ROWS,
+                         ids=[f"{fn.__name__}-{name}" for fn, _, name in RATE_ROWS])
+def test_each_rate_is_refused_at_zero_by_name(fn, call, name):
+    """A rate or a time a formula divides by is checked under its own name: a check that names
+    another symbol (or none) sends the reader to the wrong argument."""
+    fn(**call)
+    with pytest.raises(ValueError, match=rf"^{name} must be a finite number > 0, got 0$"):
+        fn(**{**call, name: 0})
 
 
 def test_prefill_by_term_checks_B_before_the_other_terms():
