@@ -22,6 +22,8 @@ MLA = dict(H=2, d_h=4, d_c=8, T=3, S=5, d_rope=2, B=2)
 MLA_BOUNDS = dict(H=1, d_h=1, d_c=1, T=1, S=0, d_rope=0, B=1)
 MLA_CHIP = dict(s=2, peak_flops=1e12, bandwidth=1e9)
 CHIP = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e9, peak_flops=1e12)  # a model on a chip
+DISAGG = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e9, peak_flops=1e12, H_kv=2, d_h=4, P=3, D=4,
+              ttft_slo=1.0, tpot_slo=1.0, link_bandwidth=1e9, prefill_chips=1, decode_chips=1, B_max=4)
 TP_MODEL = dict(L=2, B=2, d=8, V=5, s=2, weight_bytes=100, bandwidth=1e9, coll_latency=1e-6, link_bandwidth=1e9)
 #: (formula, a valid call, {symbol: its smallest allowed value})
 CASES = [
@@ -196,6 +198,15 @@ CASES = [
     (costs.pipeline_time, dict(t_one=1.0, W=2, m=3), dict(W=1, m=1)),
     (costs.tp_replay_step_time, dict(TP_MODEL, W=2), dict(L=1, B=1, d=1, V=1, s=1, weight_bytes=0, W=1)),
     (costs.tp_replay_step_time, dict(TP_MODEL, W=1), dict(weight_bytes=0)),
+    # disaggregation: Eqs. (19.1)-(19.6)
+    (costs.kv_transfer_bytes, dict(L=2, H_kv=2, d_h=4, s=2, P=3), dict(L=1, H_kv=1, d_h=1, s=1, P=0)),
+    (costs.kv_transfer_time, dict(L=2, H_kv=2, d_h=4, s=2, P=3, link_bandwidth=1e9),
+     dict(L=1, H_kv=1, d_h=1, s=1, P=0)),
+    (costs.goodput, dict(rates=[1.0, 2.0], attainments=[1.0, 0.95]), dict(chips=1)),
+    (costs.disagg_rate, dict(prefill_chips=2, decode_chips=3, prefill_rate=1.0, decode_rate=2.0),
+     dict(prefill_chips=1, decode_chips=1)),
+    (costs.best_pd_ratio, dict(chips=4, prefill_rate=1.0, decode_rate=2.0), dict(chips=2)),
+    (costs.disagg_goodput_bound, DISAGG, dict(D=2, P=1, B_max=1, prefill_chips=1, decode_chips=1)),
     # wall clock: Eqs. (4.1)-(4.3)
     (costs.wall_clock, dict(P=3, D=4, prefill_tok_s=100.0, decode_tok_s=10.0), dict(P=0, D=0)),
     (costs.decode_time_with_kv, dict(P=3, D=4, decode_tok_s=10.0, weight_bytes=100, kv_bytes_per_token=8),
@@ -231,6 +242,13 @@ RATES = [
     (costs.pipeline_time, dict(t_one=1.0, W=2, m=3), ("t_one",)),
     (costs.tp_replay_step_time, dict(TP_MODEL, W=2), ("bandwidth", "link_bandwidth")),
     (costs.tp_replay_step_time, dict(TP_MODEL, W=1), ("bandwidth",)),
+    (costs.kv_transfer_time, dict(L=2, H_kv=2, d_h=4, s=2, P=3, link_bandwidth=1e9), ("link_bandwidth",)),
+    (costs.slo_attainment, dict(ttft=[0.1], tpot=[0.01], ttft_slo=1.0, tpot_slo=0.1), ("ttft_slo", "tpot_slo")),
+    (costs.disagg_rate, dict(prefill_chips=2, decode_chips=3, prefill_rate=1.0, decode_rate=2.0),
+     ("prefill_rate", "decode_rate")),
+    (costs.best_pd_ratio, dict(chips=4, prefill_rate=1.0, decode_rate=2.0), ("prefill_rate", "decode_rate")),
+    (costs.disagg_goodput_bound, dict(DISAGG, memory_bytes=1e6),
+     ("ttft_slo", "tpot_slo", "link_bandwidth", "memory_bytes", "bandwidth", "peak_flops")),
     (costs.wall_clock, dict(P=3, D=4, prefill_tok_s=100.0, decode_tok_s=10.0), ("prefill_tok_s", "decode_tok_s")),
     (costs.cost_per_million_tokens, dict(price_per_hour=2.0, tok_s=100.0), ("price_per_hour", "tok_s")),
     (costs.decode_time_with_kv, dict(P=3, D=4, decode_tok_s=10.0, weight_bytes=100, kv_bytes_per_token=8),
