@@ -16,6 +16,7 @@ import pytest
 
 from minigpt import costs
 from minigpt.costs import _check
+from minigpt.costs.preset_types import LatentPreset, ModelPreset
 
 MODEL = dict(L=2, d=8)
 MLA = dict(H=2, d_h=4, d_c=8, T=3, S=5, d_rope=2, B=2)
@@ -686,3 +687,22 @@ def test_the_overhead_step_time_passes_the_ffn_width():
     4·d FFN instead (on a chip where every FLOP shows)."""
     model = dict(L=2, S=5, d=8, N_params=1000, s=2, d_ffn=20, bandwidth=1e12, peak_flops=1.0)
     assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == costs.decode_step_time(**model)
+
+
+def test_a_preset_hands_over_its_shape_and_reads_one_tokens_experts_by_default():
+    """`ModelPreset.symbols()` is the shape every formula gets (d = H·d_h, the FFN's matrices); a
+    dense preset's decode step reads N_params; a mixture's `read_params()` is one token's step (B = 1,
+    Eq. 2.8) unless told: a default of B = 2 counted the experts of two tokens. A latent preset
+    caches L·(d_c + d_rope)·s bytes a token, and as multi-head attention 2·L·H·d_h·s."""
+    shape = dict(L=2, H=4, H_kv=2, d_h=8, d_ffn=48, V=100, N_params=10**6, source="")
+    dense = ModelPreset("dense", **shape, ffn_matrices=3)
+    assert dense.symbols() == dict(L=2, H_kv=2, d_h=8, d=32, d_ffn=48, V=100, ffn_matrices=3)
+    assert dense.read_params() == dense.read_params(B=4) == 1e6
+    moe = ModelPreset("moe", **shape, experts=4, active_experts=1)
+    mixture = dict(N_params=10**6, L=2, d=32, d_ffn=48, experts=4, active_experts=1, ffn_matrices=2)
+    assert moe.read_params() == costs.moe_decode_params(**mixture, B=1)
+    assert moe.read_params(B=2) == costs.moe_decode_params(**mixture, B=2) > moe.read_params()
+    latent = LatentPreset("latent", L=2, H=4, d_h=8, d_c=16, d_rope=4, N_params=1, N_active=1, S_max=1,
+                                source="")
+    assert latent.kv_bytes_per_token(s=2) == 2 * (16 + 4) * 2
+    assert latent.mha_kv_bytes_per_token(s=2) == 2 * 2 * 4 * 8 * 2
