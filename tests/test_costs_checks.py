@@ -792,3 +792,22 @@ def test_a_model_shape_hands_a_formula_exactly_the_symbols_it_takes():
     takes = r"\['L', 'P', 'd', 'H_kv', 'd_h', 'd_ffn', 'V', 'B', 'ffn_matrices'\]"
     with pytest.raises(ValueError, match=rf"^prefill_flops\(\) takes no argument \['D', 'S'\]; it takes {takes}$"):
         costs.model_args(costs.prefill_flops, shape, S=3, D=2)
+
+
+def test_the_minigpt_preset_is_the_package_models_shape_with_learned_positions():
+    """`presets._minigpt()` builds `MODELS["MiniGPT"]` once, at import: a test of the table alone
+    never sees a change to it. Called again it gives the same record: ModelConfig's defaults, its
+    exact parameter count, S_max learned positions, a GELU MLP with biases and a tied head, and a
+    source naming the package."""
+    from minigpt.config import ModelConfig
+    from minigpt.costs import presets
+
+    cfg = ModelConfig()
+    built = presets._minigpt()
+    assert built == presets.MODELS["MiniGPT"]
+    assert (built.name, built.L, built.H, built.H_kv, built.d_h, built.d_ffn, built.V) == (
+        "MiniGPT", cfg.L, cfg.H, cfg.H_kv, cfg.d_h, cfg.d_ffn, cfg.V)
+    assert (built.N_params, built.S_pos, built.S_max) == (246_656, cfg.S_max, cfg.S_max)
+    assert (built.ffn_matrices, built.tied, built.norm_params, built.biases) == (2, True, 2, True)
+    assert built.source == ("this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of "
+                            "the course page 'Prefill vs Decode: two phases of one forward')")
