@@ -811,3 +811,34 @@ def test_the_minigpt_preset_is_the_package_models_shape_with_learned_positions()
     assert (built.ffn_matrices, built.tied, built.norm_params, built.biases) == (2, True, 2, True)
     assert built.source == ("this book's companion package, minigpt.config.ModelConfig defaults (the MiniGPT of "
                             "the course page 'Prefill vs Decode: two phases of one forward')")
+
+
+def test_the_attention_kernels_refuse_flags_launch_times_groups_and_rates_by_name():
+    """A flag that is not a bool (1 for True), a launch time that is negative, infinite or not a
+    number, query heads that do not fill whole K/V groups, an acceptance rate outside [0, 1], a
+    search past 1,024 drafts: each refused with what is allowed (0 s of launch and α = 0 or 1 are
+    valid)."""
+    with pytest.raises(ValueError, match=r"^causal must be True \(skip tiles above the diagonal\) or False, got 1$"):
+        costs.tiled_attention_flops(T=3, d_h=4, causal=1)
+    for flag in ("kv_outer", "causal"):
+        with pytest.raises(ValueError, match=f"^{flag} must be True or False, got 1$"):
+            costs.tiled_attention_hbm_bytes(P=3, d_h=4, s=2, block_q=2, block_k=2, **{flag: 1})
+    step = dict(B=1, H_kv=2, S=8, d_h=4, s=2, splits=2, bandwidth=1e9)
+    assert costs.flash_decoding_time(**step, launch_s=0.0) == costs.flash_decoding_time(**step)
+    for bad in (-1e-9, float("inf"), float("nan"), True, "0"):
+        rule = rf"^launch_s must be a finite number >= 0 \(seconds\), got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=rule):
+            costs.flash_decoding_time(**step, launch_s=bad)
+    splits = dict(B=1, H_kv=2, S=8, d_h=4)
+    for fn, args in ((costs.flash_decoding_time, step), (costs.flash_decoding_num_splits, splits)):
+        with pytest.raises(ValueError, match="^H must be a multiple of H_kv = 2, got H=3$"):
+            fn(**args, H=3)
+    assert costs.speculative_tokens_per_pass(alpha=0, gamma=3) == 1
+    assert costs.speculative_tokens_per_pass(alpha=1, gamma=3) == 4
+    for bad in (-0.1, 1.1, True, "0.5"):
+        rule = rf"^alpha must be a number in \[0, 1\] \(the acceptance rate\), got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=rule):
+            costs.speculative_tokens_per_pass(alpha=bad, gamma=3)
+    with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[1, 1024\], got 1025$"):
+        costs.speculative_best_gamma(alpha=0.5, cost_ratio=0.1, gamma_max=1025)
+    assert costs.speculative_best_gamma(alpha=0.5, cost_ratio=0.1, gamma_max=1024) < 1024
