@@ -842,3 +842,14 @@ def test_the_attention_kernels_refuse_flags_launch_times_groups_and_rates_by_nam
     with pytest.raises(ValueError, match=r"^gamma_max must be an integer in \[1, 1024\], got 1025$"):
         costs.speculative_best_gamma(alpha=0.5, cost_ratio=0.1, gamma_max=1025)
     assert costs.speculative_best_gamma(alpha=0.5, cost_ratio=0.1, gamma_max=1024) < 1024
+
+
+def test_flashattention_2_packs_64_query_heads_of_a_group_into_one_block():
+    """Eq. (16.2)'s n = B·H_kv·⌈g/64⌉: up to 64 query heads of one K/V head are rows of one block,
+    65 to 128 two blocks, 129 three; with four SMs and 32 key blocks the heuristic picks 7, 4 and
+    5 splits for one, two and three blocks (a group divided into blocks, or packed by 65, picks
+    another)."""
+    splits = dict(H_kv=1, S=4096, d_h=128, n_sm=4)
+    assert [costs.flash_decoding_num_splits(**splits, B=B) for B in (1, 2, 3)] == [7, 4, 5]
+    got = [costs.flash_decoding_num_splits(**splits, B=1, H=H) for H in (1, 64, 65, 128, 129, 130)]
+    assert got == [7, 7, 4, 4, 5, 5]
