@@ -853,3 +853,12 @@ def test_flashattention_2_packs_64_query_heads_of_a_group_into_one_block():
     assert [costs.flash_decoding_num_splits(**splits, B=B) for B in (1, 2, 3)] == [7, 4, 5]
     got = [costs.flash_decoding_num_splits(**splits, B=1, H=H) for H in (1, 64, 65, 128, 129, 130)]
     assert got == [7, 7, 4, 4, 5, 5]
+
+
+def test_flashattention_2_cuts_the_keys_in_blocks_of_256_128_or_64_by_head_dimension():
+    """Eq. (16.2)'s key blocks are 256 keys for d_h <= 64, 128 up to d_h = 128, 64 above: with
+    one work item on 64 SMs the split count follows the key blocks, so each edge (64|65, 128|129)
+    and a block of 257 keys shows in it."""
+    got = [costs.flash_decoding_num_splits(B=1, H_kv=1, S=S, d_h=d_h, n_sm=64)
+           for S in (257, 1024) for d_h in (64, 65, 128, 129)]
+    assert got == [2, 3, 3, 5, 4, 8, 8, 16]
