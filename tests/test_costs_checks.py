@@ -10,6 +10,8 @@ integer symbol; each symbol is tried at its bound (allowed) and one below (refus
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 import sys
 
@@ -862,3 +864,31 @@ def test_flashattention_2_cuts_the_keys_in_blocks_of_256_128_or_64_by_head_dimen
     got = [costs.flash_decoding_num_splits(B=1, H_kv=1, S=S, d_h=d_h, n_sm=64)
            for S in (257, 1024) for d_h in (64, 65, 128, 129)]
     assert got == [2, 3, 3, 5, 4, 8, 8, 16]
+
+
+def _fa2_num_splits(batch_nheads_mblocks: int, num_SMs: int, num_n_blocks: int, max_splits: int) -> int:
+    """flash_api.cpp's `num_splits_heuristic`, line by line (two loops, an efficiency of 0 for an
+    ineligible count), as the reference of Eq. (16.2)."""
+    if batch_nheads_mblocks >= 0.8 * num_SMs:
+        return 1
+    max_splits = min(max_splits, num_SMs, num_n_blocks)
+    ceildiv = lambda a, b: (a + b - 1) // b  # noqa: E731
+    eligible = lambda k: k == 1 or ceildiv(num_n_blocks, k) != ceildiv(num_n_blocks, k - 1)  # noqa: E731
+    efficiency, best = [], 0.0
+    for k in range(1, max_splits + 1):
+        waves = batch_nheads_mblocks * k / num_SMs
+        efficiency.append(waves / math.ceil(waves) if eligible(k) else 0.0)
+        best = max(best, efficiency[-1])
+    return next((k for k in range(1, max_splits + 1) if eligible(k) and efficiency[k - 1] >= 0.85 * best), 1)
+
+
+def test_the_split_heuristic_is_flashattention_2s_loop():
+    """Eq. (16.2) against FlashAttention-2's own loop over a grid of batches, groups, contexts, head
+    dimensions and chips: num_SMs = 2·n_sm CTA slots, at most 128 splits, ⌈g/64⌉ row blocks per
+    K/V head, key blocks of 256, 128 or 64 by d_h."""
+    for B, H_kv, g, S, d_h, n_sm in itertools.product((1, 2, 5), (1, 2), (1, 8, 65), (100, 1000, 5000, 70000),
+                                                   (64, 128, 256), (4, 54, 132)):
+        block_n = 256 if d_h <= 64 else 128 if d_h <= 128 else 64
+        want = _fa2_num_splits(B * H_kv * -(-g // 64), 2 * n_sm, -(-S // block_n), 128)
+        got = costs.flash_decoding_num_splits(B=B, H_kv=H_kv, S=S, d_h=d_h, n_sm=n_sm, H=g * H_kv)
+        assert got == want, (B, H_kv, g, S, d_h, n_sm)
