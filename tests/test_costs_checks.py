@@ -892,3 +892,22 @@ def test_the_split_heuristic_is_flashattention_2s_loop():
         want = _fa2_num_splits(B * H_kv * -(-g // 64), 2 * n_sm, -(-S // block_n), 128)
         got = costs.flash_decoding_num_splits(B=B, H_kv=H_kv, S=S, d_h=d_h, n_sm=n_sm, H=g * H_kv)
         assert got == want, (B, H_kv, g, S, d_h, n_sm)
+
+
+def test_the_alpha_beta_model_refuses_negative_or_non_numeric_times_and_bytes():
+    """Eq. (20.4)-(20.5): a collective's latency, the step's fixed time and a collective's bytes are
+    numbers >= 0 (zero allowed): a negative one, a bool or a string is refused by name, with what
+    it got; ranks and K/V heads that do not divide one another too."""
+    step = dict(weight_bytes=100, W=2, bandwidth=1e9, n_coll=4, coll_bytes=10, coll_latency=1e-6, coll_bandwidth=1e9)
+    assert costs.allreduce_time(nbytes=10, coll_latency=0, coll_bandwidth=10.0) == 1.0
+    assert costs.tp_alpha_beta_step_time(**{**step, "t_fixed": 0, "coll_bytes": 0, "coll_latency": 0}) == 100 / 2e9
+    for name, unit in (("coll_latency", " seconds"), ("t_fixed", " seconds"), ("coll_bytes", "")):
+        for bad in (-1e-9, True, "1"):
+            rule = rf"^{name} must be a number >= 0{unit}, got {re.escape(repr(bad))}$"
+            with pytest.raises(ValueError, match=rule):
+                costs.tp_alpha_beta_step_time(**{**step, name: bad})
+            if name == "coll_latency":
+                with pytest.raises(ValueError, match=rule):
+                    costs.allreduce_time(nbytes=10, coll_latency=bad, coll_bandwidth=1e9)
+    with pytest.raises(ValueError, match="^W=4 and H_kv=6: one must divide the other$"):
+        costs.tp_kv_heads_per_rank(H_kv=6, W=4)
