@@ -911,3 +911,19 @@ def test_the_alpha_beta_model_refuses_negative_or_non_numeric_times_and_bytes():
                     costs.allreduce_time(nbytes=10, coll_latency=bad, coll_bandwidth=1e9)
     with pytest.raises(ValueError, match="^W=4 and H_kv=6: one must divide the other$"):
         costs.tp_kv_heads_per_rank(H_kv=6, W=4)
+
+
+def test_the_wall_clock_and_its_cost_by_hand():
+    """Eq. (4.1) on 100 prompt tokens at 1,000 tok/s and 50 output tokens at 10 tok/s: 0.1 s to
+    the first token, 5 s of decode, 5.1 s, a decode share of 5/5.1; an empty request takes 0 s with
+    a share of 0 (not a division by zero). Eq. (4.3): 3.6 an hour at 1 tok/s is 1,000 a million
+    tokens. Eq. (3.5) over D = 4 steps from S = 3 with 8 KV bytes a token beside 100 weight bytes:
+    (4·100 + 8·(4·3 + 6)) / 100 step-times of 0.1 s."""
+    got = costs.wall_clock(P=100, D=50, prefill_tok_s=1000, decode_tok_s=10)
+    assert got == costs.WallClock(ttft_s=0.1, decode_s=5.0, total_s=5.1, decode_share=5.0 / 5.1)
+    assert costs.wall_clock(P=0, D=0, prefill_tok_s=1, decode_tok_s=1) == costs.WallClock(0.0, 0.0, 0.0, 0.0)
+    assert costs.cost_per_million_tokens(price_per_hour=3.6, tok_s=1) == pytest.approx(1000, rel=1e-12)
+    assert costs.cost_per_million_tokens(price_per_hour=3.6, tok_s=4) == pytest.approx(250, rel=1e-12)
+    kv = dict(P=3, D=4, decode_tok_s=10, weight_bytes=100, kv_bytes_per_token=8)
+    assert costs.decode_time_with_kv(**kv) == pytest.approx((4 * 100 + 8 * (4 * 3 + 6)) / 100 / 10, rel=1e-12)
+    assert costs.decode_time_with_kv(**{**kv, "D": 0}) == 0
