@@ -927,3 +927,43 @@ def test_the_wall_clock_and_its_cost_by_hand():
     kv = dict(P=3, D=4, decode_tok_s=10, weight_bytes=100, kv_bytes_per_token=8)
     assert costs.decode_time_with_kv(**kv) == pytest.approx((4 * 100 + 8 * (4 * 3 + 6)) / 100 / 10, rel=1e-12)
     assert costs.decode_time_with_kv(**{**kv, "D": 0}) == 0
+
+
+def test_goodput_refuses_what_is_not_a_time_a_share_or_a_load_by_message():
+    """Eqs. (19.2)-(19.4): a link latency that is negative, infinite or a bool; per-request times that
+    are no list, empty, negative or a bool; two lists of different lengths; a target outside (0, 1];
+    attainments outside [0, 1]; rates and attainments that are no lists or differ in length: each
+    refused with what is wrong (zero latency, zero times, a target of 1 and shares of 0 and 1 are
+    valid)."""
+    link = dict(L=2, H_kv=2, d_h=4, s=2, P=3, link_bandwidth=1e9)
+    assert costs.kv_transfer_time(**link, link_latency=0) == costs.kv_transfer_time(**link)
+    for bad in (-1e-9, float("inf"), True):
+        rule = rf"^link_latency must be a finite number >= 0 \(seconds\), got {re.escape(repr(bad))}$"
+        with pytest.raises(ValueError, match=rule):
+            costs.kv_transfer_time(**link, link_latency=bad)
+    slo = dict(ttft_slo=1.0, tpot_slo=0.1)
+    assert costs.slo_attainment(ttft=[0, 1.0, 1.5], tpot=(0, 0.1, 0.1), **slo) == 2 / 3
+    for name in ("ttft", "tpot"):
+        for bad in ([], None, (), "1"):
+            rule = rf"^{name} must be a non-empty list of seconds \(one per request\), got {re.escape(repr(bad))}$"
+            with pytest.raises(ValueError, match=rule):
+                costs.slo_attainment(**{"ttft": [0.1], "tpot": [0.01], name: bad}, **slo)
+        for bad in (-1e-9, True, "1"):
+            rule = (rf"^{name} must hold numbers >= 0 \(seconds; nan for a one-token request's TPOT\), "
+                    rf"got {re.escape(repr(bad))}$")
+            with pytest.raises(ValueError, match=rule):
+                costs.slo_attainment(**{"ttft": [0.1, 0.1], "tpot": [0.01, 0.01], name: [0.1, bad]}, **slo)
+    with pytest.raises(ValueError, match="^ttft and tpot must have one value per request, got 2 and 1$"):
+        costs.slo_attainment(ttft=[0.1, 0.1], tpot=[0.01], **slo)
+    loads = dict(rates=[1.0, 2.0], attainments=[1.0, 0.0])
+    assert costs.goodput(**loads, target=1) == 1.0 and costs.goodput(**loads, target=1e-9) == 1.0
+    for bad in (0, 1.01, True, "0.9"):
+        with pytest.raises(ValueError, match=rf"^target must be a share in \(0, 1\], got {re.escape(repr(bad))}$"):
+            costs.goodput(**loads, target=bad)
+    for bad in (-0.1, 1.1, True, "1"):
+        with pytest.raises(ValueError, match=rf"^attainments must be shares in \[0, 1\], got {re.escape(repr(bad))}$"):
+            costs.goodput(rates=[1.0, 2.0], attainments=[1.0, bad])
+    lists = r"^rates and attainments must be non-empty lists of the same length \(one per load\)$"
+    for rates, attainments in (([], []), ([1.0], [1.0, 1.0]), (None, [1.0]), ([1.0], None), ("1", "1")):
+        with pytest.raises(ValueError, match=lists):
+            costs.goodput(rates=rates, attainments=attainments)
