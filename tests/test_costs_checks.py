@@ -705,6 +705,8 @@ def test_a_preset_hands_over_its_shape_and_reads_one_tokens_experts_by_default()
     mixture = dict(N_params=10**6, L=2, d=32, d_ffn=48, experts=4, active_experts=1, ffn_matrices=2)
     assert moe.read_params() == costs.moe_decode_params(**mixture, B=1)
     assert moe.read_params(B=2) == costs.moe_decode_params(**mixture, B=2) > moe.read_params()
+    two = ModelPreset("two", **shape, experts=2, active_experts=1)  # the smallest mixture reads one of two
+    assert two.read_params() == costs.moe_decode_params(**{**mixture, "experts": 2}, B=1) < two.N_params
     latent = LatentPreset("latent", L=2, H=4, d_h=8, d_c=16, d_rope=4, N_params=1, N_active=1, S_max=1,
                                 source="")
     assert latent.kv_bytes_per_token(s=2) == 2 * (16 + 4) * 2
@@ -911,6 +913,9 @@ def test_the_alpha_beta_model_refuses_negative_or_non_numeric_times_and_bytes():
                     costs.allreduce_time(nbytes=10, coll_latency=bad, coll_bandwidth=1e9)
     with pytest.raises(ValueError, match="^W=4 and H_kv=6: one must divide the other$"):
         costs.tp_kv_heads_per_rank(H_kv=6, W=4)
+    # counts are exact ints (costs/__init__): a `/` for the `//` of H_kv/W makes 4.0 heads
+    assert [costs.tp_kv_heads_per_rank(H_kv=8, W=W) for W in (1, 2, 8, 16)] == [8, 4, 1, 1]
+    assert all(type(costs.tp_kv_heads_per_rank(H_kv=8, W=W)) is int for W in (1, 2, 8, 16))
 
 
 def test_the_wall_clock_and_its_cost_by_hand():
