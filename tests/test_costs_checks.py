@@ -972,3 +972,27 @@ def test_goodput_refuses_what_is_not_a_time_a_share_or_a_load_by_message():
     for rates, attainments in (([], []), ([1.0], [1.0, 1.0]), (None, [1.0]), ([1.0], None), ("1", "1")):
         with pytest.raises(ValueError, match=lists):
             costs.goodput(rates=rates, attainments=attainments)
+
+
+# ---- the prose's numbers (minigpt/costs/format.py) ----
+
+
+def test_the_formatters_refuse_what_they_cannot_print_by_message():
+    """A size, a FLOP count or a duration is a finite number >= 0 (0 prints); an explorer's number
+    and a glued value are finite (negative ones print); significant digits are an integer >= 1:
+    each refusal says what it got. (fmt_bytes(inf) raised decimal's InvalidOperation: it rounded
+    the number before checking it.)"""
+    assert (costs.fmt_bytes(0), costs.fmt_flops(0), costs.fmt_count(0)) == ("0 B", "0 FLOP", "0")
+    assert (costs.fmt_fixed(-3.25, 1), costs.fmt_sig(-2.5, 1)) == ("-3.3", -2.0)
+    for fn in (costs.fmt_bytes, costs.fmt_flops, costs.fmt_count, costs.fmt_duration):
+        for bad in (-1, -1e-9, float("nan"), float("inf"), True, "1"):
+            with pytest.raises(ValueError, match=rf"^n must be a finite number >= 0, got {re.escape(repr(bad))}$"):
+                fn(bad)
+    for fn in (costs.fmt_fixed, costs.fmt_int, costs.fmt_percent, costs.fmt_sig):
+        for bad in (float("nan"), float("-inf"), True, "1"):
+            with pytest.raises(ValueError, match=rf"^x must be a finite number, got {re.escape(repr(bad))}$"):
+                fn(bad)
+    assert costs.fmt_sig(2 / 3, 1) == 0.7
+    for bad in (0, -1, True, 2.0, "2"):
+        with pytest.raises(ValueError, match=rf"^digits must be an integer >= 1, got {re.escape(repr(bad))}$"):
+            costs.fmt_sig(1.0, bad)
