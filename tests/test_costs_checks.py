@@ -968,6 +968,9 @@ def test_goodput_refuses_what_is_not_a_time_a_share_or_a_load_by_message():
     for bad in (-0.1, 1.1, True, "1"):
         with pytest.raises(ValueError, match=rf"^attainments must be shares in \[0, 1\], got {re.escape(repr(bad))}$"):
             costs.goodput(rates=[1.0, 2.0], attainments=[1.0, bad])
+    for bad in (0, -1.0, float("inf"), True):
+        with pytest.raises(ValueError, match=rf"^rates must be a finite number > 0, got {re.escape(repr(bad))}$"):
+            costs.goodput(rates=[1.0, bad], attainments=[1.0, 1.0])
     lists = r"^rates and attainments must be non-empty lists of the same length \(one per load\)$"
     for rates, attainments in (([], []), ([1.0], [1.0, 1.0]), (None, [1.0]), ([1.0], None), ("1", "1")):
         with pytest.raises(ValueError, match=lists):
