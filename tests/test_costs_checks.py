@@ -999,3 +999,20 @@ def test_the_formatters_refuse_what_they_cannot_print_by_message():
     for bad in (0, -1, True, 2.0, "2"):
         with pytest.raises(ValueError, match=rf"^digits must be an integer >= 1, got {re.escape(repr(bad))}$"):
             costs.fmt_sig(1.0, bad)
+
+
+def test_the_goodput_bound_defaults_to_no_lm_head_a_gelu_mlp_and_batches_up_to_256():
+    """Eq. (19.6)'s documented defaults: V = 0 and ffn_matrices = 2 show on a chip where every FLOP
+    counts (an LM head or a third FFN matrix lowers the bound); B_max = 256 on a chip where only
+    bytes count and the objectives never bind, so the largest batch wins (255 or 257 give
+    another bound)."""
+    base = dict(L=2, d=8, N_params=1000, s=2, H_kv=2, d_h=4, P=3, D=4, ttft_slo=1e9, tpot_slo=1e9,
+                link_bandwidth=1e9, prefill_chips=1000, decode_chips=1)
+    flops = dict(base, bandwidth=1e15, peak_flops=1e3)
+    bound = costs.disagg_goodput_bound(**flops)
+    assert bound == costs.disagg_goodput_bound(**flops, V=0, ffn_matrices=2)
+    for other in (dict(V=1), dict(ffn_matrices=3)):
+        assert bound > costs.disagg_goodput_bound(**flops, **other)
+    bytes_ = dict(base, bandwidth=1e3, peak_flops=1e15)
+    got = [costs.disagg_goodput_bound(**bytes_, B_max=B) for B in (255, 256, 257)]
+    assert got[0] < got[1] < got[2] and costs.disagg_goodput_bound(**bytes_) == got[1]
