@@ -1016,3 +1016,16 @@ def test_the_goodput_bound_defaults_to_no_lm_head_a_gelu_mlp_and_batches_up_to_2
     bytes_ = dict(base, bandwidth=1e3, peak_flops=1e15)
     got = [costs.disagg_goodput_bound(**bytes_, B_max=B) for B in (255, 256, 257)]
     assert got[0] < got[1] < got[2] and costs.disagg_goodput_bound(**bytes_) == got[1]
+
+
+def test_the_goodput_bound_spreads_the_transfer_over_the_d_minus_1_gaps():
+    """Eq. (19.6): a decode chip's time per output token is its step plus Eq. (19.2)'s transfer over
+    the D − 1 gaps of the request. One sequence on a chip where bytes count (a 2.32 s step at S =
+    P + D/2 = 5) and a slow link (19.2 s for the prompt's 192 bytes): a TPOT objective of 2.32 +
+    19.2/3 s is met, a hair less is not (19.2/5 for D + 1 gaps met it)."""
+    chip = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e3, peak_flops=1e15, H_kv=2, d_h=4)
+    args = dict(chip, P=3, D=4, ttft_slo=1e9, link_bandwidth=10.0, prefill_chips=1000, decode_chips=1, B_max=1)
+    assert costs.mixed_step_time(B=1, S=5, **chip) == pytest.approx(2.32, rel=1e-12)
+    tpot = 2.32 + 19.2 / 3
+    assert costs.disagg_goodput_bound(**args, tpot_slo=tpot) == pytest.approx(1 / (3 * 2.32) / 1001, rel=1e-12)
+    assert costs.disagg_goodput_bound(**args, tpot_slo=tpot * (1 - 1e-9)) == 0
