@@ -1022,10 +1022,16 @@ def test_the_goodput_bound_spreads_the_transfer_over_the_d_minus_1_gaps():
     """Eq. (19.6): a decode chip's time per output token is its step plus Eq. (19.2)'s transfer over
     the D − 1 gaps of the request. One sequence on a chip where bytes count (a 2.32 s step at S =
     P + D/2 = 5) and a slow link (19.2 s for the prompt's 192 bytes): a TPOT objective of 2.32 +
-    19.2/3 s is met, a hair less is not (19.2/5 for D + 1 gaps met it)."""
+    19.2/3 s is met (ties included), a hair less is not (19.2/5 for D + 1 gaps met it). A TTFT
+    objective equal to the prefill's step is met too."""
     chip = dict(L=2, d=8, N_params=1000, s=2, bandwidth=1e3, peak_flops=1e15, H_kv=2, d_h=4)
     args = dict(chip, P=3, D=4, ttft_slo=1e9, link_bandwidth=10.0, prefill_chips=1000, decode_chips=1, B_max=1)
-    assert costs.mixed_step_time(B=1, S=5, **chip) == pytest.approx(2.32, rel=1e-12)
-    tpot = 2.32 + 19.2 / 3
+    step = costs.mixed_step_time(B=1, S=5, **chip)
+    gap = costs.kv_transfer_time(L=2, H_kv=2, d_h=4, s=2, P=3, link_bandwidth=10.0)
+    assert (step, gap) == (pytest.approx(2.32, rel=1e-12), pytest.approx(19.2, rel=1e-12))
+    tpot = step + gap / 3
     assert costs.disagg_goodput_bound(**args, tpot_slo=tpot) == pytest.approx(1 / (3 * 2.32) / 1001, rel=1e-12)
     assert costs.disagg_goodput_bound(**args, tpot_slo=tpot * (1 - 1e-9)) == 0
+    t_pre = costs.mixed_step_time(T=3, **chip)
+    assert costs.disagg_goodput_bound(**{**args, "ttft_slo": t_pre}, tpot_slo=tpot) > 0
+    assert costs.disagg_goodput_bound(**{**args, "ttft_slo": t_pre * (1 - 1e-9)}, tpot_slo=tpot) == 0
