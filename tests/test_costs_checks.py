@@ -1035,3 +1035,38 @@ def test_the_goodput_bound_spreads_the_transfer_over_the_d_minus_1_gaps():
     t_pre = costs.mixed_step_time(T=3, **chip)
     assert costs.disagg_goodput_bound(**{**args, "ttft_slo": t_pre}, tpot_slo=tpot) > 0
     assert costs.disagg_goodput_bound(**{**args, "ttft_slo": t_pre * (1 - 1e-9)}, tpot_slo=tpot) == 0
+
+
+#: (formula, a call, {argument: (its documented default, a value that gives another result)})
+ATTENTION_DEFAULTS = [
+    (costs.tiled_attention_flops, dict(T=40, d_h=4, S=3),
+     dict(H=(1, 2), B=(1, 2), block_q=(16, 17), block_k=(16, 17), causal=(True, False))),
+    (costs.tiled_attention_flops, dict(T=40, d_h=4), dict(S=(0, 1))),
+    (costs.standard_attention_hbm_bytes, dict(P=3, d_h=4, s=2), dict(H=(1, 2), B=(1, 2))),
+    (costs.flash_attention_hbm_bytes, dict(P=3, d_h=4, s=2, sram_bytes=64), dict(H=(1, 2), B=(1, 2))),
+    (costs.tiled_attention_hbm_bytes, dict(P=40, d_h=4, s=2, block_q=16, block_k=8),
+     dict(kv_outer=(False, True), causal=(False, True), H=(1, 2), B=(1, 2))),
+    (costs.flash_decoding_work_items, dict(B=2, H_kv=3), dict(splits=(1, 2))),
+    (costs.flash_decoding_speedup, dict(B=1, H_kv=7, S=4096, splits=19), dict(n_sm=(132, 133))),
+    (costs.flash_decoding_best_splits, dict(B=1, H_kv=7, S=4096), dict(n_sm=(132, 133))),
+    (costs.flash_decoding_best_splits, dict(B=1, H_kv=2, S=100000), dict(max_splits=(64, 65))),
+    (costs.flash_decoding_time, dict(B=1, H_kv=2, S=4096, d_h=128, s=2, splits=16, bandwidth=1e12),
+     dict(n_sm=(132, 133), H=(None, 4), sm_bandwidth=(None, 1e9), launch_s=(0.0, 1e-6))),
+    (costs.flash_decoding_num_splits, dict(B=3, H_kv=1, S=20000, d_h=128), dict(n_sm=(132, 100), H=(None, 65))),
+    (costs.speculative_speedup, dict(alpha=0.8, gamma=4, cost_ratio=0.1), dict(verify_ratio=(1.0, 2.0), B=(1, 2))),
+    (costs.speculative_best_gamma, dict(alpha=0.9, cost_ratio=0.05), dict(verify_ratio=(1.0, 2.0))),
+    (costs.speculative_best_gamma, dict(alpha=0.99, cost_ratio=0.01), dict(gamma_max=(16, 17))),
+]
+
+
+@pytest.mark.parametrize(("fn", "call", "defaults"), ATTENTION_DEFAULTS,
+                         ids=[f"{fn.__name__}-{'-'.join(d)}" for fn, _, d in ATTENTION_DEFAULTS])
+def test_the_attention_kernels_default_to_the_documented_case(fn, call, defaults):
+    """Each default of Part III's kernels is the documented one (one head, one sequence, tiles of
+    16, causal FLOPs, Q-outer non-causal traffic, one split, an H100's 132 SMs, 64 splits at most,
+    no extra query heads, an SM's share of the bandwidth, no launch cost, the paper's verify cost
+    of one step, 16 drafts at most): leaving it out gives what passing it gives, and another
+    value would give another result."""
+    for name, (default, other) in defaults.items():
+        assert fn(**call) == fn(**call, **{name: default}), name
+        assert fn(**call) != fn(**call, **{name: other}), name
