@@ -1070,3 +1070,16 @@ def test_the_attention_kernels_default_to_the_documented_case(fn, call, defaults
     for name, (default, other) in defaults.items():
         assert fn(**call) == fn(**call, **{name: default}), name
         assert fn(**call) != fn(**call, **{name: other}), name
+
+
+def test_the_formatters_change_decimals_at_10_and_100():
+    """Three significant digits: two decimals below 10, one below 100, none from 100 on, in every
+    unit (10 s is "10.0 s", 100 s "100 s", 10 ms "10.0 ms"); a count of 10 M or 100 M the same; bytes
+    keep one decimal below 100 of a unit; the FLOPs keep two decimals below 10 of a unit."""
+    got = [costs.fmt_duration(x) for x in (9.999, 10, 10.5, 99.9, 100, 0.01, 0.1)]
+    assert got == ["10.00 s", "10.0 s", "10.5 s", "99.9 s", "100 s", "10.0 ms", "100 ms"]
+    got = [costs.fmt_count(x) for x in (999_999, 1e6, 1e7, 99.9e6, 1e8)]
+    assert got == ["999,999", "1.00 M", "10.0 M", "99.9 M", "100 M"]
+    assert [costs.fmt_bytes(x * 1024) for x in (99, 100)] == ["99.0 KiB", "100 KiB"]
+    assert [costs.fmt_flops(x) for x in (9999, 10_000, 1e6)] == ["10.00 kFLOP", "10.0 kFLOP", "1.00 MFLOP"]
+    assert (costs.fmt_int(-1234.5), costs.fmt_fixed(-0.25, 1)) == ("-1,235", "-0.3")
