@@ -1078,8 +1078,8 @@ def test_the_formatters_change_decimals_at_10_and_100():
     keep one decimal below 100 of a unit; the FLOPs keep two decimals below 10 of a unit."""
     got = [costs.fmt_duration(x) for x in (9.999, 10, 10.5, 99.9, 100, 100.4, 0.01, 0.1)]
     assert got == ["10.00 s", "10.0 s", "10.5 s", "99.9 s", "100 s", "100 s", "10.0 ms", "100 ms"]
-    got = [costs.fmt_count(x) for x in (999_999, 1e6, 1e7, 99.9e6, 1e8)]
-    assert got == ["999,999", "1.00 M", "10.0 M", "99.9 M", "100 M"]
+    got = [costs.fmt_count(x) for x in (999_999, 1e6, 1e7, 99.9e6, 1e8, 100.4e6, 1e9)]
+    assert got == ["999,999", "1.00 M", "10.0 M", "99.9 M", "100 M", "100 M", "1.00 B"]
     assert [costs.fmt_bytes(x * 1024) for x in (99, 100)] == ["99.0 KiB", "100 KiB"]
     assert [costs.fmt_flops(x) for x in (9999, 10_000, 1e6)] == ["10.00 kFLOP", "10.0 kFLOP", "1.00 MFLOP"]
     assert (costs.fmt_int(-1234.5), costs.fmt_fixed(-0.25, 1)) == ("-1,235", "-0.3")
