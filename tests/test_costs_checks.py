@@ -1083,3 +1083,23 @@ def test_the_formatters_change_decimals_at_10_and_100():
     assert [costs.fmt_bytes(x * 1024) for x in (99, 100)] == ["99.0 KiB", "100 KiB"]
     assert [costs.fmt_flops(x) for x in (9999, 10_000, 1e6)] == ["10.00 kFLOP", "10.0 kFLOP", "1.00 MFLOP"]
     assert (costs.fmt_int(-1234.5), costs.fmt_fixed(-0.25, 1)) == ("-1,235", "-0.3")
+
+
+def test_the_split_heuristic_at_its_edges():
+    """Eq. (16.2) where its rules bind: n = 8 blocks on 10 slots is exactly 80 % (no split, ties
+    included); three blocks on four slots may split at most 4 ways (5 ways, past the slots, reach
+    a full wave and raise the bar); 129 key blocks on 130 slots at most 128 ways (the 129th would
+    be the best)."""
+    assert costs.flash_decoding_num_splits(B=8, H_kv=1, S=10**6, d_h=128, n_sm=5) == 1
+    assert costs.flash_decoding_num_splits(B=7, H_kv=1, S=10**6, d_h=128, n_sm=5) == 4
+    assert costs.flash_decoding_num_splits(B=3, H_kv=1, S=5 * 128, d_h=128, n_sm=2) == 1
+    assert costs.flash_decoding_num_splits(B=1, H_kv=1, S=129 * 128, d_h=128, n_sm=65) == 65
+
+
+def test_fmt_flops_at_its_last_prefix_and_its_exact_limit():
+    """The prefixes run to Z (10^21): 10^18 FLOPs are 1.00 EFLOP, 10^24 are 1000.0 ZFLOP (no prefix
+    past the list); 10.5 kFLOP keeps one decimal; the exact count is printed below 2^53 only,
+    where every integer is a float."""
+    assert [costs.fmt_flops(x) for x in (1e18, 1e24, 10.5e3)] == ["1.00 EFLOP", "1000.0 ZFLOP", "10.5 kFLOP"]
+    assert costs.fmt_flops(2**53, exact=True) == "9.01 PFLOP"
+    assert costs.fmt_flops(2**53 - 1, exact=True) == "9,007,199,254,740,991 (9.01 PFLOP)"
