@@ -1089,7 +1089,9 @@ def test_the_split_heuristic_at_its_edges():
     """Eq. (16.2) where its rules bind: n = 8 blocks on 10 slots is exactly 80 % (no split, ties
     included); three blocks on four slots may split at most 4 ways (5 ways, past the slots, reach
     a full wave and raise the bar); 129 key blocks on 130 slots at most 128 ways (the 129th would
-    be the best)."""
+    be the best). One block on 20 slots: 17 splits fill 85 % of a wave, exactly 0.85 of the best
+    (20 splits fill it): the first K within 85 %, ties included."""
+    assert costs.flash_decoding_num_splits(B=1, H_kv=1, S=1000 * 128, d_h=128, n_sm=10) == 17
     assert costs.flash_decoding_num_splits(B=8, H_kv=1, S=10**6, d_h=128, n_sm=5) == 1
     assert costs.flash_decoding_num_splits(B=7, H_kv=1, S=10**6, d_h=128, n_sm=5) == 4
     assert costs.flash_decoding_num_splits(B=3, H_kv=1, S=5 * 128, d_h=128, n_sm=2) == 1
