@@ -1080,7 +1080,8 @@ def test_the_formatters_change_decimals_at_10_and_100():
     assert got == ["10.00 s", "10.0 s", "10.5 s", "99.9 s", "100 s", "100 s", "10.0 ms", "100 ms"]
     got = [costs.fmt_count(x) for x in (999_999, 1e6, 1e7, 99.9e6, 1e8, 100.4e6, 1e9)]
     assert got == ["999,999", "1.00 M", "10.0 M", "99.9 M", "100 M", "100 M", "1.00 B"]
-    assert [costs.fmt_bytes(x * 1024) for x in (99, 100)] == ["99.0 KiB", "100 KiB"]
+    assert [costs.fmt_bytes(x * 1024) for x in (99, 100, 100.4)] == ["99.0 KiB", "100 KiB", "100 KiB"]
+    assert costs.fmt_bytes(10**30) == "888178419700125 PiB"  # an int past decimal's 28 digits is never rounded
     assert [costs.fmt_flops(x) for x in (9999, 10_000, 1e6)] == ["10.00 kFLOP", "10.0 kFLOP", "1.00 MFLOP"]
     assert (costs.fmt_int(-1234.5), costs.fmt_fixed(-0.25, 1)) == ("-1,235", "-0.3")
 
