@@ -29,7 +29,7 @@ def _scaled(n: float, base: int, units: list[str], whole: str) -> str:
 def fmt_bytes(n: float, binary: bool = True, suffix: str = "") -> str:
     """Bytes for Ch. 2 prose: "512 KiB", "2.0 GiB". The book uses binary units (KiB, MiB, GiB) for memory
     and SI units (GB/s) for bandwidth; binary=False gives SI ("1.6 GB"), suffix="/s" a rate ("2.0 TB/s")."""
-    _check(n)  # before `whole`: _fixed of a NaN or an infinity raises decimal's InvalidOperation
+    _check(n)  # before `whole`: _fixed of an infinity raises decimal's InvalidOperation
     units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["B", "kB", "MB", "GB", "TB", "PB"]
     whole = f"{_fixed(n, 0) if isinstance(n, float) else n} B"
     return _scaled(n, 1024 if binary else 1000, units, whole) + suffix
