@@ -112,8 +112,7 @@ def disagg_goodput_bound(
     prefill chip, so a decode chip emits D − 1 of them), and none if even B = 1 misses. Queueing only lowers the
     measured goodput below this bound (DistServe's placement search starts from the same two rates).
     """
-    if _int("D", D, 2) < 2:
-        raise ValueError(f"D must be >= 2 (a TPOT needs two output tokens), got {D!r}")
+    _int("D", D, 2)  # a TPOT needs two output tokens
     ttft, tpot = _positive("ttft_slo", ttft_slo), _positive("tpot_slo", tpot_slo)
     chip = dict(L=L, d=d, N_params=N_params, s=s, bandwidth=bandwidth, peak_flops=peak_flops, H_kv=H_kv,
                 d_h=d_h, d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)

@@ -17,8 +17,7 @@ def _check(n: object) -> None:
 
 
 def _scaled(n: float, base: int, units: list[str], whole: str) -> str:
-    """n in the largest unit of `units` (powers of `base`) that keeps it >= 1."""
-    _check(n)
+    """n in the largest unit of `units` (powers of `base`) that keeps it >= 1 (n checked by the caller)."""
     if n < base:
         return whole
     value, unit = float(n), 0
@@ -30,6 +29,7 @@ def _scaled(n: float, base: int, units: list[str], whole: str) -> str:
 def fmt_bytes(n: float, binary: bool = True, suffix: str = "") -> str:
     """Bytes for Ch. 2 prose: "512 KiB", "2.0 GiB". The book uses binary units (KiB, MiB, GiB) for memory
     and SI units (GB/s) for bandwidth; binary=False gives SI ("1.6 GB"), suffix="/s" a rate ("2.0 TB/s")."""
+    _check(n)  # before `whole`: _fixed of an infinity raises decimal's InvalidOperation
     units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["B", "kB", "MB", "GB", "TB", "PB"]
     whole = f"{_fixed(n, 0) if isinstance(n, float) else n} B"
     return _scaled(n, 1024 if binary else 1000, units, whole) + suffix

@@ -217,4 +217,4 @@ def word_level_chars_per_token(sentences: Iterable[str]) -> float:
     for sentence in sentences:
         chars += len(sentence) + 1
         tokens += len(sentence.split())
-    return chars_per_token(chars=max(chars - 1, 0), tokens=tokens)
+    return chars_per_token(chars=chars - 1, tokens=tokens)  # no sentence: no token, refused
