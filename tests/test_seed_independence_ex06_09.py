@@ -13,14 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from seed_harness import Make, seeds_passed
 
 from minigpt import costs
 from minigpt.costs import roofline
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.shape import evaluate
-from minigpt.measure import sweeps
 
 # ---------------------------------------------------------------------------------------------
 # ex06
@@ -75,6 +73,70 @@ def _intercept(S_values: list[int], step_s: list[float]) -> float:
     return float(np.polyfit(np.array(S_values, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)[1])
 
 
+
+# ---------------------------------------------------------------------------------------------
+# ex07
+
+
+def _overlap_ignored(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex07 Q1 with Eq. (7.2) whatever `overlap` (the two maxes of Eq. (7.3) agree unless one part is compute-bound
+    and the other memory-bound)."""
+    return lambda model, hardware, S, B, overlap: oracle(model, hardware, S, B, True)
+
+
+def _no_lm_head(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex07 with the LM head's 2dV left out of the FLOPs (V = 0): wrong where the FLOPs decide."""
+    return lambda model, *args, **kwargs: oracle(replace(model, V=0), *args, **kwargs)
+
+
+def _k_only_step(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, overlap: bool) -> float:
+    """ex07 Q1 with b_token = L·H_kv·d_h·s (the factor 2 for K and V forgotten): wrong where the cache's bytes
+    decide."""
+    return evaluate(roofline.decode_step_time, model, S=S, B=B, N_params=model.N_params, s=2, s_kv=1,
+                    bandwidth=hardware.bandwidth, peak_flops=hardware.peak_flops, overlap=overlap)
+
+
+def _floor_critical(model: ModelPreset, hardware: HardwarePreset, S: int) -> int | None:
+    """ex07 Q2 rounding B down (floor) instead of up."""
+    R = hardware.peak_flops / hardware.bandwidth
+    margin = costs.of(model).decode_step_flops(S=S) - R * S * costs.of(model).kv_bytes_per_token(s=2)
+    return None if margin <= 0 else max(1, math.floor(R * model.N_params * 2 / margin))
+
+
+def _critical_no_none(model: ModelPreset, hardware: HardwarePreset, S: int) -> int | None:
+    """ex07 Q2 without the None check: max(1, ceil(...)) of a negative margin returns 1."""
+    R = hardware.peak_flops / hardware.bandwidth
+    margin = costs.of(model).decode_step_flops(S=S) - R * S * costs.of(model).kv_bytes_per_token(s=2)
+    return max(1, math.ceil(R * model.N_params * 2 / margin))
+
+
+def _cap_with(max_batch: Callable[..., int]) -> Callable[..., Any]:
+    """ex07 Q3 with its B_max computed by `max_batch(memory_bytes, weights, b_token, S, reserve)`."""
+    def cap(model: ModelPreset, hardware: HardwarePreset, S: int, reserve: float) -> tuple[int, str]:
+        b_max = max_batch(hardware.memory_bytes, model.N_params * 2, costs.of(model).kv_bytes_per_token(s=2), S,
+                          reserve)
+        b_crit = roofline.critical_batch_on(model, hardware, S=S)
+        return (b_max, "memory") if b_crit is None or b_crit > b_max else (b_crit, "compute")
+    return cap
+
+
+def _cap_memory_only(model: ModelPreset, hardware: HardwarePreset, S: int, reserve: float) -> tuple[int, str]:
+    """ex07 Q3 that never stops at B_crit: always (B_max, 'memory')."""
+    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=model.N_params * 2,
+                           kv_bytes_per_token=costs.of(model).kv_bytes_per_token(s=2), S=S, reserve=reserve), "memory"
+
+
+def _crossover_H(model: ModelPreset, S: int) -> float:
+    """ex07 Q4 with b_token = 2·L·H·d_h·s (the query heads H instead of the K/V heads H_kv): right for MHA only."""
+    return model.N_params * 2 / (S * 2 * model.L * model.H * model.d_h * 2)
+
+
+def _frontier_additive(model: ModelPreset, hardware: HardwarePreset, S: int, Bs: list[int]) -> torch.Tensor:
+    """ex07 Q5 with t from Eq. (7.3) (overlap=False) instead of Eq. (7.2)."""
+    steps = [roofline.step_time_on(model, hardware, S=S, B=B, overlap=False) for B in Bs]
+    return torch.tensor([[1 / t, B / t] for B, t in zip(Bs, steps, strict=True)], dtype=torch.float64)
+
+
 WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex06.q1": [("only the first new row written", lambda oracle: _write_first_row),
                 ("written at row 0", lambda oracle: _write_at_zero),
@@ -83,6 +145,19 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex06.q4": [("D = 1", _decode_once_first)],
     "ex06.q5": [("the slope through the two end points", lambda oracle: _end_points),
                 ("the intercept", lambda oracle: _intercept)],
+    "ex07.q1": [("Eq. (7.2) whatever overlap", _overlap_ignored), ("the LM head left out", _no_lm_head),
+                ("without the factor 2 for K and V", lambda oracle: _k_only_step)],
+    "ex07.q2": [("floor instead of ceil", lambda oracle: _floor_critical), ("the LM head left out", _no_lm_head),
+                ("the KV reads left out", lambda oracle: lambda model, hardware, S: oracle(model, hardware, 0)),
+                ("no None", lambda oracle: _critical_no_none)],
+    "ex07.q3": [("always (B_max, 'memory')", lambda oracle: _cap_memory_only),
+                ("the reserve taken off the memory left after the weights", lambda oracle: _cap_with(
+                    lambda M, W, b, S, r: max(0, math.floor((M - W) * (1 - r)) // (S * b)))),
+                ("no clamp at 0", lambda oracle: _cap_with(
+                    lambda M, W, b, S, r: (math.floor(M * (1 - r)) - W) // (S * b)))],
+    "ex07.q4": [("H heads instead of H_kv", lambda oracle: _crossover_H)],
+    "ex07.q5": [("Eq. (7.3) (overlap=False) instead of Eq. (7.2)", lambda oracle: _frontier_additive),
+                ("LM head left out", _no_lm_head)],
 }
 
 
