@@ -137,6 +137,60 @@ def _frontier_additive(model: ModelPreset, hardware: HardwarePreset, S: int, Bs:
     return torch.tensor([[1 / t, B / t] for B, t in zip(Bs, steps, strict=True)], dtype=torch.float64)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# ex08
+
+
+def _probes_warmup(copy_bytes: int, copy_s: list[float], n: int, matmul_s: list[float]) -> tuple[float, float]:
+    """ex08 Q1 dropping each list's first timing as a warm-up: wrong when the fastest run is the first."""
+    return 2 * copy_bytes / min(copy_s[1:]), 2 * n**3 / min(matmul_s[1:])
+
+
+def _probes_mean(copy_bytes: int, copy_s: list[float], n: int, matmul_s: list[float]) -> tuple[float, float]:
+    """ex08 Q1 with the mean timing instead of the best (differs on every input: the timings vary)."""
+    return 2 * copy_bytes * len(copy_s) / sum(copy_s), 2 * n**3 * len(matmul_s) / sum(matmul_s)
+
+
+def _predict_with(P_factor: bool = True, kv: bool = True, s_factor: bool = True) -> Callable[..., Any]:
+    """ex08 Q2 with P, the KV reads or s left out when its flag is False."""
+    def predict(P: int, prefill_flops: int, N_params: int, kv_bytes_per_token: int, S: int, s: int,
+                bandwidth: float, peak_flops: float) -> tuple[float, float]:
+        step = N_params * (s if s_factor else 1) + (S * kv_bytes_per_token if kv else 0)
+        return (P if P_factor else 1) * peak_flops / prefill_flops, bandwidth / step
+    return predict
+
+
+def _ratios_with(key: Callable[[dict], Any] | None = None, medians: bool = False) -> Callable[..., Any]:
+    """ex08 Q3 with the rows sorted by `key`, or the median times instead of the best."""
+    def ratios(rows: list[dict[str, Any]], bandwidth: float, peak_flops: float) -> torch.Tensor:
+        out = []
+        for r in sorted(rows, key=key) if key else rows:
+            prefill, step = (r["prefill_median_s"], r["decode_step_median_s"]) if medians else (r["prefill_s"],
+                                                                                               r["decode_step_s"])
+            out.append([r["P"] / prefill / (r["P"] * peak_flops / r["prefill_flops"]),
+                        1 / step / (bandwidth / r["decode_bytes"])])
+        return torch.tensor(out, dtype=torch.float64)
+    return ratios
+
+
+def _floor_unweighted(decode_bytes: list[int], step_s: list[float]) -> tuple[float, float]:
+    """ex08 Q4 fitted by unweighted least squares (no w = 1/step_s): differs on every input, the steps being
+    noisy."""
+    slope, t0 = np.polyfit(np.array(decode_bytes, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)
+    return float(t0), float(1 / slope)
+
+
+def _first_in(order: Callable[[list[dict]], list[dict]]) -> Callable[..., Any]:
+    """ex08 Q5 scanning the rows in `order` instead of smallest decode_bytes first."""
+    def first(rows: list[dict[str, Any]], bandwidth: float, threshold: float) -> str | None:
+        for r in order(rows):
+            if 1 / r["decode_step_s"] / (bandwidth / r["decode_bytes"]) >= threshold:
+                return r["name"]
+        return None
+    return first
+
+
 WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex06.q1": [("only the first new row written", lambda oracle: _write_first_row),
                 ("written at row 0", lambda oracle: _write_at_zero),
@@ -158,6 +212,17 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex07.q4": [("H heads instead of H_kv", lambda oracle: _crossover_H)],
     "ex07.q5": [("Eq. (7.3) (overlap=False) instead of Eq. (7.2)", lambda oracle: _frontier_additive),
                 ("LM head left out", _no_lm_head)],
+    "ex08.q1": [("the first timing dropped", lambda oracle: _probes_warmup),
+                ("their mean instead of the best", lambda oracle: _probes_mean)],
+    "ex08.q2": [("P left out", lambda oracle: _predict_with(P_factor=False)),
+                ("the KV reads left out", lambda oracle: _predict_with(kv=False)),
+                ("s left out", lambda oracle: _predict_with(s_factor=False))],
+    "ex08.q3": [("the rows sorted by decode_bytes", lambda oracle: _ratios_with(key=lambda r: r["decode_bytes"])),
+                ("the medians instead of the best", lambda oracle: _ratios_with(medians=True))],
+    "ex08.q4": [("unweighted least squares", lambda oracle: _floor_unweighted)],
+    "ex08.q5": [("the first in the given order", lambda oracle: _first_in(list)),
+                ("sorted largest first", lambda oracle: _first_in(
+                    lambda rows: sorted(rows, key=lambda r: r["decode_bytes"], reverse=True)))],
 }
 
 
