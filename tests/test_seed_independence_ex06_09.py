@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from seed_harness import Make, seeds_passed
 
 from minigpt import costs
@@ -191,6 +192,51 @@ def _first_in(order: Callable[[list[dict]], list[dict]]) -> Callable[..., Any]:
     return first
 
 
+
+# ---------------------------------------------------------------------------------------------
+# ex09
+
+
+def _grouped_with(tiled: bool = False, causal: bool = True) -> Callable[..., Any]:
+    """ex09 Q1 with the K/V heads tiled (query head h reads K/V head h % H_kv), or without the causal mask."""
+    def grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        g = q.shape[1] // k.shape[1]
+        k, v = (k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)) if tiled else (k.repeat_interleave(g, dim=1),
+                                                                            v.repeat_interleave(g, dim=1))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return grouped
+
+
+def _pool_strided(w: torch.Tensor, H_kv: int, d_h: int) -> torch.Tensor:
+    """ex09 Q2 averaging old heads j, j + H_kv, … (strided) instead of the g consecutive heads j·g … j·g + g − 1."""
+    return w.unflatten(0, (-1, H_kv, d_h)).mean(dim=0).flatten(0, 1)
+
+
+def _pool_sum(w: torch.Tensor, H_kv: int, d_h: int) -> torch.Tensor:
+    """ex09 Q2 summing the g old heads instead of averaging them: right when g = 1 only."""
+    return w.unflatten(0, (H_kv, -1, d_h)).sum(dim=1).flatten(0, 1)
+
+
+def _gain_same_weights(model: ModelPreset, S: int, B: int, s: int) -> float:
+    """ex09 Q3 with the MHA twin's weights those of the GQA model: only the cache differs (right for MHA models)."""
+    def step(heads: int) -> int:
+        return model.N_params * s + B * S * 2 * model.L * heads * model.d_h * s
+    return step(model.H) / step(model.H_kv)
+
+
+def _batch_with(rebuilt: bool = True, reserve_on_free: bool = False, clamp: bool = True) -> Callable[..., Any]:
+    """ex09 Q4 with the weights of the model as published (not rebuilt with H_kv heads), the 10 % reserve taken
+    off the memory left after the weights, or no clamp at 0."""
+    def max_batch(hardware: HardwarePreset, model: ModelPreset, H_kv: int, S: int) -> int:
+        N = model.N_params + (2 * model.L * (model.d + model.biases) * model.d_h * (H_kv - model.H_kv) if rebuilt
+                              else 0)
+        M = hardware.memory_bytes
+        free = math.floor((M - 2 * N) * 0.9) if reserve_on_free else math.floor(M * 0.9) - 2 * N
+        B = free // (S * 2 * model.L * H_kv * model.d_h * 2)
+        return max(0, B) if clamp else B
+    return max_batch
+
+
 WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex06.q1": [("only the first new row written", lambda oracle: _write_first_row),
                 ("written at row 0", lambda oracle: _write_at_zero),
@@ -223,6 +269,14 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex08.q5": [("the first in the given order", lambda oracle: _first_in(list)),
                 ("sorted largest first", lambda oracle: _first_in(
                     lambda rows: sorted(rows, key=lambda r: r["decode_bytes"], reverse=True)))],
+    "ex09.q1": [("tiled (repeat)", lambda oracle: _grouped_with(tiled=True)),
+                ("no causal mask", lambda oracle: _grouped_with(causal=False))],
+    "ex09.q2": [("strided groups", lambda oracle: _pool_strided), ("their sum", lambda oracle: _pool_sum)],
+    "ex09.q3": [("the MHA twin with the GQA model's weights", lambda oracle: _gain_same_weights)],
+    "ex09.q4": [("the weights not rebuilt", lambda oracle: _batch_with(rebuilt=False)),
+                ("reserve taken off the memory left after the weights", lambda oracle: _batch_with(
+                    reserve_on_free=True)),
+                ("no clamp at 0", lambda oracle: _batch_with(clamp=False))],
 }
 
 
