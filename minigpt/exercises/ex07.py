@@ -3,6 +3,7 @@ the memory cap on B; the KV crossover B_× (Eq. 7.5); the latency–throughput f
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -18,9 +19,17 @@ _REAL = [name for name in MODELS if name != "MiniGPT"]
 _GPUS = [name for name in HARDWARE if HARDWARE[name].memory_bytes >= 16 * 2**30]
 
 
+STEP_EDGES = ("overlap=False with B = 4096 and 1 <= S <= 256 (the weights' part compute-bound, the KV part "
+              "memory-bound): Eq. (7.2) whatever overlap", "B = 4096, S = 0 (compute-bound): the LM head left out of F",
+              "B = 1, S > 256 (memory-bound): b_token without the factor 2 for K and V")
+
+
 def _step_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for i in range(10):
+    """The edges first (`STEP_EDGES`), then random."""
+    edges = ((rng.randint(1, 256), 4096, False), (0, 4096, True), (rng.randint(257, 32768), 1, True))
+    cases = [dict(model={"$preset": rng.choice(list(MODELS))}, hardware={"$hardware": rng.choice(list(HARDWARE))},
+                  S=S, B=B, overlap=overlap) for S, B, overlap in edges]
+    for i in range(3, 10):
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
                           hardware={"$hardware": rng.choice(list(HARDWARE))},
                           S=rng.choice([0, rng.randint(1, 256), rng.randint(257, 32768)]),
@@ -42,9 +51,26 @@ def _threshold_S(model: ModelPreset, hardware: HardwarePreset) -> float:
     return costs.of(model).decode_step_flops(S=0) / (ridge * _kv_token(model))
 
 
+CRIT_EDGES = ("Llama-3-8B at S = 0: floor instead of ceil, or the LM head left out of F(1, S)",
+              "S at 0.5 to 0.9 of the limit: the KV reads left out (the S = 0 formula at every S)",
+              "S beyond the limit: no None (max(1, ceil(...)) returns 1 or a negative batch)")
+
+
+def _crit_at(rng: random.Random, low: float, high: float) -> dict:
+    """A case with S between `low` and `high` times the limit `_threshold_S`, on a pair whose limit is >= 10."""
+    while True:
+        model, hardware = rng.choice(list(MODELS)), rng.choice(list(HARDWARE))
+        limit = _threshold_S(MODELS[model], HARDWARE[hardware])
+        if limit >= 10:
+            return dict(model={"$preset": model}, hardware={"$hardware": hardware},
+                        S=rng.randint(math.ceil(low * limit), int(high * limit)))
+
+
 def _crit_cases(rng: random.Random) -> list[dict]:
-    """Ten cases: six at a cache length where B_crit exists (so the answers differ), four anywhere."""
-    cases = []
+    """Ten cases: the edges (`CRIT_EDGES`), then three at a cache length where B_crit exists (so the answers
+    differ), four anywhere."""
+    cases = [dict(model={"$preset": "Llama-3-8B"}, hardware={"$hardware": rng.choice(list(HARDWARE))}, S=0),
+             _crit_at(rng, 0.5, 0.9), _crit_at(rng, 1.2, 2)]
     while len(cases) < 10:
         model, hardware = rng.choice(list(MODELS)), rng.choice(list(HARDWARE))
         limit = _threshold_S(MODELS[model], HARDWARE[hardware])
@@ -80,12 +106,25 @@ def _bound_name(expected: Any, actual: Any) -> str | None:
                                                                                         actual=repr(actual))
 
 
+CAP_EDGES = ("short contexts on the A100 80GB / RTX 4090 (B_crit the cap): always (B_max, 'memory')",
+             "Llama-2-13B on the A100 40GB, reserve >= 0.1: the reserve taken off the memory left after the weights",
+             "Llama-3-70B or GPT-3 on a chip below 141 GB: no clamp at 0 (a negative B_max)")
+
+
 def _cap_cases(rng: random.Random) -> list[dict]:
-    """Ten cases on the larger chips; short contexts on the A100 80GB / RTX 4090 make B_crit the cap."""
+    """Ten cases on the larger chips, the edges first (`CAP_EDGES`): short contexts on the A100 80GB / RTX 4090
+    make B_crit the cap; a model that fills most of the chip, then one that does not fit."""
     cases = []
     for i in range(10):
         if i < 3:
             hardware, model, S = rng.choice(["A100 80GB", "RTX 4090"]), "Llama-2-7B", rng.randint(1, 96)
+        elif i == 3:
+            cases.append(dict(model={"$preset": "Llama-2-13B"}, hardware={"$hardware": "A100 40GB"},
+                              S=rng.randint(512, 2048), reserve=round(rng.uniform(0.1, 0.2), 3)))
+            continue
+        elif i == 4:
+            hardware = rng.choice([h for h in _GPUS if HARDWARE[h].memory_bytes < 141 * 10**9])
+            model, S = rng.choice(["Llama-3-70B", "GPT-3 175B"]), rng.randint(1, 32768)
         else:
             hardware, model, S = rng.choice(_GPUS), rng.choice(_REAL), rng.randint(1, 32768)
         cases.append(dict(model={"$preset": model}, hardware={"$hardware": hardware}, S=S,
@@ -103,20 +142,32 @@ def _cap(model: ModelPreset, hardware: HardwarePreset, S: int, reserve: float) -
     return B_crit, "compute"
 
 
+CROSSOVER_EDGES = ("a GQA model (H_kv < H): b_token with H heads instead of H_kv",)
+
+
 def _crossover_cases(rng: random.Random) -> list[dict]:
-    return [dict(model={"$preset": rng.choice(list(MODELS))}, S=rng.randint(1, 131072)) for _ in range(8)]
+    """The edge first (`CROSSOVER_EDGES`), then random."""
+    gqa = [name for name, m in MODELS.items() if m.H_kv < m.H]
+    return [dict(model={"$preset": rng.choice(gqa if i == 0 else list(MODELS))}, S=rng.randint(1, 131072))
+            for i in range(8)]
 
 
 def _crossover(model: ModelPreset, S: int) -> float:
     return costs.weight_bytes(N_params=model.N_params, s=2) / (S * _kv_token(model))
 
 
+FRONTIER_EDGES = ("S > 0 and B = 2048 in Bs (above B_crit): Eq. (7.3) (overlap=False) instead of Eq. (7.2), or the "
+                  "LM head left out",)
+
+
 def _frontier_cases(rng: random.Random) -> list[dict]:
+    """The edge first (`FRONTIER_EDGES`), then random."""
     cases = []
-    for _k in range(6):
-        Bs = sorted(rng.sample(range(1, 2049), rng.randint(3, 10)))
+    for k in range(6):
+        Bs = sorted(rng.sample(range(1, 2048 if k == 0 else 2049), rng.randint(3, 10)))
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
-                          hardware={"$hardware": rng.choice(list(HARDWARE))}, S=rng.randint(0, 16384), Bs=Bs))
+                          hardware={"$hardware": rng.choice(list(HARDWARE))}, S=rng.randint(1 if k == 0 else 0, 16384),
+                          Bs=Bs + [2048] if k == 0 else Bs))
     return cases
 
 
@@ -138,6 +189,7 @@ EXERCISE = Exercise(
                "bytes N·s + B·S·2·L·H_kv·d_h·s. overlap=True, Eq. (7.2): max(bytes/bandwidth, F(B, S)/peak_flops). "
                "overlap=False, Eq. (7.3): max(N·s/bandwidth, F(B, 0)/peak_flops) + "
                "max(B·S·b_token/bandwidth, (F(B, S) − F(B, 0))/peak_flops)."),
+            edges=STEP_EDGES,
         ),
         Question(
             "q2", "critical_batch", "critical_batch(model, hardware, S) -> int | None", _crit_cases, _critical,
@@ -145,6 +197,7 @@ EXERCISE = Exercise(
             N_("bf16. With R = peak_flops / bandwidth, decode intensity B·F(1, S) / (N·s + B·S·b_token) reaches R at "
                "B = ceil(R·N·s / (F(1, S) − R·S·b_token)) (at least 1); return None when F(1, S) <= R·S·b_token. "
                "F(1, S) includes the LM head (2dV), as in question 1."),
+            edges=CRIT_EDGES,
         ),
         Question(
             "q3", "batch_cap", "batch_cap(model, hardware, S, reserve) -> (B, 'memory' | 'compute')", _cap_cases, _cap,
@@ -152,18 +205,21 @@ EXERCISE = Exercise(
             N_("bf16. B_max = floor((floor(memory_bytes·(1 − reserve)) − N·s) / (S·b_token)), 0 if the weights do not "
                "fit; B_crit from question 2. The batch stops paying at B_crit if it exists and is <= B_max "
                "(return (B_crit, 'compute')), otherwise at B_max (return (B_max, 'memory'))."),
+            edges=CAP_EDGES,
         ),
         Question(
             "q4", "kv_crossover_batch", "kv_crossover_batch(model, S) -> float", _crossover_cases, _crossover,
             close(1e-9),
             N_("bf16. B_× = N·s / (S·b_token): the batch at which the KV reads of a step equal its weight reads "
                "(b_token = 2·L·H_kv·d_h·s; a float, not rounded)."),
+            edges=CROSSOVER_EDGES,
         ),
         Question(
             "q5", "frontier", "frontier(model, hardware, S, Bs) -> [(tok_s_per_user, total_tok_s), ...]",
             _frontier_cases, _frontier, tensor(atol=0.0, rtol=1e-9),
             N_("for each B in Bs, t = Eq. (7.2) (overlap=True) in bf16; each user receives 1/t tokens/s and the "
                "batch B/t in total. Return a list with one (per_user, total) pair per B, in the order of Bs."),
+            edges=FRONTIER_EDGES,
         ),
     ),
 )

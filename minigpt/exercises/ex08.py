@@ -12,14 +12,20 @@ from minigpt import costs
 from minigpt.exercises.spec import N_, Exercise, Question, _, close, pair, tensor
 from minigpt.measure import sweeps
 
+PROBE_EDGES = ("the fastest copy and matmul first: the first timing dropped (a warm-up run)",
+               "timings that vary (every case): their mean instead of the best")
+
 
 def _probe_cases(rng: random.Random) -> list[dict]:
+    """The edge first (`PROBE_EDGES`: the best timings first), then random."""
     cases = []
-    for _k in range(8):
+    for k in range(8):
         bandwidth, peak = 10 ** rng.uniform(10, 12.6), 10 ** rng.uniform(10.5, 15)
         copy_bytes, n = rng.choice([64, 256, 512]) * 2**20, rng.choice([512, 1024, 4096])
         copy_s = [2 * copy_bytes / bandwidth * rng.uniform(1.0, 1.5) for _ in range(rng.randint(3, 9))]
         matmul_s = [2 * n**3 / peak * rng.uniform(1.0, 1.5) for _ in range(rng.randint(3, 9))]
+        if k == 0:
+            copy_s, matmul_s = sorted(copy_s), sorted(matmul_s)
         cases.append(dict(copy_bytes=copy_bytes, copy_s=copy_s, n=n, matmul_s=matmul_s))
     return cases
 
@@ -29,13 +35,20 @@ def _probes(copy_bytes: int, copy_s: list[float], n: int, matmul_s: list[float])
     return 2 * copy_bytes / min(copy_s), 2 * n**3 / min(matmul_s)
 
 
+PREDICT_EDGES = ("P >= 2, S >= 1, s >= 2: the prefill rate of one token (P left out), the KV reads left out, or "
+                 "the weights at one byte per parameter (s left out)",)
+
+
 def _predict_cases(rng: random.Random) -> list[dict]:
+    """The edge first (`PREDICT_EDGES`), then random."""
     cases = []
-    for _k in range(8):
+    for k in range(8):
         N = rng.randint(10**5, 10**10)
-        cases.append(dict(P=rng.randint(1, 8192), prefill_flops=2 * N * rng.randint(1, 8192) + rng.randint(0, 10**9),
+        cases.append(dict(P=rng.randint(2 if k == 0 else 1, 8192),
+                          prefill_flops=2 * N * rng.randint(1, 8192) + rng.randint(0, 10**9),
                           N_params=N, kv_bytes_per_token=rng.choice([2, 4]) * rng.randint(1, 200) * 1024,
-                          S=rng.randint(0, 32768), s=rng.choice([1, 2, 4]), bandwidth=10 ** rng.uniform(10, 12.6),
+                          S=rng.randint(1 if k == 0 else 0, 32768), s=rng.choice([2, 4] if k == 0 else [1, 2, 4]),
+                          bandwidth=10 ** rng.uniform(10, 12.6),
                           peak_flops=10 ** rng.uniform(10.5, 15)))
     return cases
 
@@ -67,11 +80,19 @@ def _rows(rng: random.Random, bandwidth: float, peak: float) -> list[dict[str, A
     return rows
 
 
+TABLE_EDGES = ("rows out of decode_bytes order: the rows sorted by decode_bytes instead of the given order",
+               "best and median times that differ (every case): the medians instead of the best times")
+
+
 def _table_cases(rng: random.Random) -> list[dict]:
+    """The edge first (`TABLE_EDGES`: rows out of order), then random."""
     cases = []
-    for _k in range(6):
+    for k in range(6):
         bandwidth, peak = 10 ** rng.uniform(10, 12.6), 10 ** rng.uniform(10.5, 15)
-        cases.append(dict(rows=_rows(rng, bandwidth, peak), bandwidth=bandwidth, peak_flops=peak))
+        rows = _rows(rng, bandwidth, peak)
+        if k == 0 and rows == sorted(rows, key=lambda r: r["decode_bytes"]):
+            rows.reverse()
+        cases.append(dict(rows=rows, bandwidth=bandwidth, peak_flops=peak))
     return cases
 
 
@@ -82,7 +103,11 @@ def _ratios(rows: list[dict[str, Any]], bandwidth: float, peak_flops: float) -> 
                         dtype=torch.float64)
 
 
+FLOOR_EDGES = ("noisy steps (every case): unweighted least squares (no w = 1/step_s)",)
+
+
 def _floor_cases(rng: random.Random) -> list[dict]:
+    """Every case is an edge (`FLOOR_EDGES`): the steps are noisy, so weighted and unweighted fits differ."""
     cases = []
     for _k in range(6):
         rows = _rows(rng, 10 ** rng.uniform(10, 12.6), 1e12)
@@ -90,15 +115,29 @@ def _floor_cases(rng: random.Random) -> list[dict]:
     return cases
 
 
+FIRST_EDGES = ("all but one model above the threshold, the first row qualifying but not the smallest such: the "
+               "first in the given order, or the rows sorted largest first", "no model reaches the threshold: None")
+
+
+def _ratio(row: dict[str, Any], bandwidth: float) -> float:
+    return sweeps.predicted_decode_tok_s(sweeps.size_point_from_dict(row), bandwidth) ** -1 / row["decode_step_s"]
+
+
 def _first_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`FIRST_EDGES`), then random."""
     cases = []
     for i in range(8):
         bandwidth = 10 ** rng.uniform(10, 12.6)
         rows = _rows(rng, bandwidth, 1e12)
-        ratios = sorted(sweeps.predicted_decode_tok_s(sweeps.size_point_from_dict(r), bandwidth) ** -1
-                        / r["decode_step_s"] for r in rows)
+        ratios = sorted(_ratio(r, bandwidth) for r in rows)
         # A threshold between two measured ratios (most cases), or above all of them (no such model).
-        threshold = ratios[-1] * 1.05 if i == 7 else rng.uniform(ratios[0], ratios[-1])
+        threshold = ratios[-1] * 1.05 if i == 1 else rng.uniform(ratios[0], ratios[-1])
+        if i == 0:  # every model but the one of the smallest ratio qualifies
+            threshold = (ratios[0] + ratios[1]) / 2
+            rows.sort(key=lambda r: r["decode_bytes"])
+            qualify = [r for r in rows if _ratio(r, bandwidth) >= threshold]
+            rows.remove(qualify[1])
+            rows.insert(0, qualify[1])  # the first row qualifies but is not the answer (qualify[0])
         cases.append(dict(rows=rows, bandwidth=bandwidth, threshold=threshold))
     return cases
 
@@ -134,6 +173,7 @@ EXERCISE = Exercise(
             N_("a copy of copy_bytes reads and writes every byte (2·copy_bytes moved); an n×n @ n×n matmul is "
                "2·n³ FLOPs. "
                "Other processes can only slow a probe down: use the best (smallest) time of each list."),
+            edges=PROBE_EDGES,
         ),
         Question(
             "q2", "predict_rates", "predict_rates(P, prefill_flops, N_params, kv_bytes_per_token, S, s, bandwidth, "
@@ -141,6 +181,7 @@ EXERCISE = Exercise(
             pair(close(1e-9), close(1e-9), ("prefill_tok_s", "decode_tok_s")),
             N_("Eq. (8.1): prefill P·peak_flops / prefill_flops; decode bandwidth / (N·s + "
                "S·kv_bytes_per_token), B = 1."),
+            edges=PREDICT_EDGES,
         ),
         Question(
             "q3", "measured_over_predicted", "measured_over_predicted(rows, bandwidth, peak_flops) -> "
@@ -149,6 +190,7 @@ EXERCISE = Exercise(
                "prediction, and "
                "measured decode rate 1 / decode_step_s over bandwidth / decode_bytes. Use the best times (prefill_s, "
                "decode_step_s), not the medians."),
+            edges=TABLE_EDGES,
         ),
         Question(
             "q4", "overhead_floor", "overhead_floor(decode_bytes, step_s) -> (t0, bw_eff)", _floor_cases,
@@ -156,12 +198,14 @@ EXERCISE = Exercise(
             pair(close(1e-6), close(1e-6), ("t0", "bw_eff")),
             N_("Eq. (8.2): fit step_s ≈ t0 + decode_bytes / bw_eff by least squares with weights 1/step_s "
                "(np.polyfit(decode_bytes, step_s, 1, w=1 / step_s) gives (slope, t0)); bw_eff = 1 / slope."),
+            edges=FLOOR_EDGES,
         ),
         Question(
             "q5", "first_bandwidth_bound", "first_bandwidth_bound(rows, bandwidth, threshold) -> str | None",
             _first_cases, _first, name_or_none,
             N_("sort the rows by decode_bytes (smallest first) and return the name of the first whose decode ratio "
                "(measured 1 / decode_step_s over bandwidth / decode_bytes) is >= threshold; None if none is."),
+            edges=FIRST_EDGES,
         ),
     ),
 )

@@ -1,0 +1,286 @@
+"""A grade does not depend on the class seed, exercises 6 to 9: each question's plausible wrong answers, each named
+by the edge (`Question.edges`) that catches it, lose the question under every one of the harness's seeds
+(`tests/seed_harness.py`). ex06 Q2 is in `tests/test_seed_independence.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from seed_harness import Make, seeds_passed
+
+from minigpt import costs
+from minigpt.costs import roofline
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.costs.shape import evaluate
+
+# ---------------------------------------------------------------------------------------------
+# ex06
+
+
+def _write_first_row(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+                     S: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex06 Q1 written for decode only: the first new row alone goes into the cache (T = 1 assumed)."""
+    T = k_new.shape[2]
+    k_cache[:, :, S], v_cache[:, :, S] = k_new[:, :, 0], v_new[:, :, 0]
+    return k_cache[:, :, :S + T], v_cache[:, :, :S + T]
+
+
+def _write_at_zero(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+                   S: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex06 Q1 with the offset S forgotten: the new rows written at rows 0..T−1."""
+    T = k_new.shape[2]
+    k_cache[:, :, :T], v_cache[:, :, :T] = k_new, v_new
+    return k_cache[:, :, :S + T], v_cache[:, :, :S + T]
+
+
+def _write_whole(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+                 S: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex06 Q1 returning the whole preallocated cache [:, :, :S_max] instead of its valid prefix [:, :, :S+T]."""
+    T = k_new.shape[2]
+    k_cache[:, :, S:S + T], v_cache[:, :, S:S + T] = k_new, v_new
+    return k_cache, v_cache
+
+
+@torch.no_grad()
+def _decode_row_token(model: torch.nn.Module, prompt: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
+    """ex06 Q3 with the token reshaped as one sequence, token.view(1, -1): right when B = 1 only."""
+    cache = model.new_cache(prompt.shape[0])
+    model(prompt, cache)
+    return model(token.view(1, -1), cache, last_only=True)[:, -1]
+
+
+def _decode_once_first(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex06 Q4 with a loop that decodes once before checking D: max(D, 2) tokens (wrong when D = 1 only)."""
+    return lambda model, prompt, D: oracle(model, prompt, max(D, 2))
+
+
+def _end_points(S_values: list[int], step_s: list[float]) -> float:
+    """ex06 Q5 as the slope through the first and last points (differs from the fit whenever they are off the
+    line, which the noise makes every case)."""
+    return (step_s[-1] - step_s[0]) / (S_values[-1] - S_values[0])
+
+
+def _intercept(S_values: list[int], step_s: list[float]) -> float:
+    """ex06 Q5 reading polyfit's coefficients in ascending order: [1] is the intercept, not the slope (differs on
+    every input: every case has a base time)."""
+    return float(np.polyfit(np.array(S_values, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)[1])
+
+
+
+# ---------------------------------------------------------------------------------------------
+# ex07
+
+
+def _overlap_ignored(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex07 Q1 with Eq. (7.2) whatever `overlap` (the two maxes of Eq. (7.3) agree unless one part is compute-bound
+    and the other memory-bound)."""
+    return lambda model, hardware, S, B, overlap: oracle(model, hardware, S, B, True)
+
+
+def _no_lm_head(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex07 with the LM head's 2dV left out of the FLOPs (V = 0): wrong where the FLOPs decide."""
+    return lambda model, *args, **kwargs: oracle(replace(model, V=0), *args, **kwargs)
+
+
+def _k_only_step(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, overlap: bool) -> float:
+    """ex07 Q1 with b_token = L·H_kv·d_h·s (the factor 2 for K and V forgotten): wrong where the cache's bytes
+    decide."""
+    return evaluate(roofline.decode_step_time, model, S=S, B=B, N_params=model.N_params, s=2, s_kv=1,
+                    bandwidth=hardware.bandwidth, peak_flops=hardware.peak_flops, overlap=overlap)
+
+
+def _floor_critical(model: ModelPreset, hardware: HardwarePreset, S: int) -> int | None:
+    """ex07 Q2 rounding B down (floor) instead of up."""
+    R = hardware.peak_flops / hardware.bandwidth
+    margin = costs.of(model).decode_step_flops(S=S) - R * S * costs.of(model).kv_bytes_per_token(s=2)
+    return None if margin <= 0 else max(1, math.floor(R * model.N_params * 2 / margin))
+
+
+def _critical_no_none(model: ModelPreset, hardware: HardwarePreset, S: int) -> int | None:
+    """ex07 Q2 without the None check: max(1, ceil(...)) of a negative margin returns 1."""
+    R = hardware.peak_flops / hardware.bandwidth
+    margin = costs.of(model).decode_step_flops(S=S) - R * S * costs.of(model).kv_bytes_per_token(s=2)
+    return max(1, math.ceil(R * model.N_params * 2 / margin))
+
+
+def _cap_with(max_batch: Callable[..., int]) -> Callable[..., Any]:
+    """ex07 Q3 with its B_max computed by `max_batch(memory_bytes, weights, b_token, S, reserve)`."""
+    def cap(model: ModelPreset, hardware: HardwarePreset, S: int, reserve: float) -> tuple[int, str]:
+        b_max = max_batch(hardware.memory_bytes, model.N_params * 2, costs.of(model).kv_bytes_per_token(s=2), S,
+                          reserve)
+        b_crit = roofline.critical_batch_on(model, hardware, S=S)
+        return (b_max, "memory") if b_crit is None or b_crit > b_max else (b_crit, "compute")
+    return cap
+
+
+def _cap_memory_only(model: ModelPreset, hardware: HardwarePreset, S: int, reserve: float) -> tuple[int, str]:
+    """ex07 Q3 that never stops at B_crit: always (B_max, 'memory')."""
+    return costs.max_batch(memory_bytes=hardware.memory_bytes, weight_bytes=model.N_params * 2,
+                           kv_bytes_per_token=costs.of(model).kv_bytes_per_token(s=2), S=S, reserve=reserve), "memory"
+
+
+def _crossover_H(model: ModelPreset, S: int) -> float:
+    """ex07 Q4 with b_token = 2·L·H·d_h·s (the query heads H instead of the K/V heads H_kv): right for MHA only."""
+    return model.N_params * 2 / (S * 2 * model.L * model.H * model.d_h * 2)
+
+
+def _frontier_additive(model: ModelPreset, hardware: HardwarePreset, S: int, Bs: list[int]) -> torch.Tensor:
+    """ex07 Q5 with t from Eq. (7.3) (overlap=False) instead of Eq. (7.2)."""
+    steps = [roofline.step_time_on(model, hardware, S=S, B=B, overlap=False) for B in Bs]
+    return torch.tensor([[1 / t, B / t] for B, t in zip(Bs, steps, strict=True)], dtype=torch.float64)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# ex08
+
+
+def _probes_warmup(copy_bytes: int, copy_s: list[float], n: int, matmul_s: list[float]) -> tuple[float, float]:
+    """ex08 Q1 dropping each list's first timing as a warm-up: wrong when the fastest run is the first."""
+    return 2 * copy_bytes / min(copy_s[1:]), 2 * n**3 / min(matmul_s[1:])
+
+
+def _probes_mean(copy_bytes: int, copy_s: list[float], n: int, matmul_s: list[float]) -> tuple[float, float]:
+    """ex08 Q1 with the mean timing instead of the best (differs on every input: the timings vary)."""
+    return 2 * copy_bytes * len(copy_s) / sum(copy_s), 2 * n**3 * len(matmul_s) / sum(matmul_s)
+
+
+def _predict_with(P_factor: bool = True, kv: bool = True, s_factor: bool = True) -> Callable[..., Any]:
+    """ex08 Q2 with P, the KV reads or s left out when its flag is False."""
+    def predict(P: int, prefill_flops: int, N_params: int, kv_bytes_per_token: int, S: int, s: int,
+                bandwidth: float, peak_flops: float) -> tuple[float, float]:
+        step = N_params * (s if s_factor else 1) + (S * kv_bytes_per_token if kv else 0)
+        return (P if P_factor else 1) * peak_flops / prefill_flops, bandwidth / step
+    return predict
+
+
+def _ratios_with(key: Callable[[dict], Any] | None = None, medians: bool = False) -> Callable[..., Any]:
+    """ex08 Q3 with the rows sorted by `key`, or the median times instead of the best."""
+    def ratios(rows: list[dict[str, Any]], bandwidth: float, peak_flops: float) -> torch.Tensor:
+        out = []
+        for r in sorted(rows, key=key) if key else rows:
+            prefill, step = (r["prefill_median_s"], r["decode_step_median_s"]) if medians else (r["prefill_s"],
+                                                                                               r["decode_step_s"])
+            out.append([r["P"] / prefill / (r["P"] * peak_flops / r["prefill_flops"]),
+                        1 / step / (bandwidth / r["decode_bytes"])])
+        return torch.tensor(out, dtype=torch.float64)
+    return ratios
+
+
+def _floor_unweighted(decode_bytes: list[int], step_s: list[float]) -> tuple[float, float]:
+    """ex08 Q4 fitted by unweighted least squares (no w = 1/step_s): differs on every input, the steps being
+    noisy."""
+    slope, t0 = np.polyfit(np.array(decode_bytes, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)
+    return float(t0), float(1 / slope)
+
+
+def _first_in(order: Callable[[list[dict]], list[dict]]) -> Callable[..., Any]:
+    """ex08 Q5 scanning the rows in `order` instead of smallest decode_bytes first."""
+    def first(rows: list[dict[str, Any]], bandwidth: float, threshold: float) -> str | None:
+        for r in order(rows):
+            if 1 / r["decode_step_s"] / (bandwidth / r["decode_bytes"]) >= threshold:
+                return r["name"]
+        return None
+    return first
+
+
+
+# ---------------------------------------------------------------------------------------------
+# ex09
+
+
+def _grouped_with(tiled: bool = False, causal: bool = True) -> Callable[..., Any]:
+    """ex09 Q1 with the K/V heads tiled (query head h reads K/V head h % H_kv), or without the causal mask."""
+    def grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        g = q.shape[1] // k.shape[1]
+        k, v = (k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)) if tiled else (k.repeat_interleave(g, dim=1),
+                                                                            v.repeat_interleave(g, dim=1))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return grouped
+
+
+def _pool_strided(w: torch.Tensor, H_kv: int, d_h: int) -> torch.Tensor:
+    """ex09 Q2 averaging old heads j, j + H_kv, … (strided) instead of the g consecutive heads j·g … j·g + g − 1."""
+    return w.unflatten(0, (-1, H_kv, d_h)).mean(dim=0).flatten(0, 1)
+
+
+def _pool_sum(w: torch.Tensor, H_kv: int, d_h: int) -> torch.Tensor:
+    """ex09 Q2 summing the g old heads instead of averaging them: right when g = 1 only."""
+    return w.unflatten(0, (H_kv, -1, d_h)).sum(dim=1).flatten(0, 1)
+
+
+def _gain_same_weights(model: ModelPreset, S: int, B: int, s: int) -> float:
+    """ex09 Q3 with the MHA twin's weights those of the GQA model: only the cache differs (right for MHA models)."""
+    def step(heads: int) -> int:
+        return model.N_params * s + B * S * 2 * model.L * heads * model.d_h * s
+    return step(model.H) / step(model.H_kv)
+
+
+def _batch_with(rebuilt: bool = True, reserve_on_free: bool = False, clamp: bool = True) -> Callable[..., Any]:
+    """ex09 Q4 with the weights of the model as published (not rebuilt with H_kv heads), the 10 % reserve taken
+    off the memory left after the weights, or no clamp at 0."""
+    def max_batch(hardware: HardwarePreset, model: ModelPreset, H_kv: int, S: int) -> int:
+        N = model.N_params + (2 * model.L * (model.d + model.biases) * model.d_h * (H_kv - model.H_kv) if rebuilt
+                              else 0)
+        M = hardware.memory_bytes
+        free = math.floor((M - 2 * N) * 0.9) if reserve_on_free else math.floor(M * 0.9) - 2 * N
+        B = free // (S * 2 * model.L * H_kv * model.d_h * 2)
+        return max(0, B) if clamp else B
+    return max_batch
+
+
+WRONG: dict[str, list[tuple[str, Make]]] = {
+    "ex06.q1": [("only the first new row written", lambda oracle: _write_first_row),
+                ("written at row 0", lambda oracle: _write_at_zero),
+                ("the whole preallocated cache returned", lambda oracle: _write_whole)],
+    "ex06.q3": [("view(1, -1)", lambda oracle: _decode_row_token)],
+    "ex06.q4": [("D = 1", _decode_once_first)],
+    "ex06.q5": [("the slope through the two end points", lambda oracle: _end_points),
+                ("the intercept", lambda oracle: _intercept)],
+    "ex07.q1": [("Eq. (7.2) whatever overlap", _overlap_ignored), ("the LM head left out", _no_lm_head),
+                ("without the factor 2 for K and V", lambda oracle: _k_only_step)],
+    "ex07.q2": [("floor instead of ceil", lambda oracle: _floor_critical), ("the LM head left out", _no_lm_head),
+                ("the KV reads left out", lambda oracle: lambda model, hardware, S: oracle(model, hardware, 0)),
+                ("no None", lambda oracle: _critical_no_none)],
+    "ex07.q3": [("always (B_max, 'memory')", lambda oracle: _cap_memory_only),
+                ("the reserve taken off the memory left after the weights", lambda oracle: _cap_with(
+                    lambda M, W, b, S, r: max(0, math.floor((M - W) * (1 - r)) // (S * b)))),
+                ("no clamp at 0", lambda oracle: _cap_with(
+                    lambda M, W, b, S, r: (math.floor(M * (1 - r)) - W) // (S * b)))],
+    "ex07.q4": [("H heads instead of H_kv", lambda oracle: _crossover_H)],
+    "ex07.q5": [("Eq. (7.3) (overlap=False) instead of Eq. (7.2)", lambda oracle: _frontier_additive),
+                ("LM head left out", _no_lm_head)],
+    "ex08.q1": [("the first timing dropped", lambda oracle: _probes_warmup),
+                ("their mean instead of the best", lambda oracle: _probes_mean)],
+    "ex08.q2": [("P left out", lambda oracle: _predict_with(P_factor=False)),
+                ("the KV reads left out", lambda oracle: _predict_with(kv=False)),
+                ("s left out", lambda oracle: _predict_with(s_factor=False))],
+    "ex08.q3": [("the rows sorted by decode_bytes", lambda oracle: _ratios_with(key=lambda r: r["decode_bytes"])),
+                ("the medians instead of the best", lambda oracle: _ratios_with(medians=True))],
+    "ex08.q4": [("unweighted least squares", lambda oracle: _floor_unweighted)],
+    "ex08.q5": [("the first in the given order", lambda oracle: _first_in(list)),
+                ("sorted largest first", lambda oracle: _first_in(
+                    lambda rows: sorted(rows, key=lambda r: r["decode_bytes"], reverse=True)))],
+    "ex09.q1": [("tiled (repeat)", lambda oracle: _grouped_with(tiled=True)),
+                ("no causal mask", lambda oracle: _grouped_with(causal=False))],
+    "ex09.q2": [("strided groups", lambda oracle: _pool_strided), ("their sum", lambda oracle: _pool_sum)],
+    "ex09.q3": [("the MHA twin with the GQA model's weights", lambda oracle: _gain_same_weights)],
+    "ex09.q4": [("the weights not rebuilt", lambda oracle: _batch_with(rebuilt=False)),
+                ("reserve taken off the memory left after the weights", lambda oracle: _batch_with(
+                    reserve_on_free=True)),
+                ("no clamp at 0", lambda oracle: _batch_with(clamp=False))],
+}
+
+
+@pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
+def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
+    name, make = WRONG[qid][index]
+    assert not seeds_passed(qid, name, make), f"{qid}: the wrong answer ({name}) kept the question"
