@@ -12,47 +12,28 @@ from typing import Any
 
 from minigpt import costs
 from minigpt.config import ModelConfig
+from minigpt.exercises.ex11_formulas import (
+    SAVED_EDGES,
+    SLACK_EDGES,
+    SLOT_EDGES,
+    UTILISATION_EDGES,
+    _saved_cases,
+    _slack_cases,
+    _slot_cases,
+    _utilisation_cases,
+)
 from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, close, exact_int, int_list
 from minigpt.measure import kv_memory
 from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
-
-
-def _slack_cases(rng: random.Random) -> list[dict]:
-    return [dict(S=rng.randint(0, 5000), block_size=rng.choice([1, 8, 16, 32, 128])) for _ in range(10)]
-
-
-def _slot_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for _k in range(8):
-        b = rng.choice([2, 4, 16])
-        table = rng.sample(range(200), rng.randint(1, 8))
-        cases.append(dict(table=table, p=rng.randrange(len(table) * b), block_size=b))
-    return cases
 
 
 def _slot(table: list[int], p: int, block_size: int) -> list[int]:
     return [table[p // block_size], p % block_size]
 
 
-def _utilisation_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for _k in range(6):
-        S_max = rng.choice([64, 256, 2048])
-        requests = [[r.P, r.D] for r in kv_memory.request_lengths(rng.randint(1, 12), S_max=S_max,
-                                                                  P_median=S_max / 16, D_median=S_max / 8,
-                                                                  seed=rng.getrandbits(32))]
-        cases.append(dict(requests=requests, policy=rng.choice(kv_memory.POLICIES), S_max=S_max,
-                          block_size=rng.choice([1, 4, 16])))
-    return cases
-
-
 def _utilisation(requests: list[list[int]], policy: str, S_max: int, block_size: int) -> float:
     reqs = [kv_memory.Request(P, D) for P, D in requests]
     return kv_memory.utilisation(reqs, policy=policy, S_max=S_max, block_size=block_size)
-
-
-def _saved_cases(rng: random.Random) -> list[dict]:
-    return [dict(P=rng.randint(1, 3000), n=rng.randint(1, 16), block_size=rng.choice([8, 16, 32])) for _ in range(8)]
 
 
 # -- the mechanism: a block table grown over a free list, and copy-on-write of a shared block --------------------
@@ -131,8 +112,14 @@ def _ops(rng: random.Random, n: int, block_size: int, forks: bool) -> list[list]
     return ops
 
 
+GROW_EDGES = ("an append that lacks blocks allocates some of them (not all or nothing)",
+              "an append that exactly fills its last block: a new block taken (S + T) // b + 1",
+              "a sequence's blocks freed last to first")
+
+
 def _grow_exhausted(rng: random.Random) -> dict:
-    """A pool that runs short: an append that needs three blocks when two are free must allocate none."""
+    """A pool that runs short (`GROW_EDGES`): an append that needs three blocks when two are free must allocate
+    none; an append fills a block exactly; a sequence of several blocks is freed, then its blocks are reused."""
     b = rng.choice([2, 4, 8])
     n = rng.randint(2, 6)  # blocks of sequence 0
     S0 = (n - 1) * b + rng.randint(1, b)
@@ -233,12 +220,14 @@ EXERCISE = Exercise(
             lambda S, block_size: costs.paged_slack_tokens(S=S, block_size=block_size), exact_int,
             N_("Eq. (11.1): count the blocks the S tokens need (a partly filled block counts), the slots "
                "they have, and the slots left empty; an empty sequence holds no block."),
+            edges=SLACK_EDGES,
         ),
         Question(
             "q2", "physical_slot", "physical_slot(table, p, block_size) -> [block, row]", _slot_cases, _slot,
             int_list,
             N_("token p is in the sequence's logical block number p / b rounded down; the table maps that "
                "to a physical block, and the row is p's offset inside its block. Return the two ints as a list."),
+            edges=SLOT_EDGES,
         ),
         Question(
             "q3", "utilisation", "utilisation(requests, policy, S_max, block_size) -> float", _utilisation_cases,
@@ -246,12 +235,14 @@ EXERCISE = Exercise(
             N_("Eq. (11.2): sum the tokens held and the slots reserved over every decode step of every request, "
                "then divide; each policy reserves differently (the whole S_max, the request's final length, or "
                "whole blocks of what it holds at that step)."),
+            edges=UTILISATION_EDGES,
         ),
         Question(
             "q4", "fork_saved_blocks", "fork_saved_blocks(P, n, block_size) -> int", _saved_cases,
             lambda P, n, block_size: costs.paged_fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
             N_("Eq. (11.3): only blocks the prompt fills completely stay shared (a partly filled last block is "
                "copied at its owner's first write); count what each extra sample does not have to hold."),
+            edges=SAVED_EDGES,
         ),
         Question(
             "q5", "grow_block_tables", "grow_block_tables(ops, num_blocks, block_size) -> list", _grow_cases, _grow,
@@ -259,6 +250,7 @@ EXERCISE = Exercise(
             N_("a sequence takes a new block only when its next token does not fit in its last one; the free list "
                "is a stack (block 0 on top at the start, a freed block pushed on top, a sequence's blocks freed "
                "first to last); an append that lacks blocks allocates none and leaves the sequence as it was."),
+            edges=GROW_EDGES,
         ),
         Question(
             "q6", "fork_and_write", "fork_and_write(ops, num_blocks, block_size) -> list", _cow_cases, _cow,
