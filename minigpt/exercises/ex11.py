@@ -12,21 +12,39 @@ from typing import Any
 
 from minigpt import costs
 from minigpt.config import ModelConfig
+from minigpt.exercises.ex11_ops import _cow_exact, _grow_exhausted, _ops
 from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, close, exact_int, int_list
 from minigpt.measure import kv_memory
 from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
 
+SLACK_EDGES = ("S a multiple of block_size (S > 0): b − S % b, a whole empty block, instead of 0",
+               "S = 0: an empty sequence holding one block")
+
 
 def _slack_cases(rng: random.Random) -> list[dict]:
-    return [dict(S=rng.randint(0, 5000), block_size=rng.choice([1, 8, 16, 32, 128])) for _ in range(10)]
+    """The edges first (`SLACK_EDGES`), then random."""
+    b = rng.choice([8, 16, 32, 128])
+    edges = [dict(S=b * rng.randint(1, 5000 // b), block_size=b), dict(S=0, block_size=rng.choice([8, 16, 32, 128]))]
+    return edges + [dict(S=rng.randint(0, 5000), block_size=rng.choice([1, 8, 16, 32, 128])) for _ in range(8)]
+
+
+SLOT_EDGES = ("p inside a block (p % b > 0), not in the table's first block: ⌈p / b⌉ instead of ⌊p / b⌋, or "
+              "the logical block (the table not consulted)",)
 
 
 def _slot_cases(rng: random.Random) -> list[dict]:
+    """The edge first (`SLOT_EDGES`: a token inside a later block of a table that is not 0, 1, 2, ...), then
+    random."""
     cases = []
-    for _k in range(8):
+    for k in range(8):
         b = rng.choice([2, 4, 16])
-        table = rng.sample(range(200), rng.randint(1, 8))
-        cases.append(dict(table=table, p=rng.randrange(len(table) * b), block_size=b))
+        table = rng.sample(range(200), rng.randint(2 if k == 0 else 1, 8))
+        p = rng.randrange(len(table) * b)
+        if k == 0:
+            j = rng.randrange(1, len(table))
+            table[j] += 200  # not its own index, nor any other entry
+            p = j * b + rng.randint(1, b - 1)
+        cases.append(dict(table=table, p=p, block_size=b))
     return cases
 
 
@@ -34,15 +52,26 @@ def _slot(table: list[int], p: int, block_size: int) -> list[int]:
     return [table[p // block_size], p % block_size]
 
 
+UTILISATION_EDGES = ("each policy once, paged among them: the blocks of the final length S instead of those of S_t",
+                     "held counted after each step's token (P + 1 … S): every case tells it")
+
+
 def _utilisation_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for _k in range(6):
+    """The edges first (`UTILISATION_EDGES`: each policy once, in order; the paged one with a request that ends in
+    more blocks than it starts with), then random."""
+    cases: list[dict] = []
+    while len(cases) < 6:
         S_max = rng.choice([64, 256, 2048])
         requests = [[r.P, r.D] for r in kv_memory.request_lengths(rng.randint(1, 12), S_max=S_max,
                                                                   P_median=S_max / 16, D_median=S_max / 8,
                                                                   seed=rng.getrandbits(32))]
-        cases.append(dict(requests=requests, policy=rng.choice(kv_memory.POLICIES), S_max=S_max,
-                          block_size=rng.choice([1, 4, 16])))
+        k = len(cases)
+        policy = kv_memory.POLICIES[k] if k < len(kv_memory.POLICIES) else rng.choice(kv_memory.POLICIES)
+        b = rng.choice([1, 4, 16])
+        if policy == "paged" and k < len(kv_memory.POLICIES) and all(-(-P // b) == -(-(P + D) // b)
+                                                                       for P, D in requests):
+            continue  # the edge: draw again
+        cases.append(dict(requests=requests, policy=policy, S_max=S_max, block_size=b))
     return cases
 
 
@@ -51,8 +80,16 @@ def _utilisation(requests: list[list[int]], policy: str, S_max: int, block_size:
     return kv_memory.utilisation(reqs, policy=policy, S_max=S_max, block_size=block_size)
 
 
+SAVED_EDGES = ("P not a multiple of block_size, n > 1: ⌈P / b⌉ shared (the partly filled block counted), or n "
+               "samples saving instead of n − 1",)
+
+
 def _saved_cases(rng: random.Random) -> list[dict]:
-    return [dict(P=rng.randint(1, 3000), n=rng.randint(1, 16), block_size=rng.choice([8, 16, 32])) for _ in range(8)]
+    """The edge first (`SAVED_EDGES`: a partly filled last block, several samples), then random."""
+    b = rng.choice([8, 16, 32])
+    edge = dict(P=b * rng.randint(1, 3000 // b - 1) + rng.randint(1, b - 1), n=rng.randint(2, 16), block_size=b)
+    return [edge] + [dict(P=rng.randint(1, 3000), n=rng.randint(1, 16), block_size=rng.choice([8, 16, 32]))
+                     for _ in range(7)]
 
 
 # -- the mechanism: a block table grown over a free list, and copy-on-write of a shared block --------------------
@@ -107,40 +144,9 @@ def _trace(ops: list[list], num_blocks: int, block_size: int, with_tokens: bool)
     return trace
 
 
-def _ops(rng: random.Random, n: int, block_size: int, forks: bool) -> list[list]:
-    """Random operations on a few sequences: add, append (crossing block boundaries or not), fork, free."""
-    ops: list[list] = [["add"]]
-    live, count = [0], 1
-    while len(ops) < n:
-        r = rng.random()
-        if not live or (r < 0.15 and len(live) < 4):
-            ops.append(["add"])
-        elif forks and r < 0.35 and len(live) < 5:
-            ops.append(["fork", rng.choice(live)])
-        elif r < 0.45 and len(live) > 1:
-            ops.append(["free", rng.choice(live)])
-            live.remove(ops[-1][1])
-            continue
-        else:
-            T = rng.choice([1, 1, rng.randint(1, block_size), rng.randint(1, 3 * block_size)])
-            seq = live[-1] if forks and rng.random() < 0.5 else rng.choice(live)  # often the newest fork
-            ops.append(["append", seq, [rng.randrange(100) for _ in range(T)] if forks else T])
-            continue
-        live.append(count)
-        count += 1
-    return ops
-
-
-def _grow_exhausted(rng: random.Random) -> dict:
-    """A pool that runs short: an append that needs three blocks when two are free must allocate none."""
-    b = rng.choice([2, 4, 8])
-    n = rng.randint(2, 6)  # blocks of sequence 0
-    S0 = (n - 1) * b + rng.randint(1, b)
-    ops = [["add"], ["append", 0, S0], ["add"], ["append", 1, b],  # one block left free
-           ["append", 1, 2 * b + rng.randint(1, b)],  # needs 3 more blocks, 2 are free: refused
-           ["append", 1, rng.randint(1, b)],  # needs 1: fits
-           ["free", 0], ["append", 1, rng.randint(2 * b + 1, 3 * b)]]  # sequence 0's blocks, last first
-    return dict(ops=ops, num_blocks=n + 3, block_size=b)
+GROW_EDGES = ("an append that lacks blocks allocates some of them (not all or nothing)",
+              "an append that exactly fills its last block: a new block taken (S + T) // b + 1",
+              "a sequence's blocks freed last to first")
 
 
 def _grow_cases(rng: random.Random) -> list[dict]:
@@ -161,26 +167,6 @@ def _grow(ops: list[list], num_blocks: int, block_size: int) -> list[list]:
 COW_EDGES = ("the copy-on-write block left out of the all-or-nothing count (a write that needs the copy and a new "
              "block, with one block free)", "a write into a shared block without copying it (no free block)",
              "a copy made once the block has one owner left")
-
-
-def _cow_exact(rng: random.Random, spare: int, grow: bool = False) -> dict:
-    """A fork whose shared last block is partly filled, in a pool with `spare` free blocks: with one, the child's
-    write copies the block; with none, that write is refused; with `grow`, the write also needs a new block, so
-    with one free it is refused whole (the copy counts). Once the parent is gone the child owns its blocks
-    alone and writes in place."""
-    b = rng.choice([2, 4, 8])
-    P = rng.randint(1, 3) * b + rng.randint(1, b - 1)  # the last block is partly filled
-    room = b - P % b
-
-    def tokens(n: int) -> list[int]:
-        return [rng.randrange(100) for _ in range(n)]
-
-    first = room + rng.randint(1, b) if grow else rng.randint(1, room)
-    ops = [["add"], ["append", 0, tokens(P)], ["fork", 0], ["append", 1, tokens(first)],
-           ["free", 0], ["append", 1, tokens(room)], ["free", 1],
-           ["add"], ["append", 2, tokens(b)], ["fork", 2], ["append", 3, tokens(rng.randint(1, b))],  # no copy
-           ["append", 2, tokens(rng.randint(1, 2 * b))]]
-    return dict(ops=ops, num_blocks=-(-P // b) + spare, block_size=b)
 
 
 def _cow_cases(rng: random.Random) -> list[dict]:
@@ -233,12 +219,14 @@ EXERCISE = Exercise(
             lambda S, block_size: costs.paged_slack_tokens(S=S, block_size=block_size), exact_int,
             N_("Eq. (11.1): count the blocks the S tokens need (a partly filled block counts), the slots "
                "they have, and the slots left empty; an empty sequence holds no block."),
+            edges=SLACK_EDGES,
         ),
         Question(
             "q2", "physical_slot", "physical_slot(table, p, block_size) -> [block, row]", _slot_cases, _slot,
             int_list,
             N_("token p is in the sequence's logical block number p / b rounded down; the table maps that "
                "to a physical block, and the row is p's offset inside its block. Return the two ints as a list."),
+            edges=SLOT_EDGES,
         ),
         Question(
             "q3", "utilisation", "utilisation(requests, policy, S_max, block_size) -> float", _utilisation_cases,
@@ -246,12 +234,14 @@ EXERCISE = Exercise(
             N_("Eq. (11.2): sum the tokens held and the slots reserved over every decode step of every request, "
                "then divide; each policy reserves differently (the whole S_max, the request's final length, or "
                "whole blocks of what it holds at that step)."),
+            edges=UTILISATION_EDGES,
         ),
         Question(
             "q4", "fork_saved_blocks", "fork_saved_blocks(P, n, block_size) -> int", _saved_cases,
             lambda P, n, block_size: costs.paged_fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
             N_("Eq. (11.3): only blocks the prompt fills completely stay shared (a partly filled last block is "
                "copied at its owner's first write); count what each extra sample does not have to hold."),
+            edges=SAVED_EDGES,
         ),
         Question(
             "q5", "grow_block_tables", "grow_block_tables(ops, num_blocks, block_size) -> list", _grow_cases, _grow,
@@ -259,6 +249,7 @@ EXERCISE = Exercise(
             N_("a sequence takes a new block only when its next token does not fit in its last one; the free list "
                "is a stack (block 0 on top at the start, a freed block pushed on top, a sequence's blocks freed "
                "first to last); an append that lacks blocks allocates none and leaves the sequence as it was."),
+            edges=GROW_EDGES,
         ),
         Question(
             "q6", "fork_and_write", "fork_and_write(ops, num_blocks, block_size) -> list", _cow_cases, _cow,

@@ -1,0 +1,415 @@
+"""A grade does not depend on the class seed (ex10 to ex13): a plausible wrong answer to each question, graded as
+the grader grades under 40 seeds (`tests/seed_harness.py`), loses the question under every one.
+
+Each wrong answer is named by the edge of `Question.edges` that catches it; its docstring names the bug, and says
+so when the bug differs on every input (then the random cases catch it anyway).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from seed_harness import Make, seeds_passed
+
+from minigpt import costs
+from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.exercises.case_inputs import build
+
+# -- ex10: a quantized KV cache ----------------------------------------------------------------------------------
+
+
+def _one_scale(x: torch.Tensor) -> torch.Tensor:
+    """ex10 Q1 with one scale for the whole tensor (its largest |x|) instead of one per vector."""
+    scale = (x.abs().amax() / 127).half().float()
+    return (x / scale).round().clamp(-127, 127) * scale
+
+
+def _fp32_scale(x: torch.Tensor) -> torch.Tensor:
+    """ex10 Q1 with the scale kept in fp32 (no .half()); it differs on every input."""
+    scale = x.abs().amax(-1, keepdim=True) / 127
+    return (x / scale).round().clamp(-127, 127) * scale
+
+
+def _bytes_per_vector_scale(L: int, H_kv: int, d_h: int, bits: int, group_size: int) -> int:
+    """ex10 Q2 with one fp16 scale per vector instead of one per group of group_size values."""
+    return 2 * L * H_kv * (d_h * bits // 8 + 2)
+
+
+def _bytes_no_kv_factor(L: int, H_kv: int, d_h: int, bits: int, group_size: int) -> int:
+    """ex10 Q2 with the factor 2 for K and V left out; it differs on every input."""
+    return L * H_kv * (d_h * bits // 8 + d_h // group_size * 2)
+
+
+def _kl_summed(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
+    """ex10 Q3 summed over the rows instead of averaged."""
+    log_p, log_q = F.log_softmax(p_logits.double(), -1), F.log_softmax(q_logits.double(), -1)
+    return (log_p.exp() * (log_p - log_q)).sum().item()
+
+
+def _kl_reversed(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
+    """ex10 Q3 as KL(q‖p) (the cache's distribution as the reference); it differs on every input."""
+    log_p, log_q = F.log_softmax(p_logits.double(), -1), F.log_softmax(q_logits.double(), -1)
+    return (log_q.exp() * (log_q - log_p)).sum(-1).mean().item()
+
+
+def _preset(model: Any) -> Any:
+    """The harness hands a preset as its JSON name (`{"$preset": ...}`); the trusted side resolves it."""
+    return build(model)
+
+
+def _gain_one_sequence(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex10 Q4 with one sequence's cache per step (B left out): the package's gain at B = 1."""
+    def wrong(model: Any, S: int, B: int, bits: int, group_size: int) -> float:
+        return oracle(model=_preset(model), S=S, B=1, bits=bits, group_size=group_size)
+    return wrong
+
+
+def _gain_no_scales(model: Any, S: int, B: int, bits: int, group_size: int) -> float:
+    """ex10 Q4 with the quantized cache counted as its codes alone (the fp16 scales left out); it differs on every
+    input."""
+    m = _preset(model)
+    weights = costs.weight_bytes(N_params=m.N_params, s=2)
+    bf16 = costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2)
+    codes = 2 * m.L * m.H_kv * m.d_h * bits // 8
+    step = [costs.decode_step_bytes(weight_bytes=weights, kv_bytes_per_token=kv, S=S, B=B) for kv in (bf16, codes)]
+    return step[0] / step[1]
+
+
+def _per_channel(k: torch.Tensor, token_group: int, outliers: list[int], factor: float, block: int | None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys with the outliers scaled, int8 absmax with one fp16 scale per channel over `block` tokens."""
+    k = k.clone()
+    k[..., outliers] *= factor
+    H, T, d = k.shape
+    G = T if block is None else block
+    blocks = k.view(H, T // G, G, d)
+    scales = (blocks.abs().amax(-2, keepdim=True) / 127).half().float()
+    back = ((blocks / scales).round().clamp(-127, 127) * scales).view(H, T, d)
+    return back, scales.squeeze(-2)
+
+
+def _channel_whole_T(k: torch.Tensor, token_group: int, outliers: list[int], factor: float
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex10 Q5 with one scale per channel over all T tokens (token_group ignored)."""
+    return _per_channel(k, token_group, outliers, factor, None)
+
+
+def _channel_per_token(k: torch.Tensor, token_group: int, outliers: list[int], factor: float
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex10 Q5 with one scale per token's vector (q1's layout) instead of per channel; it differs on every input."""
+    k = k.clone()
+    k[..., outliers] *= factor
+    scales = (k.abs().amax(-1, keepdim=True) / 127).half().float()
+    return (k / scales).round().clamp(-127, 127) * scales, scales.squeeze(-1)
+
+
+# -- ex11: PagedAttention ----------------------------------------------------------------------------------------
+
+
+def _slack_b_minus_remainder(S: int, block_size: int) -> int:
+    """ex11 Q1 as b − S % b: a whole empty block when S is a multiple of b (S = 0 included) instead of none."""
+    return block_size - S % block_size
+
+
+def _slack_empty_holds_a_block(S: int, block_size: int) -> int:
+    """ex11 Q1 with an empty sequence holding one block: max(1, ⌈S / b⌉) blocks."""
+    return max(1, -(-S // block_size)) * block_size - S
+
+
+def _slot_ceil(table: list[int], p: int, block_size: int) -> list[int]:
+    """ex11 Q2 with the logical block rounded up, ⌈p / b⌉."""
+    return [table[-(-p // block_size)], p % block_size]
+
+
+def _slot_logical(table: list[int], p: int, block_size: int) -> list[int]:
+    """ex11 Q2 returning the logical block p // b, the table not consulted."""
+    return [p // block_size, p % block_size]
+
+
+def _utilisation(requests: list[list[int]], policy: str, S_max: int, block_size: int, final: bool = False,
+                 after: bool = False) -> float:
+    """Eq. (11.2) from scratch; `final`: paged reserves the blocks of the final length S; `after`: a step holds
+    P + 1 … S (the token it just made) instead of P … S − 1."""
+    held = reserved = 0
+    for P, D in requests:
+        S = P + D
+        for S_t in range(P + 1, S + 1) if after else range(P, S):
+            held += S_t
+            if policy == "max":
+                reserved += S_max
+            elif policy == "exact":
+                reserved += S
+            else:
+                reserved += -(-(S if final else S_t) // block_size) * block_size
+    return held / reserved
+
+
+def _utilisation_final(*args: Any, **kwargs: Any) -> float:
+    """ex11 Q3 with the paged policy reserving the blocks of the request's final length S instead of those of S_t."""
+    return _utilisation(*args, **kwargs, final=True)
+
+
+def _utilisation_after(*args: Any, **kwargs: Any) -> float:
+    """ex11 Q3 with each step holding P + 1 … S (after its token) instead of P … S − 1; it differs on every input."""
+    return _utilisation(*args, **kwargs, after=True)
+
+
+def _saved_ceil(P: int, n: int, block_size: int) -> int:
+    """ex11 Q4 with ⌈P / b⌉ blocks shared: the partly filled last block counted as shared."""
+    return (n - 1) * -(-P // block_size)
+
+
+def _saved_n(P: int, n: int, block_size: int) -> int:
+    """ex11 Q4 with n samples saving instead of n − 1 (the first holds the prompt)."""
+    return n * (P // block_size)
+
+
+def _grow(ops: list[list], num_blocks: int, block_size: int, partial_alloc: bool = False,
+          floor_plus_one: bool = False, last_first: bool = False) -> list[list]:
+    """ex11 Q5 from scratch, a stack of free blocks; `partial_alloc`: an append that lacks blocks takes what is
+    free; `floor_plus_one`: (S + T) // b + 1 blocks; `last_first`: a sequence's blocks freed last to first."""
+    free, tables, lengths, trace = list(range(num_blocks - 1, -1, -1)), [], [], []
+    for op in ops:
+        if op[0] == "add":
+            tables.append([])
+            lengths.append(0)
+        elif op[0] == "free":
+            free.extend(tables[op[1]][::-1] if last_first else tables[op[1]])
+            tables[op[1]], lengths[op[1]] = [], 0
+        else:
+            table, S, T, b = tables[op[1]], lengths[op[1]], op[2], block_size
+            need = ((S + T) // b + 1 if floor_plus_one else -(-(S + T) // b)) - len(table)
+            if need <= len(free):
+                table.extend(free.pop() for _ in range(need))
+                lengths[op[1]] = S + T
+            elif partial_alloc:
+                table.extend(free.pop() for _ in range(len(free)))
+        trace.append([[] if op[0] == "free" else list(tables[-1 if op[0] == "add" else op[1]]), len(free)])
+    return trace
+
+
+# -- ex12: serving many users ------------------------------------------------------------------------------------
+
+
+def _hits(prompts: list[list[int]], block_size: int, chain: bool = True, cap: bool = True) -> list[int]:
+    """ex12 Q1 from scratch; without `chain` a block is matched by its own tokens only, without `cap` a request may
+    find all its P tokens."""
+    b, cached, out = block_size, set(), []
+
+    def key(p: list[int], i: int) -> tuple[int, ...]:
+        return tuple(p[:(i + 1) * b]) if chain else tuple(p[i * b:(i + 1) * b])
+
+    for p in prompts:
+        n = 0
+        while n < len(p) // b and key(p, n) in cached:
+            n += 1
+        out.append(min(n * b, len(p) - 1) if cap else n * b)
+        cached.update(key(p, i) for i in range(len(p) // b))
+    return out
+
+
+def _hits_content_only(prompts: list[list[int]], block_size: int) -> list[int]:
+    """ex12 Q1 with each block matched by its own tokens, not by the tokens before it as well."""
+    return _hits(prompts, block_size, chain=False)
+
+
+def _hits_uncapped(prompts: list[list[int]], block_size: int) -> list[int]:
+    """ex12 Q1 without the cap at P − 1: a prompt of full blocks seen before finds all its tokens."""
+    return _hits(prompts, block_size, cap=False)
+
+
+def _continuous(D: list[int], max_batch: int) -> int:
+    left, running, steps = list(D), [], 0
+    while left or running:
+        while left and len(running) < max_batch:
+            running.append(left.pop(0))
+        running = [d - 1 for d in running if d > 1]
+        steps += 1
+    return steps
+
+
+def _steps_static_longest(max_new_tokens: list[int], max_batch: int) -> tuple[int, int]:
+    """ex12 Q2 with every static batch as long as the longest request of all: ⌈n / max_batch⌉ · max D."""
+    n = len(max_new_tokens)
+    return -(-n // max_batch) * max(max_new_tokens), _continuous(max_new_tokens, max_batch)
+
+
+def _steps_continuous_bound(max_new_tokens: list[int], max_batch: int) -> tuple[int, int]:
+    """ex12 Q2 with continuous batching counted as max(longest request, ⌈total tokens / max_batch⌉): perfect
+    packing, as if a request could run on several slots."""
+    D, mb = max_new_tokens, max_batch
+    static = sum(max(D[i:i + mb]) for i in range(0, len(D), mb))
+    return static, max(max(D), -(-sum(D) // mb))
+
+
+def _chunk_floor_plus_one(P: int, chunk_size: int, decodes: int) -> int:
+    """ex12 Q3 as P // per_step + 1 steps instead of ⌈P / per_step⌉ (one step too many when it divides P)."""
+    return P // (chunk_size - decodes) + 1
+
+
+def _chunk_whole_budget(P: int, chunk_size: int, decodes: int) -> int:
+    """ex12 Q3 with the whole chunk_size for the prompt, the decodes' tokens not taken from the budget."""
+    return -(-P // chunk_size)
+
+
+def _preempt_flops_only(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex12 Q4 with the recompute's time as its FLOPs' time alone (the weights' bytes left out of the roofline)."""
+    def wrong(model: str, S: int, mfu: float, link_bandwidth: float) -> tuple[float, float]:
+        flops = costs.evaluate(costs.prefill_flops, MODELS[model], P=S)
+        return flops / (mfu * HARDWARE["H100 SXM"].peak_flops), oracle(model, S, mfu, link_bandwidth)[1]
+    return wrong
+
+
+def _preempt_link_once(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex12 Q4 with the K/V crossing the host link once instead of twice; it differs on every input."""
+    def wrong(**kwargs: Any) -> tuple[float, float]:
+        recompute, swap = oracle(**kwargs)
+        return recompute, swap / 2
+    return wrong
+
+
+# -- ex13: FlashAttention and Flash-Decoding ---------------------------------------------------------------------
+
+
+def _combine(m: torch.Tensor, l: torch.Tensor, o: torch.Tensor, raw: bool = False,  # noqa: E741
+             with_l: bool = True) -> torch.Tensor:
+    w = torch.exp(m) if raw else torch.exp(m - m.amax(-1, keepdim=True))
+    w = w * l if with_l else w
+    return (w.unsqueeze(-1) * o).sum(-2) / w.sum(-1, keepdim=True)
+
+
+def _combine_raw_exp(m: torch.Tensor, l: torch.Tensor, o: torch.Tensor) -> torch.Tensor:  # noqa: E741
+    """ex13 Q1 weighting each chunk by exp(m)·l: exp of a raw m, inf in fp32 once m is past about 88."""
+    return _combine(m, l, o, raw=True)
+
+
+def _combine_without_l(m: torch.Tensor, l: torch.Tensor, o: torch.Tensor) -> torch.Tensor:  # noqa: E741
+    """ex13 Q1 weighting each chunk by exp(m − max) alone, its l left out; it differs on every input."""
+    return _combine(m, l, o, with_l=False)
+
+
+def _flops(T: int, S: int, d_h: int, block_q: int, block_k: int, causal: bool, clamp: bool = True,
+           short_last: bool = True, with_S: bool = True) -> int:
+    total = 0
+    for i0 in range(0, T, block_q):
+        i1 = min(i0 + block_q, T) if short_last else i0 + block_q
+        seen = -(-((S if with_S else 0) + i1) // block_k) * block_k
+        seen = (min(seen, S + T) if clamp else seen) if causal else S + T
+        total += (i1 - i0) * seen
+    return 4 * d_h * total
+
+
+def _flops_unclamped(*args: Any, **kwargs: Any) -> int:
+    """ex13 Q2 without the clamp at S + T keys: the last key tile counted whole past the keys that exist."""
+    return _flops(*args, **kwargs, clamp=False)
+
+
+def _flops_full_last_tile(*args: Any, **kwargs: Any) -> int:
+    """ex13 Q2 with the last query tile counted as block_q rows even when T is not a multiple of block_q."""
+    return _flops(*args, **kwargs, short_last=False)
+
+
+def _flops_without_S(*args: Any, **kwargs: Any) -> int:
+    """ex13 Q2 with the S cached keys left out of the causal diagonal (a row sees key tiles up to its own index)."""
+    return _flops(*args, **kwargs, with_S=False)
+
+
+def _online(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_k: int, rescale: bool = True,
+            running_max: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tile loop; without `rescale` the sums keep the old max's weights; without `running_max`, exp(score)."""
+    H, T, d = q.shape
+    m, l, acc = torch.full((H, T), -math.inf), torch.zeros(H, T), torch.zeros(H, T, d)  # noqa: E741
+    for j in range(0, k.shape[1], block_k):
+        s = q @ k[:, j:j + block_k].transpose(-2, -1) / math.sqrt(d)
+        new = torch.maximum(m, s.amax(-1)) if running_max else torch.zeros(H, T)
+        p = torch.exp(s - new.unsqueeze(-1))
+        alpha = torch.exp(m - new) if rescale and running_max else torch.ones(H, T)
+        l, acc, m = alpha * l + p.sum(-1), alpha.unsqueeze(-1) * acc + p @ v[:, j:j + block_k], new  # noqa: E741
+    return acc / l.unsqueeze(-1), m + torch.log(l)
+
+
+def _online_not_rescaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_k: int
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex13 Q3 without scaling the running sums by exp(old − new) when a tile raises the largest score."""
+    return _online(q, k, v, block_k, rescale=False)
+
+
+def _online_raw_exp(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_k: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """ex13 Q3 without a running max: exp(score) itself, inf once scores are past about 88."""
+    return _online(q, k, v, block_k, running_max=False)
+
+
+def _partials(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, splits: int, tiled: bool = False,
+              floor: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = q.shape[1] // k.shape[1]
+    k, v = (k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)) if tiled else (k.repeat_interleave(g, 1),
+                                                                      v.repeat_interleave(g, 1))
+    c = k.shape[2] // splits if floor else -(-k.shape[2] // splits)
+    ms, ls, os_ = [], [], []
+    for j0 in range(0, k.shape[2], c):
+        s = (q.unsqueeze(2) @ k[:, :, j0:j0 + c].transpose(-2, -1)).squeeze(2) / math.sqrt(q.shape[-1])
+        ms.append(s.amax(-1))
+        ls.append(torch.exp(s - ms[-1].unsqueeze(-1)).sum(-1))
+        os_.append((torch.softmax(s, -1).unsqueeze(2) @ v[:, :, j0:j0 + c]).squeeze(2))
+    return torch.stack(ms, -1), torch.stack(ls, -1), torch.stack(os_, -2)
+
+
+def _partials_tiled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, splits: int
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ex13 Q4 with the K/V heads tiled: query head h reads K/V head h % H_kv instead of h // g."""
+    return _partials(q, k, v, splits, tiled=True)
+
+
+def _partials_floor(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, splits: int
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ex13 Q4 with ⌊S / splits⌋ keys per chunk instead of ⌈S / splits⌉ (more chunks, or none of size 0)."""
+    return _partials(q, k, v, splits, floor=True)
+
+
+def _fixed(fn: Callable[..., Any]) -> Make:
+    """A wrong answer written from scratch: it ignores the oracle."""
+    return lambda oracle: fn
+
+
+WRONG: dict[str, list[tuple[str, Make]]] = {
+    "ex10.q1": [("one scale for the whole tensor", _fixed(_one_scale)), ("fp32", _fixed(_fp32_scale))],
+    "ex10.q2": [("one scale per vector", _fixed(_bytes_per_vector_scale)),
+                ("the factor 2 for K and V", _fixed(_bytes_no_kv_factor))],
+    "ex10.q3": [("the sum over rows", _fixed(_kl_summed)), ("KL(q‖p)", _fixed(_kl_reversed))],
+    "ex10.q4": [("B left out", _gain_one_sequence), ("the scales left out", _fixed(_gain_no_scales))],
+    "ex10.q5": [("over all T tokens", _fixed(_channel_whole_T)), ("one scale per token", _fixed(_channel_per_token))],
+    "ex11.q1": [("b − S % b", _fixed(_slack_b_minus_remainder)),
+                ("an empty sequence holding one block", _fixed(_slack_empty_holds_a_block))],
+    "ex11.q2": [("⌈p / b⌉", _fixed(_slot_ceil)), ("the logical block", _fixed(_slot_logical))],
+    "ex11.q3": [("the blocks of the final length S", _fixed(_utilisation_final)),
+                ("held counted after each step's token", _fixed(_utilisation_after))],
+    "ex11.q4": [("⌈P / b⌉ shared", _fixed(_saved_ceil)), ("n samples saving", _fixed(_saved_n))],
+    "ex11.q5": [("not all or nothing", _fixed(partial(_grow, partial_alloc=True))),
+                ("(S + T) // b + 1", _fixed(partial(_grow, floor_plus_one=True))),
+                ("freed last to first", _fixed(partial(_grow, last_first=True)))],
+    "ex12.q1": [("not at most P − 1", _fixed(_hits_uncapped)), ("their own tokens only", _fixed(_hits_content_only))],
+    "ex12.q2": [("the longest request of all", _fixed(_steps_static_longest)),
+                ("max(longest, ⌈total tokens / max_batch⌉)", _fixed(_steps_continuous_bound))],
+    "ex12.q3": [("P // per_step + 1", _fixed(_chunk_floor_plus_one)),
+                ("the whole chunk_size", _fixed(_chunk_whole_budget))],
+    "ex12.q4": [("the FLOPs' time alone", _preempt_flops_only), ("crossing the link once", _preempt_link_once)],
+    "ex13.q1": [("exp of a raw m", _fixed(_combine_raw_exp)), ("its l left out", _fixed(_combine_without_l))],
+    "ex13.q2": [("counted past the S + T keys", _fixed(_flops_unclamped)),
+                ("a whole block_q rows", _fixed(_flops_full_last_tile)),
+                ("S > 0 cached keys", _fixed(_flops_without_S))],
+    "ex13.q3": [("not rescaled", _fixed(_online_not_rescaled)), ("without the running max", _fixed(_online_raw_exp))],
+    "ex13.q4": [("h % H_kv", _fixed(_partials_tiled)), ("⌊S / splits⌋", _fixed(_partials_floor))],
+}
+
+
+@pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
+def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
+    name, make = WRONG[qid][index]
+    assert not seeds_passed(qid, name, make), f"{qid}: the wrong answer ({name}) kept the question"
