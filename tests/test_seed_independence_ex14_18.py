@@ -253,7 +253,7 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex15.q1": [("views not counted", _fn(_kernels_only))],
     "ex15.q2": [("_unsafe_view taken for a kernel", _fn(_classify(unsafe_view="kernel"))),
                 ("host sync taken for a kernel", _fn(_classify(sync="kernel")))],
-    "ex15.q3": [("the cache of one sequence", _fn(_bound(B=1))), ("LM head left out", _fn(_bound(V=0)))],
+    "ex15.q3": [("the cache of one sequence", _fn(_bound(B=1))), ("the LM head left out", _fn(_bound(V=0)))],
     "ex15.q4": [("up to the chunk's last position", _fn(_chunk_mask))],
     "ex16.q1": [("H instead of H_kv", _fn(_transfer(H_kv=False))),
                 ("latency forgotten", _fn(_transfer(latency=False)))],
