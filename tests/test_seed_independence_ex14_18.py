@@ -5,11 +5,13 @@ the harness's seeds (`tests/seed_harness.py`; the file of ex06 and ex11: `tests/
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import seed_harness
 import torch
 from seed_harness import Make, seeds_passed
 
@@ -273,6 +275,16 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex18.q3": [("the step's own token forgotten", _fn(_step_bytes_no_own_token))],
     "ex18.q4": [("ring not offset by the sinks", _fn(_slots_unshifted))],
 }
+
+
+_PREPARED = functools.lru_cache(maxsize=None)(seed_harness.prepare)
+
+
+@pytest.fixture(autouse=True)
+def _prepare_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One exercise's cases under one seed are drawn (and their expected values computed) once for all of its
+    wrong answers: `prepare` is deterministic, and ex14's and ex15's take seconds."""
+    monkeypatch.setattr(seed_harness, "prepare", _PREPARED)
 
 
 @pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
