@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,35 +20,32 @@ import torch
 import torch.nn.functional as F
 
 from minigpt import costs
+from minigpt.exercises.ex14_cases import (
+    BEST_EDGES,
+    GREEDY_EDGES,
+    ROUND_EDGES,
+    RULE_EDGES,
+    best_cases,
+    greedy_cases,
+    inverse_cdf,
+    rule_cases,
+    sampled_round_cases,
+)
 from minigpt.exercises.spec import (
     N_,
     Compare,
     Exercise,
     Question,
     _,
-    build,
     close,
     exact_int,
     fmt_num,
     int_list,
     pair,
-    randn,
     tensor,
 )
 from minigpt.runtime import speculative
 from minigpt.runtime.speculative import accept_drafts, acceptance_probability, residual_distribution
-
-
-def _greedy_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for i in range(6):
-        B, gamma, V = rng.randint(1, 3), rng.randint(1, 8), rng.randint(8, 50)
-        agree = 1.0 if i == 0 else rng.choice([0.7, 0.85, 0.95])  # the first case: every draft is accepted
-        target_argmax = [[rng.randrange(V) for _ in range(gamma + 1)] for _ in range(B)]
-        drafts = [[t if rng.random() < agree else (t + rng.randrange(1, V)) % V for t in row[:gamma]]
-                  for row in target_argmax]
-        cases.append(dict(drafts=drafts, target_argmax=target_argmax))
-    return cases
 
 
 def _greedy_round(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
@@ -60,19 +56,6 @@ def _greedy_round(drafts: list[list[int]], target_argmax: list[list[int]]) -> li
     q = list(F.one_hot(x, V).float().unbind(1))  # γ × [B, V]
     n, nxt = accept_drafts(p, q, list(x.split(1, dim=1)), greedy=True)
     return torch.cat([x[:, :n], nxt], dim=1).tolist()
-
-
-def _rule_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for i in range(6):
-        V, temperature = rng.randint(5, 40), rng.choice([0.5, 0.7, 1.0, 1.5])
-        target_logits, draft_logits = randn([V], rng, scale=2.0), randn([V], rng, scale=2.0)
-        p, q = (torch.softmax(build(z) / temperature, -1) for z in (target_logits, draft_logits))
-        # half the cases draft a token the target likes less (kept with probability p/q), half one it likes more
-        pool = [int(j) for j in ((p < q) if i % 2 == 0 else (p >= q)).nonzero().flatten()] or list(range(V))
-        cases.append(dict(target_logits=target_logits, draft_logits=draft_logits, temperature=temperature,
-                          x=rng.choice(pool)))
-    return cases
 
 
 def _rule(target_logits: torch.Tensor, draft_logits: torch.Tensor, temperature: float,
@@ -91,12 +74,6 @@ def _number(compare: Compare) -> Compare:
         return compare(expected, actual)
 
     return check
-
-
-def inverse_cdf(probs: torch.Tensor, u: float) -> int:
-    """The token an inverse-CDF draw picks with u in [0, 1): the first whose cumulative probability exceeds u."""
-    cdf = torch.cumsum(probs.double() / probs.double().sum(), dim=-1)
-    return min(int((cdf <= u).sum()), probs.shape[-1] - 1)
 
 
 _PATCH_LOCK = threading.Lock()
@@ -121,45 +98,6 @@ def _sampled_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, draf
     with _PATCH_LOCK, mock.patch.object(speculative, "_coin", coin), mock.patch.object(speculative, "_draw", draw):
         n, nxt = accept_drafts(p, q, [drafts[j].view(1, 1) for j in range(gamma)], greedy=False)
     return [int(x) for x in drafts[:n]] + [int(nxt)]
-
-
-def _round_margins(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: list[int],
-                   u: list[float]) -> float:
-    """How far each uniform is from the thresholds it is compared with (so float rounding cannot flip a case)."""
-    p = torch.softmax(target_logits.float(), -1).double()
-    q = torch.softmax(draft_logits.float(), -1).double()
-    gamma = len(drafts)
-    cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
-    margins = [abs(u[j] - c) for j, c in enumerate(cuts)]
-    for dist in [*((p[j] - q[j]).clamp_min(0) for j in range(gamma)), p[gamma]]:
-        cdf = torch.cumsum(dist / dist.sum(), -1) if dist.sum() > 0 else torch.ones(1)
-        margins.append(float((cdf - u[gamma]).abs().min()))
-    return min(margins)
-
-
-def _sampled_round_cases(rng: random.Random) -> list[dict]:
-    """Rounds with random tables (per student) that end at every place: a rejection at each position, and a full
-    acceptance with its bonus token; the uniforms stay 1e-4 away from every threshold."""
-    cases = []
-    for i in range(8):
-        gamma, V = rng.randint(1, 5), rng.randint(3, 9)
-        stop = gamma if i % 3 == 0 else rng.randrange(gamma)  # where the round ends (gamma: all kept)
-        while True:
-            t_logits, d_logits = randn([gamma + 1, V], rng, scale=1.5), randn([gamma, V], rng, scale=1.5)
-            p, q = (torch.softmax(build(z).float(), -1) for z in (t_logits, d_logits))
-            drafts = [int(torch.multinomial(q[j], 1, generator=torch.Generator().manual_seed(rng.getrandbits(32))))
-                      for j in range(gamma)]
-            cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
-            if stop < gamma and cuts[stop] > 0.97:
-                continue  # this draft is (almost) always kept: draw another table
-            u = [rng.uniform(0, c) for c in cuts[:stop]]
-            u += [rng.uniform(cuts[stop], 1) for _ in range(stop, stop + 1) if stop < gamma]
-            u += [rng.random() for _ in range(len(u), gamma + 1)]
-            if _round_margins(build(t_logits), build(d_logits), drafts, u) > 1e-4:
-                break
-        cases.append(dict(target_logits=t_logits, draft_logits=d_logits, drafts={"$long": drafts},
-                          u=[round(x, 12) for x in u]))
-    return cases
 
 
 def _tokens(expected: Any, actual: Any) -> str | None:
@@ -217,11 +155,6 @@ def round_law_error(speculative_round: Callable[..., list[int]], V: int = 3, gam
     return max(abs(law.get(s, 0.0) - w) for s, w in want.items())
 
 
-def _best_cases(rng: random.Random) -> list[dict]:
-    return [dict(alpha=round(rng.uniform(0.3, 0.99), 3), cost_ratio=round(10 ** rng.uniform(-2, -0.3), 4),
-                 verify_ratio=round(rng.uniform(1.0, 1.8), 3), gamma_max=rng.randint(4, 32)) for _ in range(6)]
-
-
 def _best(alpha: float, cost_ratio: float, verify_ratio: float, gamma_max: int) -> int:
     return costs.speculative_best_gamma(alpha=alpha, cost_ratio=cost_ratio, verify_ratio=verify_ratio,
                                         gamma_max=gamma_max)
@@ -233,25 +166,27 @@ EXERCISE = Exercise(
     title="Speculative decoding",
     questions=(
         Question(
-            "q1", "greedy_round", "greedy_round(drafts, target_argmax) -> list[list[int]]", _greedy_cases,
+            "q1", "greedy_round", "greedy_round(drafts, target_argmax) -> list[list[int]]", greedy_cases,
             _greedy_round, int_list,
             N_("sequence b accepts the leading drafts with drafts[b][i] == target_argmax[b][i] (n_b of them); "
                "the batch "
                "keeps n = min over b of n_b, and each sequence emits drafts[b][:n] and then target_argmax[b][n]: "
                "n + 1 tokens each (γ + 1 when every draft of every sequence is accepted)."),
+            edges=GREEDY_EDGES,
         ),
         Question(
             "q2", "rejection_rule", "rejection_rule(target_logits, draft_logits, temperature, x) -> (accept, residual)",
-            _rule_cases, _rule, pair(_number(close(1e-5, 1e-7)), tensor(atol=1e-6, rtol=1e-5), ("accept", "residual")),
+            rule_cases, _rule, pair(_number(close(1e-5, 1e-7)), tensor(atol=1e-6, rtol=1e-5), ("accept", "residual")),
             N_("p and q are the two models' softmax distributions at this temperature. accept: the chance that the "
                "rule keeps a token x the draft proposed, so that x is never emitted more often than the target would "
                "emit it (a float); residual: the distribution the replacement is drawn from after a rejection, which "
                "puts mass only where the target wants more than the draft proposes (a tensor of shape [V], summing "
                "to 1). Together they make the emitted token distributed exactly as p."),
+            edges=RULE_EDGES,
         ),
         Question(
             "q3", "speculative_round", "speculative_round(target_logits, draft_logits, drafts, u) -> list[int]",
-            _sampled_round_cases, _sampled_round, _tokens,
+            sampled_round_cases, _sampled_round, _tokens,
             N_("row j of target_logits gives the target's distribution at draft j's position (row γ: after the last "
                "draft), row j of draft_logits the distribution draft j was drawn from. Walk the drafts in order and "
                "keep draft j while u[j] is below the chance the rule keeps it; at the first draft not kept the round "
@@ -259,13 +194,15 @@ EXERCISE = Exercise(
                "what the draft over-proposed there; if every draft is kept, the target's pass has already given the "
                "distribution after the last draft: draw one more token from it. Return the kept drafts and that "
                "token."),
+            edges=ROUND_EDGES,
         ),
         Question(
-            "q4", "best_gamma", "best_gamma(alpha, cost_ratio, verify_ratio, gamma_max) -> int", _best_cases, _best,
+            "q4", "best_gamma", "best_gamma(alpha, cost_ratio, verify_ratio, gamma_max) -> int", best_cases, _best,
             exact_int,
             N_("the number of drafts per round, from 1 to gamma_max, that makes a round's expected tokens per unit of "
                "cost largest (Chapter 17: a round costs γ draft steps and one verify pass, in target steps); on an "
                "exact tie, the smallest such γ."),
+            edges=BEST_EDGES,
         ),
     ),
 )

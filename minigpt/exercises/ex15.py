@@ -22,6 +22,8 @@ from minigpt.measure.op_count import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
 from minigpt.runtime.static_cache import StaticKVCache
 
+COUNT_EDGES = ("any step (views are in every one): views not counted",)
+
 
 def _count_cases(rng: random.Random) -> list[dict]:
     """Small random MiniGPTs of 1 to 4 layers (the count grows with L), S cached tokens of at most 30 (S_max 32)."""
@@ -46,12 +48,19 @@ _KERNELS = ("aten.addmm", "aten.mm", "aten.bmm", "aten.add", "aten.mul", "aten.d
             "aten.cat", "aten.index_select", "aten.where", "aten.exp", "aten.sum", "aten.argmax", "aten.min")
 
 
+CLASSIFY_EDGES = ("aten._unsafe_view in the list: _unsafe_view taken for a kernel (its schema says no alias)",
+                  "the host sync in the list: the host sync taken for a kernel")
+
+
 def _classify_cases(rng: random.Random) -> list[dict]:
-    """Six lists of 8 to 16 operator names, views, kernels and the host sync mixed, in random order."""
+    """Six lists of 8 to 16 operator names, views, kernels and the host sync mixed, in random order; the first
+    holds _unsafe_view and the host sync (`CLASSIFY_EDGES`)."""
     cases = []
-    for _k in range(6):
+    for k in range(6):
         names = rng.sample(_VIEWS, rng.randint(3, 7)) + rng.sample(_KERNELS, rng.randint(3, 8))
-        names += [HOST_SYNC_OP] * rng.randint(0, 1)
+        names += [HOST_SYNC_OP] * (1 if k == 0 else rng.randint(0, 1))
+        if k == 0 and "aten._unsafe_view" not in names:
+            names[0] = "aten._unsafe_view"
         rng.shuffle(names)
         cases.append(dict(names=names))
     return cases
@@ -79,11 +88,36 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+BOUND_EDGES = ("the floor between the traffic time of one sequence's cache and of B: the cache of one sequence",
+               "the floor between the traffic time without and with the LM head: the LM head left out")
+
+
+def _traffic(model: str, hardware: str, **given: int) -> float:
+    m, hw = MODELS[model], HARDWARE[hardware]
+    return costs.evaluate(costs.decode_step_time, m, N_params=m.N_params, s=2, bandwidth=hw.bandwidth,
+                          peak_flops=hw.peak_flops, **given)
+
+
+def _between(rng: random.Random, **wrong: int) -> dict:
+    """A configuration whose floor lies between the traffic time a wrong term gives and the right one
+    (`BOUND_EDGES`), so that the two answers differ."""
+    while True:
+        model, hardware = rng.choice(list(MODELS)), rng.choice(list(HARDWARE))
+        S, B = (rng.randint(1, 16384), rng.randint(2, 64)) if "B" in wrong else (rng.randint(1, 512), rng.randint(1, 8))
+        right = _traffic(model, hardware, S=S, B=B)
+        low, high = sorted((_traffic(model, hardware, **{**dict(S=S, B=B), **wrong}), right))
+        n_ops = rng.randint(60, 3000)
+        t_op = float(f"{math.sqrt(low * high) / n_ops:.3g}")
+        if high > 1.02 * low and low * 1.001 < n_ops * t_op < high / 1.001:
+            return dict(model={"$preset": model}, hardware={"$hardware": hardware}, S=S, B=B, n_ops=n_ops, t_op=t_op)
+
+
 def _bound_cases(rng: random.Random) -> list[dict]:
-    """Ten configurations from measured-looking inputs: a preset model and chip, B, S, and the n_ops and t_op
-    an operator trace and a timer would give (t_op 0.3..30 µs); both answers occur."""
-    cases = []
-    for i in range(10):
+    """The edges first (`BOUND_EDGES`), then eight configurations from measured-looking inputs: a preset model and
+    chip, B, S, and the n_ops and t_op an operator trace and a timer would give (t_op 0.3..30 µs); both answers
+    occur."""
+    cases = [_between(rng, B=1), _between(rng, V=0)]
+    for i in range(8):
         model = "MiniGPT" if i < 3 else rng.choice(list(MODELS))
         S, B = (rng.randint(1, 512), 1) if i % 2 else (rng.randint(513, 16384), rng.randint(1, 64))
         n_ops = rng.randint(60, 3000)
@@ -109,11 +143,15 @@ def _which(expected: Any, actual: Any) -> str | None:
     return None
 
 
+MASK_EDGES = ("a chunk of T ≥ 2 positions: every query sees up to the chunk's last position",)
+
+
 def _mask_cases(rng: random.Random) -> list[dict]:
+    """The first case is a chunk of at least two positions (`MASK_EDGES`), the others random."""
     cases = []
-    for _k in range(8):
-        S_max = rng.randint(1, 40)
-        T = rng.randint(1, min(4, S_max))
+    for k in range(8):
+        S_max = rng.randint(2 if k == 0 else 1, 40)
+        T = rng.randint(2 if k == 0 else 1, min(4, S_max))
         start = rng.randint(0, S_max - T)
         cases.append(dict(S_max=S_max, input_pos={"$long": list(range(start, start + T))}))
     return cases
@@ -152,6 +190,7 @@ EXERCISE = Exercise(
                "Inside it, only decode_step(model, token, cache) (from minigpt.runtime.generate). Count every aten "
                "operator, views included."),
             runtime=("runtime/generate.py",),
+            edges=COUNT_EDGES,
         ),
         Question(
             "q2", "classify_ops", "classify_ops(names) -> list[str]", _classify_cases, _classify, _kinds,
@@ -159,18 +198,21 @@ EXERCISE = Exercise(
                "ask whether it launches device work: an operator whose output is an alias of an input writes only a "
                "tensor header; _unsafe_view does too, although its schema does not say so; reading a value back to "
                "the host is neither"),
+            edges=CLASSIFY_EDGES,
         ),
         Question(
             "q3", "binding_term", "binding_term(model, hardware, S, B, n_ops, t_op) -> str", _bound_cases, _bound,
             _which,
             N_("the floor is what the operators cost; the traffic time is what the chip needs for the step's bytes "
                "or its FLOPs, whichever takes longer; the larger of the two binds (a tie counts as overhead)"),
+            edges=BOUND_EDGES,
         ),
         Question(
             "q4", "static_mask", "static_mask(S_max, input_pos) -> torch.Tensor", _mask_cases, _mask, _bool_tensor,
             N_("a boolean tensor of shape [1, T, S_max]: a query sees its own row and every earlier one, never a "
                "later one; build it with one comparison of two tensors shaped to broadcast, so that its shape "
                "never depends on a Python number that changes from step to step"),
+            edges=MASK_EDGES,
         ),
     ),
 )

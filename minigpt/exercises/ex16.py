@@ -23,13 +23,18 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+TRANSFER_EDGES = ("a GQA model (H_kv < H): H instead of H_kv", "a latency above 0: the latency forgotten")
+
+
 def _transfer_cases(rng: random.Random) -> list[dict]:
+    """The first case is a GQA model with a latency (`TRANSFER_EDGES`), the others random."""
+    gqa = [name for name, m in MODELS.items() if m.H_kv < m.H]
     cases = []
-    for _k in range(8):
+    for k in range(8):
         link = rng.choice(list(KV_LINKS.values()))
-        cases.append(dict(model={"$preset": rng.choice(list(MODELS))}, P=rng.randint(1, 32768),
-                          link_bandwidth=link.bandwidth_per_direction,
-                          latency=rng.choice([0.0, 2e-6, float(f"{rng.uniform(1e-6, 5e-5):.3g}")])))
+        latency = rng.choice(([] if k == 0 else [0.0]) + [2e-6, float(f"{rng.uniform(1e-6, 5e-5):.3g}")])
+        cases.append(dict(model={"$preset": rng.choice(gqa if k == 0 else list(MODELS))}, P=rng.randint(1, 32768),
+                          link_bandwidth=link.bandwidth_per_direction, latency=latency))
     return cases
 
 
@@ -61,35 +66,55 @@ def _transfer_check(expected: Any, actual: Any) -> str | None:
     return None
 
 
-def _goodput_cases(rng: random.Random) -> list[dict]:
+GOODPUT_EDGES = ("a run that misses below one that passes: not stopping at the first miss",
+                 "a one-token request within the TTFT objective: a one-token request counted as a miss")
+
+
+def _goodput_case(rng: random.Random, noisy: bool) -> dict:
     """Four to six runs at increasing rates; each 10 requests with arrival and token times; SLOs chosen so that
-    attainment falls somewhere along the rates (sometimes at once, sometimes never), and in half the cases a
-    run that misses below one that passes (a noisy measurement)."""
-    cases = []
-    for _k in range(6):
-        ttft_slo, tpot_slo = round(rng.uniform(0.1, 0.5), 3), round(rng.uniform(0.01, 0.05), 3)
-        runs = []
-        rate = round(rng.uniform(0.5, 2.0), 2)
-        n_runs = rng.randint(4, 6)
-        loads = [k / 3 + rng.uniform(-0.1, 0.2) for k in range(n_runs)]
-        if rng.random() < 0.5:  # a noisy run: a miss at a middle rate, a pass above it
-            i = rng.randint(1, n_runs - 3)
-            loads[i], loads[i + 1] = 3.0, -0.2
-        for load in loads:
-            requests = []
-            t = 0.0
-            for _k in range(10):
-                t = round(t + rng.expovariate(rate), 4)
-                ttft = ttft_slo * rng.uniform(0.3, 1.0 + load)
-                n = rng.randint(1, 6)
-                tpot = tpot_slo * rng.uniform(0.5, 1.0 + load)
-                times = [round(t + ttft + i * tpot, 6) for i in range(n)]
-                requests.append({"arrival_s": t, "token_s": times})
-            runs.append({"rate": rate, "requests": requests})
-            rate = round(rate * rng.uniform(1.3, 2.0), 2)
-        rng.shuffle(runs)
-        cases.append(dict(runs=runs, ttft_slo=ttft_slo, tpot_slo=tpot_slo))
-    return cases
+    attainment falls somewhere along the rates (sometimes at once, sometimes never); with `noisy`, a run that
+    misses below one that passes (a noisy measurement)."""
+    ttft_slo, tpot_slo = round(rng.uniform(0.1, 0.5), 3), round(rng.uniform(0.01, 0.05), 3)
+    runs = []
+    rate = round(rng.uniform(0.5, 2.0), 2)
+    n_runs = rng.randint(4, 6)
+    loads = [k / 3 + rng.uniform(-0.1, 0.2) for k in range(n_runs)]
+    if noisy:  # a noisy run: a miss at a middle rate, a pass above it
+        i = rng.randint(1, n_runs - 3)
+        loads[i], loads[i + 1] = 3.0, -0.2
+    for load in loads:
+        requests = []
+        t = 0.0
+        for _k in range(10):
+            t = round(t + rng.expovariate(rate), 4)
+            ttft = ttft_slo * rng.uniform(0.3, 1.0 + load)
+            n = rng.randint(1, 6)
+            tpot = tpot_slo * rng.uniform(0.5, 1.0 + load)
+            times = [round(t + ttft + i * tpot, 6) for i in range(n)]
+            requests.append({"arrival_s": t, "token_s": times})
+        runs.append({"rate": rate, "requests": requests})
+        rate = round(rate * rng.uniform(1.3, 2.0), 2)
+    rng.shuffle(runs)
+    return dict(runs=runs, ttft_slo=ttft_slo, tpot_slo=tpot_slo)
+
+
+def _goodput_edge(case: dict) -> bool:
+    """Whether a case holds both `GOODPUT_EDGES`: a passing run above the goodput's rate, and a one-token request
+    that meets the TTFT objective."""
+    att, g = _goodput(**case)
+    rates = sorted(r["rate"] for r in case["runs"])
+    one = any(len(q["token_s"]) == 1 and q["token_s"][0] - q["arrival_s"] <= case["ttft_slo"]
+              for r in case["runs"] for q in r["requests"])
+    return one and any(a >= 0.9 and r > g for r, a in zip(rates, att, strict=True))
+
+
+def _goodput_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`GOODPUT_EDGES`: a noisy case drawn until it holds both), then five random cases, in half of
+    which a run misses below one that passes."""
+    edge = _goodput_case(rng, noisy=True)
+    while not _goodput_edge(edge):
+        edge = _goodput_case(rng, noisy=True)
+    return [edge] + [_goodput_case(rng, noisy=rng.random() < 0.5) for _ in range(5)]
 
 
 def _goodput(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[float], float]:
@@ -130,12 +155,23 @@ def _goodput_check(expected: Any, actual: Any) -> str | None:
     return None
 
 
+RATIO_EDGES = ("a best split away from the rounded balance point N·p = M·d: the balance point rounded",
+               "an exact tie (equal rates, an odd number of chips): the tie broken towards the most prefill chips")
+
+
 def _ratio_cases(rng: random.Random) -> list[dict]:
-    cases = []
-    for _k in range(8):
+    """The edges first (`RATIO_EDGES`), then seven random cases."""
+    while True:  # a best split that the rounded balance point misses
+        chips, p, d = rng.randint(2, 16), round(rng.uniform(0.5, 20), 2), round(rng.uniform(0.5, 20), 2)
+        rounded = min(chips - 1, max(1, round(chips * d / (p + d))))
+        if _ratio(chips, p, d)[0] != rounded:
+            break
+    rate = round(rng.uniform(0.5, 20), 2)
+    cases = [dict(chips=chips, prefill_rate=p, decode_rate=d),
+             dict(chips=rng.choice([3, 5, 7, 9, 11, 13, 15]), prefill_rate=rate, decode_rate=rate)]  # a tie
+    for _k in range(7):
         cases.append(dict(chips=rng.randint(2, 16), prefill_rate=round(rng.uniform(0.5, 20), 2),
                           decode_rate=round(rng.uniform(0.5, 20), 2)))
-    cases.append(dict(chips=4, prefill_rate=3.0, decode_rate=3.0))  # a tie: the fewest prefill chips
     return cases
 
 
@@ -160,13 +196,18 @@ def _ratio_check(expected: Any, actual: Any) -> str | None:
     return None
 
 
+WIRE_EDGES = ("a request with D = 1: D = 1 requests counted",)
+
+
 def _wire_cases(rng: random.Random) -> list[dict]:
+    """The first case's first request has D = 1 (`WIRE_EDGES`)."""
     cases = []
-    for _k in range(6):
+    for k in range(6):
         n = rng.randint(1, 8)
-        cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
-                          requests=[[rng.randint(1, 4096), rng.choice([1, 1, rng.randint(2, 512)])]
-                                    for _ in range(n)]))
+        requests = [[rng.randint(1, 4096), rng.choice([1, 1, rng.randint(2, 512)])] for _ in range(n)]
+        if k == 0:
+            requests[0][1] = 1
+        cases.append(dict(model={"$preset": rng.choice(list(MODELS))}, requests=requests))
     return cases
 
 
@@ -196,6 +237,7 @@ EXERCISE = Exercise(
             N_("the bytes a prompt of P tokens leaves in the cache of `model` in bf16, every layer's keys and values "
                "for the heads that keep their own; then the seconds: a fixed latency, plus those bytes at the link's "
                "bandwidth"),
+            edges=TRANSFER_EDGES,
         ),
         Question(
             "q2", "goodput_by_hand", "goodput_by_hand(runs, ttft_slo, tpot_slo) -> (list[float], float)",
@@ -203,6 +245,7 @@ EXERCISE = Exercise(
             N_("for each run, in increasing rate: the share of its requests whose time to the first token and time "
                "per later token both meet their objectives; then the goodput: walking up the rates, the last one "
                "before the first run whose share falls below 90 %"),
+            edges=GOODPUT_EDGES,
         ),
         Question(
             "q3", "choose_ratio", "choose_ratio(chips, prefill_rate, decode_rate) -> (int, int)", _ratio_cases,
@@ -210,11 +253,13 @@ EXERCISE = Exercise(
             N_("a chip of the prefill pool serves prefill_rate requests per second within the SLOs, one of the decode "
                "pool decode_rate; a request needs both, so the pair serves what its slower pool serves; try every "
                "split of the chips, at least one each side"),
+            edges=RATIO_EDGES,
         ),
         Question(
             "q4", "wire_bytes", "wire_bytes(model, requests) -> int", _wire_cases, _wire, _wire_check,
             N_("requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
                "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)"),
+            edges=WIRE_EDGES,
         ),
     ),
 )

@@ -22,11 +22,14 @@ from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.distributed.tensor_parallel import qkv_rows
 from minigpt.exercises.spec import N_, Exercise, Question, _, exact_int, int_list, randn, tensor
 
+PARTIALS_EDGES = ("W ≥ 2 ranks of k ≥ 2 columns each: strided columns (r, r + W, ...) instead of contiguous blocks",)
+
 
 def _partials_cases(rng: random.Random) -> list[dict]:
+    """The first case has W ≥ 2 ranks of k ≥ 2 columns (`PARTIALS_EDGES`), the others are random."""
     cases = []
-    for _k in range(6):
-        W, k = rng.choice([1, 2, 3, 4]), rng.randint(1, 5)
+    for i in range(6):
+        W, k = (rng.choice([2, 3, 4]), rng.randint(2, 5)) if i == 0 else (rng.choice([1, 2, 3, 4]), rng.randint(1, 5))
         lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
         cases.append(dict(x=randn([*lead, W * k], rng), w=randn([rng.randint(1, 7), W * k], rng), W=W))
     return cases
@@ -37,8 +40,16 @@ def _partials(x: torch.Tensor, w: torch.Tensor, W: int) -> torch.Tensor:
     return torch.stack([x[..., r * k:(r + 1) * k] @ w[:, r * k:(r + 1) * k].T for r in range(W)])
 
 
+ROWS_EDGES = ("1 < H_kv < W, a rank whose K/V head (rank·H_kv // W) is not rank % H_kv: tiled replicas",)
+
+
 def _rows_cases(rng: random.Random) -> list[dict]:
-    cases = []
+    """The edge first (`ROWS_EDGES`), then seven random cases, the first three replicating K/V heads."""
+    H = rng.choice([8, 16])
+    W = rng.choice([w for w in (4, 8) if H % w == 0])
+    H_kv = rng.choice([h for h in (2, 4) if h < W])
+    rank = rng.choice([r for r in range(W) if r * H_kv // W != r % H_kv])
+    cases = [dict(H=H, H_kv=H_kv, d_h=rng.choice([1, 2, 3]), W=W, rank=rank)]
     while len(cases) < 8:
         H = rng.choice([4, 8, 16])
         H_kv = rng.choice([h for h in (1, 2, 4, 8, 16) if H % h == 0])
@@ -54,10 +65,15 @@ def _rows(H: int, H_kv: int, d_h: int, W: int, rank: int) -> list[int]:
     return qkv_rows(config, W, rank).tolist()
 
 
+RECORD_EDGES = ("a single rank (W = 1): one rank still records its collectives",
+                "W > 1: the gather of one vocabulary slice (V/W) instead of the full logits")
+
+
 def _record_cases(rng: random.Random) -> list[dict]:
+    """The first case has one rank, the second several (`RECORD_EDGES`), the others are random."""
     return [dict(L=rng.randint(1, 96), B=rng.randint(1, 64), T=rng.choice([1, 1, rng.randint(2, 512)]),
                  d=rng.choice([64, 512, 4096, 8192]), V=rng.choice([600, 32000, 128256]), s=rng.choice([2, 4]),
-                 W=rng.choice([1, 2, 4, 8])) for _ in range(8)]
+                 W=rng.choice([1] if i == 0 else [2, 4, 8] if i == 1 else [1, 2, 4, 8])) for i in range(8)]
 
 
 def _record(L: int, B: int, T: int, d: int, V: int, s: int, W: int) -> list[list[Any]]:
@@ -80,8 +96,13 @@ def _records(expected: Any, actual: Any) -> str | None:
     return None
 
 
+FIT_EDGES = ("the K/V replicas decide the answer: K/V replicas forgotten",
+             "an answer W > H_kv: W must divide H_kv (no replicas allowed)")
+
+
 def _fit_cases(rng: random.Random) -> list[dict]:
-    """Half the cases drawn until the K/V replicas decide the answer (16 ranks of a model with 8 K/V heads)."""
+    """Half the cases drawn until the K/V replicas decide the answer (16 ranks of a model with 8 K/V heads), and
+    the first until its answer is more ranks than K/V heads (`FIT_EDGES`)."""
     names = [n for n in MODELS if n != "MiniGPT"]
     cases: list[dict] = []
     while len(cases) < 8:
@@ -89,6 +110,8 @@ def _fit_cases(rng: random.Random) -> list[dict]:
         S, B = rng.choice([1024, 4096, 8192, 32768]), rng.choice([1, 8, 32, 128, 512])
         args = (MODELS[model], HARDWARE[chip], S, B)
         if len(cases) % 2 and _smallest_tp(*args) == _smallest_tp(*args, replicas=False):
+            continue
+        if not cases and _smallest_tp(*args) <= MODELS[model].H_kv:
             continue
         cases.append(dict(model={"$preset": model}, hardware={"$hardware": chip}, S=S, B=B))
     return cases
@@ -119,6 +142,7 @@ EXERCISE = Exercise(
             N_("rank r holds a contiguous block of the weight's input columns, the r-th of W equal blocks, and the "
                "matching block of the last dimension of x; its partial product has the full output width. "
                "Stack the W partials along a new first dimension, rank 0 first: their sum is the whole product."),
+            edges=PARTIALS_EDGES,
         ),
         Question(
             "q2", "qkv_rows_for_rank", "qkv_rows_for_rank(H, H_kv, d_h, W, rank) -> list[int]", _rows_cases,
@@ -127,6 +151,7 @@ EXERCISE = Exercise(
                "head. A rank keeps H/W consecutive query heads, then the key rows and then the value rows of the "
                "K/V heads those query heads read: H_kv/W of them, or, when H_kv < W, the one head of their group "
                "(several ranks keep a copy of it)."),
+            edges=ROWS_EDGES,
         ),
         Question(
             "q3", "collectives_of_forward", "collectives_of_forward(L, B, T, d, V, s, W) -> list", _record_cases,
@@ -135,6 +160,7 @@ EXERCISE = Exercise(
                "layer (after attention, after the MLP), then the gather of the LM head's vocabulary slices. A sum "
                "carries the activations of the B·T tokens; the gather's payload is the full logits. One rank "
                "sends nothing."),
+            edges=RECORD_EDGES,
         ),
         Question(
             "q4", "smallest_tp", "smallest_tp(model, hardware, S, B) -> int", _fit_cases, _smallest_tp,
@@ -144,6 +170,7 @@ EXERCISE = Exercise(
                "own cache of B sequences of S tokens, with a whole K/V head copied when there are fewer K/V heads "
                "than ranks; it must fit in 90 % of the chip's memory (rounded down). Return 0 when even 16 is not "
                "enough."),
+            edges=FIT_EDGES,
         ),
     ),
 )

@@ -19,10 +19,12 @@ from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import MODELS
-from minigpt.exercises.spec import N_, Exercise, Question, exact_int, int_list, randn, tensor, uniform
+from minigpt.exercises.spec import N_, Exercise, Question, build, exact_int, int_list, randn, tensor, uniform
 from minigpt.runtime.eviction import H2OCache
 from minigpt.runtime.mla import LatentAttention, LatentCache
 from minigpt.runtime.window_cache import WindowKVCache
+
+ABSORBED_EDGES = ("d_c ≠ d_h (every case): the scores scaled by 1/√d_c instead of 1/√d_h",)
 
 
 def _absorbed_cases(rng: random.Random) -> list[dict]:
@@ -61,18 +63,36 @@ def _naive(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tens
     return attn(x.view(1, 1, -1), cache, S=S - 1)[0, 0]
 
 
+KEEP_EDGES = ("a row within the budget: nothing evicted",
+              "a recent token among the top scores of the row: recent tokens compete with the heavy hitters")
+
+
+def _keep_case(rng: random.Random, evict: bool) -> dict:
+    """A row of n held tokens (earlier evictions leave gaps; the newest ones are contiguous), over the budget if
+    `evict`."""
+    budget = rng.randint(2, 12)
+    recent = rng.randint(0, budget)
+    n = budget + (rng.randint(1, 6) if evict else 0)
+    tail = min(n, recent + rng.randint(0, 3))
+    t = n + rng.randint(0, 20)
+    positions = sorted(rng.sample(range(t - tail), n - tail)) + list(range(t - tail, t))
+    return dict(positions=positions, scores=uniform([n], rng, 0.0, 4.0), budget=budget, recent=recent)
+
+
+def _recent_in_top(case: dict) -> bool:
+    """Whether a recent token is among the budget - recent highest scores of the whole row (`KEEP_EDGES`)."""
+    n, budget, recent = len(case["positions"]), case["budget"], case["recent"]
+    if not 0 < recent < budget < n:
+        return False
+    return max(build(case["scores"]).topk(budget - recent).indices.tolist()) >= n - recent
+
+
 def _keep_cases(rng: random.Random) -> list[dict]:
-    """A row of n held tokens (earlier evictions leave gaps; the newest ones are contiguous), most over budget."""
-    cases = []
-    for i in range(8):
-        budget = rng.randint(2, 12)
-        recent = rng.randint(0, budget)
-        n = budget + (0 if i == 0 else rng.randint(1, 6))  # one case within the budget: nothing evicted
-        tail = min(n, recent + rng.randint(0, 3))
-        t = n + rng.randint(0, 20)
-        positions = sorted(rng.sample(range(t - tail), n - tail)) + list(range(t - tail, t))
-        cases.append(dict(positions=positions, scores=uniform([n], rng, 0.0, 4.0), budget=budget, recent=recent))
-    return cases
+    """The edges first (`KEEP_EDGES`), then six random rows over the budget."""
+    edge = _keep_case(rng, evict=True)
+    while not _recent_in_top(edge):
+        edge = _keep_case(rng, evict=True)
+    return [_keep_case(rng, evict=False), edge] + [_keep_case(rng, evict=True) for _ in range(6)]
 
 
 def _h2o_keep(positions: list[int], scores: torch.Tensor, budget: int, recent: int) -> list[int]:
@@ -83,6 +103,9 @@ def _h2o_keep(positions: list[int], scores: torch.Tensor, budget: int, recent: i
     cache.n, cache.t = n, positions[-1] + 1
     cache._evict()
     return cache.pos[0, 0, 0, : cache.n].tolist()
+
+
+BYTES_EDGES = ("S = b + 1 or b + 2 (the odd cases): the step's own token forgotten (min(S, b))",)
 
 
 def _bytes_cases(rng: random.Random) -> list[dict]:
@@ -102,10 +125,19 @@ def _h2o_step_bytes(model: ModelPreset, S: int, B: int, budget: int) -> int:
                                            budget=budget + 1, B=B)
 
 
+SLOT_EDGES = ("S ≤ sinks + window: slots still empty (-1)",
+              "sinks not a multiple of the window, past the sinks: the ring not offset by the sinks (p % window)")
+
+
 def _slot_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`SLOT_EDGES`): a cache not yet full, then one whose ring starts off a multiple of the
+    window; then six random ones past the first wrap."""
     cases = []
     for i in range(8):
         window, sinks = rng.randint(1, 8), rng.choice([0, 1, 2, 4])
+        if i == 1:
+            sinks = rng.choice([1, 2, 4])
+            window = rng.choice([w for w in range(1, 9) if sinks % w])
         S = rng.randint(0, sinks + window) if i == 0 else rng.randint(sinks + window + 1, 4 * (sinks + window) + 3)
         cases.append(dict(S=S, window=window, sinks=sinks))
     return cases
@@ -132,6 +164,7 @@ EXERCISE = Exercise(
                "the softmax, and average the latents with those weights; that head's value up-projection then "
                "takes the average back to d_h, and the head's columns of the output projection to d. Sum the "
                "heads. The checker compares with the naive path, which decompresses keys and values first."),
+            edges=ABSORBED_EDGES,
         ),
         Question(
             "q2", "h2o_keep", "h2o_keep(positions, scores, budget, recent) -> list[int]", _keep_cases,
@@ -140,6 +173,7 @@ EXERCISE = Exercise(
                "whatever their score, and the remaining budget - recent places go to the highest accumulated "
                "scores among the older tokens only (a recent token must not take a heavy hitter's place). Return "
                "the kept positions in increasing order, budget of them."),
+            edges=KEEP_EDGES,
         ),
         Question(
             "q3", "h2o_step_bytes", "h2o_step_bytes(model, S, B, budget) -> int", _bytes_cases, _h2o_step_bytes,
@@ -148,6 +182,7 @@ EXERCISE = Exercise(
                "and values of every layer and K/V head of the tokens its attention sees. H2O evicts after the "
                "step, so attention sees the budget held plus the step's own token, or all S tokens while S is "
                "smaller than that."),
+            edges=BYTES_EDGES,
         ),
         Question(
             "q4", "window_slots", "window_slots(S, window, sinks) -> list[int]", _slot_cases, _window_slots,
@@ -156,6 +191,7 @@ EXERCISE = Exercise(
                "every later token goes into the ring of window slots after them, in turn, overwriting the token "
                "that came window positions earlier. Return, slot by slot, the position held after the first S "
                "tokens were written, or -1 where a slot is still empty."),
+            edges=SLOT_EDGES,
         ),
     ),
 )

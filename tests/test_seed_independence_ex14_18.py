@@ -1,0 +1,293 @@
+"""A grade does not depend on the class seed, exercises 14 to 18: each question's plausible wrong answers, each
+named by the edge (`Question.edges`) its case generator draws every time, lose the question under every one of
+the harness's seeds (`tests/seed_harness.py`; the file of ex06 and ex11: `tests/test_seed_independence.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import seed_harness
+import torch
+from seed_harness import Make, seeds_passed
+
+from minigpt import costs
+from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.exercises.ex14 import inverse_cdf
+from minigpt.measure.op_count import HOST_SYNC_OP, decode_step_ops, op_kind
+from minigpt.runtime.model import MiniGPT
+
+# ---------------------------------------------------------------------------------------------------------------
+# ex14: speculative decoding
+
+
+def _per_sequence_greedy(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
+    """ex14 Q1 without the batch minimum: each sequence keeps its own accepted prefix n_b."""
+    out = []
+    for row, t in zip(drafts, target_argmax, strict=True):
+        n = next((i for i, (x, y) in enumerate(zip(row, t, strict=False)) if x != y), len(row))
+        out.append(row[:n] + [t[n]])
+    return out
+
+
+def _no_bonus_greedy(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
+    """ex14 Q1 without the bonus token: when every draft of every sequence is accepted, only the γ drafts."""
+    n = min(next((i for i, (x, y) in enumerate(zip(row, t, strict=False)) if x != y), len(row))
+            for row, t in zip(drafts, target_argmax, strict=True))
+    return [row[:n] + ([] if n == len(row) else [t[n]]) for row, t in zip(drafts, target_argmax, strict=True)]
+
+
+def _rule(clamp: bool = True, temperature: bool = True) -> Callable[..., Any]:
+    def rule(target_logits: torch.Tensor, draft_logits: torch.Tensor, temperature_: float, x: int) -> Any:
+        T = temperature_ if temperature else 1.0
+        p, q = torch.softmax(target_logits.float() / T, -1), torch.softmax(draft_logits.float() / T, -1)
+        ratio = float(p[x] / q[x])
+        residual = (p - q).clamp_min(0)
+        return (min(1.0, ratio) if clamp else ratio), residual / residual.sum()
+    return lambda target_logits, draft_logits, temperature, x: rule(target_logits, draft_logits, temperature, x)
+
+
+def _round(residual: bool = True, bonus_row: int = 0) -> Callable[..., list[int]]:
+    """A speculative round written from scratch; `residual=False` draws a rejection's replacement from p[j],
+    `bonus_row=-1` draws the bonus token from the last draft's row instead of row γ."""
+    def speculative_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: torch.Tensor,
+                          u: list[float]) -> list[int]:
+        p, q = torch.softmax(target_logits.float(), -1), torch.softmax(draft_logits.float(), -1)
+        gamma, out = len(drafts), []
+        for j, x in enumerate(int(t) for t in drafts):
+            if u[j] < min(1.0, float(p[j, x] / q[j, x])):
+                out.append(x)
+                continue
+            dist = (p[j] - q[j]).clamp_min(0) if residual else p[j]
+            return [*out, inverse_cdf(dist, u[gamma])]
+        return [*out, inverse_cdf(p[gamma + bonus_row], u[gamma])]
+    return speculative_round
+
+
+def _best_gamma_short(alpha: float, cost_ratio: float, verify_ratio: float, gamma_max: int) -> int:
+    """ex14 Q4 searching range(1, gamma_max): gamma_max itself is never tried (an off-by-one)."""
+    gains = [costs.speculative_speedup(alpha=alpha, gamma=g, cost_ratio=cost_ratio, verify_ratio=verify_ratio)
+             for g in range(1, gamma_max)]
+    return 1 + max(range(len(gains)), key=lambda i: (gains[i], -i))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ex15: the overhead floor
+
+
+def _kernels_only(model: MiniGPT, S: int) -> int:
+    """ex15 Q1 counting only the operators that launch device work (views left out; differs on every input)."""
+    return sum(n for name, n in decode_step_ops(model, S=S).items() if op_kind(name) == "kernel")
+
+
+def _classify(unsafe_view: str = "view", sync: str = "sync") -> Callable[[list[str]], list[str]]:
+    def classify_ops(names: list[str]) -> list[str]:
+        kinds = [op_kind(n) for n in names]
+        return [unsafe_view if n == "aten._unsafe_view" else sync if n == HOST_SYNC_OP else k
+                for n, k in zip(names, kinds, strict=True)]
+    return classify_ops
+
+
+def _bound(**override: Any) -> Callable[..., str]:
+    """ex15 Q3 with one term of the traffic wrong: `B=1` (the cache of one sequence) or `V=0` (no LM head)."""
+    def binding_term(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, n_ops: int, t_op: float) -> str:
+        given = dict(N_params=model.N_params, s=2, bandwidth=hardware.bandwidth, peak_flops=hardware.peak_flops,
+                     S=S, B=B, n_ops=n_ops, t_op=t_op)
+        return costs.evaluate(costs.overhead_bound, model, **{**given, **override})
+    return binding_term
+
+
+def _chunk_mask(S_max: int, input_pos: torch.Tensor) -> torch.Tensor:
+    """ex15 Q4 with every query of the chunk seeing up to the chunk's last position (no causal mask within it)."""
+    T = input_pos.shape[0]
+    return (torch.arange(S_max) <= input_pos[-1]).view(1, 1, S_max).expand(1, T, S_max)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ex16: prefill and decode apart
+
+
+def _transfer(H_kv: bool = True, latency: bool = True) -> Callable[..., tuple[int, float]]:
+    def transfer(model: ModelPreset, P: int, link_bandwidth: float, latency_: float) -> tuple[int, float]:
+        b = 2 * model.L * (model.H_kv if H_kv else model.H) * model.d_h * 2 * P
+        return b, (latency_ if latency else 0.0) + b / link_bandwidth
+    return lambda model, P, link_bandwidth, latency: transfer(model, P, link_bandwidth, latency)
+
+
+def _goodput(stop_at_miss: bool = True, one_token_passes: bool = True) -> Callable[..., tuple[list[float], float]]:
+    def goodput_by_hand(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[float], float]:
+        ordered = sorted(runs, key=lambda r: r["rate"])
+        att = []
+        for run in ordered:
+            ok = 0
+            for q in run["requests"]:
+                t = q["token_s"]
+                tpot_ok = (t[-1] - t[0]) / (len(t) - 1) <= tpot_slo if len(t) > 1 else one_token_passes
+                ok += (t[0] - q["arrival_s"] <= ttft_slo) and tpot_ok
+            att.append(ok / len(run["requests"]))
+        best = 0.0
+        for run, a in zip(ordered, att, strict=True):
+            if a >= 0.9:
+                best = run["rate"]
+            elif stop_at_miss:
+                break
+        return att, best
+    return goodput_by_hand
+
+
+def _ratio_most_prefill(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, int]:
+    """ex16 Q3 breaking a tie towards the most prefill chips (>= where the rule keeps the first best)."""
+    best, rate = 1, -1.0
+    for n in range(1, chips):
+        r = min(n * prefill_rate, (chips - n) * decode_rate)
+        if r >= rate:
+            best, rate = n, r
+    return best, chips - best
+
+
+def _ratio_rounded(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, int]:
+    """ex16 Q3 from the balance point N·p = M·d, rounded to the nearest whole chip instead of trying every split."""
+    n = min(chips - 1, max(1, round(chips * decode_rate / (prefill_rate + decode_rate))))
+    return n, chips - n
+
+
+def _wire_all(model: ModelPreset, requests: list[list[int]]) -> int:
+    """ex16 Q4 sending the K/V of every request, those with D = 1 (done after the prefill) included."""
+    return sum(2 * model.L * model.H_kv * model.d_h * 2 * P for P, _D in requests)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ex17: tensor parallelism
+
+
+def _strided_partials(x: torch.Tensor, w: torch.Tensor, W: int) -> torch.Tensor:
+    """ex17 Q1 with rank r holding the columns r, r + W, r + 2W, ... instead of the r-th contiguous block."""
+    return torch.stack([x[..., r::W] @ w[:, r::W].T for r in range(W)])
+
+
+def _tiled_rows(H: int, H_kv: int, d_h: int, W: int, rank: int) -> list[int]:
+    """ex17 Q2 with a replicated K/V head chosen tiled (rank % H_kv) instead of by group (rank·H_kv // W)."""
+    kv = max(H_kv // W, 1)
+    first = rank * kv if H_kv >= W else rank % H_kv
+    q = list(range(rank * (H // W) * d_h, (rank + 1) * (H // W) * d_h))
+    k = [H * d_h + i for i in range(first * d_h, (first + kv) * d_h)]
+    return q + k + [i + H_kv * d_h for i in k]
+
+
+def _record(one_rank_sends: bool = False, sliced_gather: bool = False) -> Callable[..., list[list[Any]]]:
+    def collectives_of_forward(L: int, B: int, T: int, d: int, V: int, s: int, W: int) -> list[list[Any]]:
+        if W == 1 and not one_rank_sends:
+            return []
+        gather = B * T * (V // W if sliced_gather else V) * s
+        return [["all_reduce", B * T * d * s]] * (2 * L + 1) + [["all_gather", gather]]
+    return collectives_of_forward
+
+
+def _smallest_tp(replicas: bool = True, divide_only: bool = False) -> Callable[..., int]:
+    """ex17 Q4 without the K/V replicas (each rank holds H_kv/W of the cache, rounded down), or skipping every W
+    that does not divide H_kv (no replicas allowed at all)."""
+    def smallest_tp(model: ModelPreset, hardware: HardwarePreset, S: int, B: int) -> int:
+        budget = math.floor(hardware.memory_bytes * (1 - costs.FIT_RESERVE))
+        for W in (1, 2, 4, 8, 16):
+            if model.H % W or (model.H_kv % W and (divide_only or W % model.H_kv)):
+                continue
+            heads = max(model.H_kv // W, 1) * W if replicas else model.H_kv
+            kv = 2 * model.L * B * S * heads * model.d_h * 2 // W
+            if math.ceil(model.N_params * 2 / W) + kv <= budget:
+                return W
+        return 0
+    return smallest_tp
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ex18: the cache's memory, 2026
+
+
+def _absorbed_sqrt_dc(oracle: Callable[..., Any]) -> Callable[..., Any]:
+    """ex18 Q1 scaling the scores by 1/√d_c (the latent width) instead of 1/√d_h: the naive path with w_q scaled
+    by √(d_h/d_c), which scales every score by the same factor."""
+    def wrong(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
+              w_o: torch.Tensor) -> torch.Tensor:
+        d_h, d_c = w_uk.shape[1], w_uk.shape[2]
+        return oracle(x=x, c=c, w_q=w_q * math.sqrt(d_h / d_c), w_uk=w_uk, w_uv=w_uv, w_o=w_o)
+    return wrong
+
+
+def _h2o_recent_compete(positions: list[int], scores: torch.Tensor, budget: int, recent: int) -> list[int]:
+    """ex18 Q2 choosing the budget - recent heavy hitters among all the tokens, recent ones included (a recent
+    token then takes a heavy hitter's place and fewer than budget are kept)."""
+    n = len(positions)
+    if n <= budget:
+        return list(positions)
+    heavy = scores.topk(budget - recent).indices.tolist()
+    return sorted({positions[i] for i in heavy} | set(positions[n - recent:]))
+
+
+def _step_bytes_no_own_token(model: ModelPreset, S: int, B: int, budget: int) -> int:
+    """ex18 Q3 reading min(S, budget) tokens: the step's own token, read before H2O evicts, forgotten."""
+    kv = 2 * model.L * model.H_kv * model.d_h * 2
+    return model.N_params * 2 + B * min(S, budget) * kv
+
+
+def _slots_unshifted(S: int, window: int, sinks: int) -> list[int]:
+    """ex18 Q4 with the ring indexed by the position itself (sinks + p % window), not by p - sinks."""
+    slots = [-1] * (sinks + window)
+    for p in range(S):
+        slots[p if p < sinks else sinks + p % window] = p
+    return slots
+
+
+def _fn(f: Callable[..., Any]) -> Make:
+    return lambda oracle: f
+
+
+WRONG: dict[str, list[tuple[str, Make]]] = {
+    "ex14.q1": [("each sequence its own accepted count", _fn(_per_sequence_greedy)),
+                ("every draft accepted", _fn(_no_bonus_greedy))],
+    "ex14.q2": [("not clamped to 1", _fn(_rule(clamp=False))), ("temperature ignored", _fn(_rule(temperature=False)))],
+    "ex14.q3": [("replacement drawn from p", _fn(_round(residual=False))),
+                ("bonus token drawn from the last draft's row", _fn(_round(bonus_row=-1)))],
+    "ex14.q4": [("gamma_max never tried", _fn(_best_gamma_short))],
+    "ex15.q1": [("views not counted", _fn(_kernels_only))],
+    "ex15.q2": [("_unsafe_view taken for a kernel", _fn(_classify(unsafe_view="kernel"))),
+                ("host sync taken for a kernel", _fn(_classify(sync="kernel")))],
+    "ex15.q3": [("the cache of one sequence", _fn(_bound(B=1))), ("the LM head left out", _fn(_bound(V=0)))],
+    "ex15.q4": [("up to the chunk's last position", _fn(_chunk_mask))],
+    "ex16.q1": [("H instead of H_kv", _fn(_transfer(H_kv=False))),
+                ("latency forgotten", _fn(_transfer(latency=False)))],
+    "ex16.q2": [("not stopping at the first miss", _fn(_goodput(stop_at_miss=False))),
+                ("one-token request counted as a miss", _fn(_goodput(one_token_passes=False)))],
+    "ex16.q3": [("tie broken towards the most prefill chips", _fn(_ratio_most_prefill)),
+                ("balance point rounded", _fn(_ratio_rounded))],
+    "ex16.q4": [("D = 1 requests counted", _fn(_wire_all))],
+    "ex17.q1": [("strided columns", _fn(_strided_partials))],
+    "ex17.q2": [("tiled replicas", _fn(_tiled_rows))],
+    "ex17.q3": [("one rank still records", _fn(_record(one_rank_sends=True))),
+                ("gather of one vocabulary slice", _fn(_record(sliced_gather=True)))],
+    "ex17.q4": [("K/V replicas forgotten", _fn(_smallest_tp(replicas=False))),
+                ("W must divide H_kv", _fn(_smallest_tp(divide_only=True)))],
+    "ex18.q1": [("√d_c", _absorbed_sqrt_dc)],
+    "ex18.q2": [("recent tokens compete", _fn(_h2o_recent_compete))],
+    "ex18.q3": [("the step's own token forgotten", _fn(_step_bytes_no_own_token))],
+    "ex18.q4": [("ring not offset by the sinks", _fn(_slots_unshifted))],
+}
+
+
+_PREPARED = functools.lru_cache(maxsize=None)(seed_harness.prepare)
+
+
+@pytest.fixture(autouse=True)
+def _prepare_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One exercise's cases under one seed are drawn (and their expected values computed) once for all of its
+    wrong answers: `prepare` is deterministic, and ex14's and ex15's take seconds."""
+    monkeypatch.setattr(seed_harness, "prepare", _PREPARED)
+
+
+@pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
+def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
+    name, make = WRONG[qid][index]
+    assert not seeds_passed(qid, name, make), f"{qid}: the wrong answer ({name}) kept the question"
