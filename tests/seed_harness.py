@@ -15,7 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from minigpt.exercises import EXERCISES
+from minigpt.exercises.spec import resolve
 from minigpt.exercises.wire import build_case, encode
+from minigpt.exercises.work import measured
 from minigpt.grading.cases import prepare
 from minigpt.grading.verdicts import _compare
 
@@ -23,29 +25,37 @@ SEEDS = range(40)
 Make = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-def outputs(fn: Callable[..., Any], cases: list[dict]) -> list[Any]:
-    """`fn` on each case, in the JSON form the child sends back; an exception loses its case."""
-    out = []
-    for case in cases:
+def outputs(fn: Callable[..., Any], cases: list[dict]) -> tuple[list[Any], list[dict[str, int]]]:
+    """`fn` on each case built as the grading child builds it (presets resolved to records), in the JSON form the
+    child sends back, and the work of each (`measured`, as the child
+    measures a question about a method); an exception loses its case."""
+    out, work = [], []
+    for case in resolve(cases):  # named presets as the sandbox's read-only records, as the child gets them
         try:
-            out.append(encode(fn(**build_case(case))))
+            value, done = measured(fn, build_case(case))
+            out.append(encode(value))
+            work.append(done)
         except Exception as err:  # noqa: BLE001 - a wrong answer may raise: it loses the case
             out.append(f"raised {type(err).__name__}")
-    return out
+            work.append({"flops": 0, "largest": 0})
+    return out, work
 
 
-def seeds_passed(qid: str, name: str, make: Make) -> list[int]:
+def seeds_passed(qid: str, name: str, make: Make, right: Callable[..., Any] | None = None) -> list[int]:
     """The seeds under which the wrong answer `make(oracle)` keeps question `qid` (should be none); asserts the
-    question names the edge `name` and that the right answer keeps the question under every seed."""
+    question names the edge `name` and that the right answer (`right`, or the oracle's own values where the
+    question does not check the method) keeps the question under every seed."""
     eid, q_id = qid.split(".")
     q = EXERCISES[eid].question(q_id)
     assert any(name in edge for edge in q.edges), f"{qid}: no edge named {name!r} in {q.edges}"
+    assert q.method is None or right is not None, f"{qid} checks the method: name a right answer to measure"
     wrong = make(q.oracle)
     passed = []
     for seed in SEEDS:
         prepared = prepare(eid, seed)
         cases, expected = prepared.cases[q.id], prepared.expected[q.id]
-        assert _compare(q, cases, expected, expected)[0], (qid, seed)  # the right answer keeps the question
-        if _compare(q, cases, expected, outputs(wrong, cases))[0]:
+        good = outputs(right, cases) if right is not None else (expected, [{"flops": 0, "largest": 0}] * len(cases))
+        assert _compare(q, cases, expected, *good)[0], (qid, seed)  # the right answer keeps the question
+        if _compare(q, cases, expected, *outputs(wrong, cases))[0]:
             passed.append(seed)
     return passed

@@ -326,3 +326,28 @@ def test_the_class_secret_cannot_be_found_from_feedback(tmp_path: Path) -> None:
     assert run["seed"].bit_length() == 128 and "weak_seed" not in run  # a draw of 119 bits was flagged weak
     grade_folder("ex01", tmp_path / "subs", tmp_path / "out2", seed=7, echo=False, unsafe_no_sandbox=True)
     assert "can be recovered" in json.loads((tmp_path / "out2" / "run.json").read_text())["weak_seed"]
+
+
+NAIVE_MLA = ("import math\nimport torch\n\n\n"
+             "def absorbed_decode(x, c, w_q, w_uk, w_uv, w_o):\n"
+             "    H, d_h, d_c = w_uk.shape\n"
+             "    k = torch.einsum('sc,hdc->shd', c, w_uk)\n"
+             "    v = torch.einsum('sc,hdc->shd', c, w_uv)\n"
+             "    q = (w_q @ x).view(H, d_h)\n"
+             "    p = torch.softmax(torch.einsum('hd,shd->hs', q, k) / math.sqrt(d_h), dim=-1)\n"
+             "    return w_o @ torch.einsum('hs,shd->hd', p, v).reshape(-1)\n")
+
+
+def test_a_question_about_the_method_is_graded_on_the_method(tmp_path: Path) -> None:
+    """ex18 Q1 asks for the absorbed decode: the naive path (keys and values rebuilt from the latents) gives the
+    same values and must lose the question in the sandbox, on the work the child measured (`Question.method`),
+    while the reference solution keeps it. The bug this catches: a method question graded on values only (the
+    naive path had full marks), or a measurement lost between the child and the parent."""
+    solution = (ROOT / "exercises" / "solutions" / "ex18_cache_frontier.py").read_text(encoding="utf-8")
+    (tmp_path / "subs").mkdir()
+    notebook_with("ex18", [solution], tmp_path / "subs" / "absorbed.ipynb")
+    notebook_with("ex18", [NAIVE_MLA], tmp_path / "subs" / "naive.ipynb")
+    results = dict(grade_folder("ex18", tmp_path / "subs", tmp_path / "out", timeout=60, echo=False))
+    q1 = {name: next(t for t in r.tests if t.name.startswith("q1")) for name, r in results.items()}
+    assert q1["absorbed"].score == q1["absorbed"].max_score, q1["absorbed"].output
+    assert q1["naive"].score == 0 and "rebuilt from the latents" in q1["naive"].output, q1

@@ -55,3 +55,22 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
 def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
     name, make = WRONG[qid][index]
     assert not seeds_passed(qid, name, make), f"{qid}: the wrong answer ({name}) kept the question"
+
+
+def test_every_question_of_every_exercise_names_a_wrong_answer_and_its_edge() -> None:
+    """The bug this catches: a question (a new one, or one whose edges were dropped) whose grade may depend on the
+    class seed because no named wrong answer is graded against its cases."""
+    import importlib
+    from pathlib import Path
+
+    from minigpt.exercises import EXERCISES
+
+    covered = dict(WRONG)
+    for path in sorted(Path(__file__).parent.glob("test_seed_independence_*.py")):
+        covered.update(importlib.import_module(path.stem).WRONG)
+    questions = {f"{eid}.{q.id}" for eid, ex in EXERCISES.items() for q in ex.questions}
+    assert not questions - set(covered), sorted(questions - set(covered))
+    for qid, wrong in covered.items():
+        eid, q_id = qid.split(".")
+        edges = EXERCISES[eid].question(q_id).edges
+        assert wrong and all(any(name in edge for edge in edges) for name, _ in wrong), (qid, edges)

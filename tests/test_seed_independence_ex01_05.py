@@ -17,8 +17,6 @@ import torch.nn.functional as F
 from seed_harness import SEEDS, Make, outputs, seeds_passed
 
 from minigpt.exercises import EXERCISES
-from minigpt.exercises.spec import resolve
-from minigpt.exercises.wire import build
 from minigpt.grading.cases import prepare
 from minigpt.grading.verdicts import _compare
 
@@ -63,16 +61,6 @@ def _head_everywhere(oracle: Fn) -> Fn:
 
 
 # ex02 and ex03: presets, memory budgets and the roofline
-
-def child(make: Make) -> Make:
-    """`make` seen as the grading sandbox sees it: a case's named presets (``{"$preset": name}``) reach the function
-    as read-only records of their fields (`resolve`, then `build`). The harness's `outputs` builds a case without
-    resolving them, so a function that reads `model.L` from the bare name would raise and lose every case."""
-    def made(oracle: Fn) -> Fn:
-        fn = make(oracle)
-        return lambda **kwargs: fn(**{k: build(resolve(v)) for k, v in kwargs.items()})
-    return made
-
 
 def _query_heads(oracle: Fn) -> Fn:
     """A preset question answered with the H query heads where the cache holds H_kv KV heads (equal on the
@@ -210,16 +198,16 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex01.q4": [("cross term 2·P·t dropped", lambda oracle: _cross_term_dropped)],
     "ex01.q5": [("LM head at all P positions", _head_everywhere)],
     "ex02.q1": [("the factor 2 for K and V", lambda oracle: _no_k_and_v)],
-    "ex02.q2": [("H instead of H_kv", child(_query_heads))],
-    "ex02.q3": [("the clamp to 0 left out", child(_unclamped("B"))),
-                ("N bytes instead of N·s", child(_weights_at_one_byte("B")))],
-    "ex02.q4": [("the clamp to 0 left out", child(_unclamped("S"))),
-                ("N bytes instead of N·s", child(_weights_at_one_byte("S")))],
-    "ex02.q5": [("H instead of H_kv", child(_query_heads))],
+    "ex02.q2": [("H instead of H_kv", _query_heads)],
+    "ex02.q3": [("the clamp to 0 left out", _unclamped("B")),
+                ("N bytes instead of N·s", _weights_at_one_byte("B"))],
+    "ex02.q4": [("the clamp to 0 left out", _unclamped("S")),
+                ("N bytes instead of N·s", _weights_at_one_byte("S"))],
+    "ex02.q5": [("H instead of H_kv", _query_heads)],
     "ex03.q1": [("weights read once per sequence", lambda oracle: _weights_per_sequence)],
     "ex03.q2": [("compute roof left out", lambda oracle: _memory_roof_only),
                 ("memory roof left out", lambda oracle: _compute_roof_only)],
-    "ex03.q3": [("H instead of H_kv", child(_query_heads)), ("per sequence", child(_per_sequence_ceiling))],
+    "ex03.q3": [("H instead of H_kv", _query_heads), ("per sequence", _per_sequence_ceiling)],
     "ex03.q4": [("N bytes instead of N·s", lambda oracle: _one_byte_weights)],
     "ex03.q5": [("<= instead of <", lambda oracle: _at_or_below)],
     "ex04.q1": [("D - 1 decode tokens", lambda oracle: _first_token_in_ttft)],
@@ -250,7 +238,7 @@ def argmax_seeds_passed(qid: str, name: str, make: Make) -> list[int]:
         cases, expected = prepared.cases[q.id], prepared.expected[q.id]
         right = [max(range(len(e["$tensor"])), key=e["$tensor"].__getitem__) for e in expected]
         assert _compare(q, cases, expected, right)[0], (qid, seed)  # the right answer keeps the question
-        if _compare(q, cases, expected, outputs(wrong, cases))[0]:
+        if _compare(q, cases, expected, *outputs(wrong, cases))[0]:
             passed.append(seed)
     return passed
 

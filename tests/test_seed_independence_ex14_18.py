@@ -217,6 +217,29 @@ def _absorbed_sqrt_dc(oracle: Callable[..., Any]) -> Callable[..., Any]:
     return wrong
 
 
+def _absorbed(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
+              w_o: torch.Tensor) -> torch.Tensor:
+    """The right answer to ex18 Q1, measured: the query carried into the latent space, scores and averages over
+    the latents, the value up-projection applied to the average (no [S, H, d_h] tensor)."""
+    H, d_h, d_c = w_uk.shape
+    q = (w_q @ x).view(H, d_h)
+    q_lat = torch.einsum("hd,hdc->hc", q, w_uk)  # [H, d_c]
+    weights = torch.softmax(q_lat @ c.T / math.sqrt(d_h), dim=-1)  # [H, S]
+    heads = torch.einsum("hc,hdc->hd", weights @ c, w_uv)  # [H, d_h]
+    return w_o @ heads.reshape(-1)
+
+
+def _decompressed(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
+                  w_o: torch.Tensor) -> torch.Tensor:
+    """ex18 Q1 by the naive path written by hand: keys and values rebuilt from the latents ([S, H, d_h] each), then
+    multi-head attention; its values are right, its method is the one the question rules out."""
+    H, d_h, d_c = w_uk.shape
+    k, v = torch.einsum("sc,hdc->shd", c, w_uk), torch.einsum("sc,hdc->shd", c, w_uv)
+    q = (w_q @ x).view(H, d_h)
+    weights = torch.softmax(torch.einsum("hd,shd->hs", q, k) / math.sqrt(d_h), dim=-1)
+    return w_o @ torch.einsum("hs,shd->hd", weights, v).reshape(-1)
+
+
 def _h2o_recent_compete(positions: list[int], scores: torch.Tensor, budget: int, recent: int) -> list[int]:
     """ex18 Q2 choosing the budget - recent heavy hitters among all the tokens, recent ones included (a recent
     token then takes a heavy hitter's place and fewer than budget are kept)."""
@@ -270,13 +293,16 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("gather of one vocabulary slice", _fn(_record(sliced_gather=True)))],
     "ex17.q4": [("K/V replicas forgotten", _fn(_smallest_tp(replicas=False))),
                 ("W must divide H_kv", _fn(_smallest_tp(divide_only=True)))],
-    "ex18.q1": [("√d_c", _absorbed_sqrt_dc)],
+    "ex18.q1": [("√d_c", _absorbed_sqrt_dc), ("the naive path", lambda oracle: oracle),
+                ("the naive path", lambda oracle: _decompressed)],
     "ex18.q2": [("recent tokens compete", _fn(_h2o_recent_compete))],
     "ex18.q3": [("the step's own token forgotten", _fn(_step_bytes_no_own_token))],
     "ex18.q4": [("ring not offset by the sinks", _fn(_slots_unshifted))],
 }
 
 
+#: The right answers measured for the questions that check the method (`Question.method`).
+RIGHT = {"ex18.q1": _absorbed}
 _PREPARED = functools.lru_cache(maxsize=None)(seed_harness.prepare)
 
 
@@ -290,4 +316,4 @@ def _prepare_once(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
 def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
     name, make = WRONG[qid][index]
-    assert not seeds_passed(qid, name, make), f"{qid}: the wrong answer ({name}) kept the question"
+    assert not seeds_passed(qid, name, make, RIGHT.get(qid)), f"{qid}: the wrong answer ({name}) kept the question"

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from minigpt.exercises import wire
 from minigpt.exercises.registry import question
 from minigpt.exercises.spec import UnsupportedOutput, build_case, describe_call, encode
+from minigpt.exercises.work import measured
 from minigpt.i18n import _, translate_known
 
 GRADING_ENV = "MINIGPT_GRADING"
@@ -50,7 +51,11 @@ def run_check(qid: str, function: Callable[..., Any], *, seed: int | None = None
     for i, case in enumerate(cases):
         call = describe_call(q.function, case)
         try:
-            actual = encode(function(**build_case(case)))
+            if q.method is not None:  # a question about the method: the work it did counts too
+                value, done = measured(function, build_case(case))
+            else:
+                value = function(**build_case(case))
+            actual = encode(value)
         except NotImplementedError:
             if i == 0:
                 return CheckResult("not implemented", _("{label}: not implemented yet").format(label=label), seed)
@@ -64,6 +69,8 @@ def run_check(qid: str, function: Callable[..., Any], *, seed: int | None = None
                 label=label, call=call, type=type(err).__name__, error=translate_known(str(err), wire.MESSAGES))
             return CheckResult("fail", f"{text}\n  {hint.format(hint=_(q.hint))}", seed)
         problem = q.compare(q.expected(case), actual)
+        if not problem and q.method is not None and (method := q.method(case, done)):
+            problem = _(method)
         if problem:
             replay = _("(replay this case with {call})").format(call=f"check({qid!r}, {q.function}, seed={seed})")
             text = f"FAIL {label}: {call}\n  {problem}\n  {hint.format(hint=_(q.hint))}\n  {replay}"

@@ -24,20 +24,45 @@ from minigpt.runtime.eviction import H2OCache
 from minigpt.runtime.mla import LatentAttention, LatentCache
 from minigpt.runtime.window_cache import WindowKVCache
 
-ABSORBED_EDGES = ("d_c ≠ d_h (every case): the scores scaled by 1/√d_c instead of 1/√d_h",)
+ABSORBED_EDGES = ("d_c ≠ d_h (every case): the scores scaled by 1/√d_c instead of 1/√d_h",
+                  "the first case, measured: the naive path, keys and values decompressed from the latents")
 
 
 def _absorbed_cases(rng: random.Random) -> list[dict]:
-    """d_c never equals d_h, so a score divided by the wrong width (√d_c) shows."""
+    """d_c never equals d_h, so a score divided by the wrong width (√d_c) shows. The first case is sized for the
+    method check (`_decompressed`): d_c < d_h and S ≫ H·d_h."""
     cases = []
-    for _ in range(6):
+    for i in range(6):
         H, d_h = rng.choice([1, 2, 4]), rng.choice([2, 4, 8])
         d_c = rng.choice([c for c in (3, 5, 6, 8, 12) if c != d_h])
         d, S = H * d_h, rng.randint(2, 12)
+        if i == 0:
+            H, d_h, d_c, d, S = 2, 16, 4, 32, rng.randint(200, 300)
         cases.append(dict(x=randn([d], rng), c=randn([S, d_c], rng), w_q=randn([d, d], rng, 0.5),
                           w_uk=randn([H, d_h, d_c], rng, 0.5), w_uv=randn([H, d_h, d_c], rng, 0.5),
                           w_o=randn([d, d], rng, 0.5)))
     return cases
+
+
+def _decompressed(case: dict, work: dict[str, int]) -> str | None:
+    """The method of ex18 Q1 (`minigpt.exercises.work`): rebuilding the keys, K = c·W_UKᵀ, makes an [S, H·d_h]
+    tensor with 2·S·d_c·H·d_h FLOPs (and V as much again). Where that product outweighs everything the absorbed
+    step makes or multiplies (d_c < d_h, S > d and S·H·d_h above d², S·d_c and H·S·d_c, and its FLOPs above
+    twice the absorbed step's, 4·d² + 4·H·S·d_c + 8·d·H·d_c with the absorbed matrices built in the call), an
+    answer that makes such a tensor or spends those FLOPs decompressed the latents; elsewhere the sizes say
+    nothing and only the values count."""
+    S, d_c = case["c"]["$randn"]
+    H, d_h, _ = case["w_uk"]["$randn"]
+    d = H * d_h
+    rebuilt, flops = S * H * d_h, 2 * S * d_c * H * d_h
+    absorbed = 4 * d * d + 4 * H * S * d_c + 8 * d * H * d_c
+    if not (d_c < d_h and rebuilt > max(d * d, S * d_c, H * S * d_c) and flops > 2 * absorbed):
+        return None
+    if work["largest"] >= rebuilt or work["flops"] >= flops:
+        return N_("the keys or values were rebuilt from the latents (a tensor of S·H·d_h elements, or the FLOPs "
+                  "of that product, was measured): the question asks for the absorbed path, which attends over "
+                  "the latents themselves")
+    return None
 
 
 @torch.no_grad()
@@ -164,7 +189,7 @@ EXERCISE = Exercise(
                "the softmax, and average the latents with those weights; that head's value up-projection then "
                "takes the average back to d_h, and the head's columns of the output projection to d. Sum the "
                "heads. The checker compares with the naive path, which decompresses keys and values first."),
-            edges=ABSORBED_EDGES,
+            edges=ABSORBED_EDGES, method=_decompressed,
         ),
         Question(
             "q2", "h2o_keep", "h2o_keep(positions, scores, budget, recent) -> list[int]", _keep_cases,

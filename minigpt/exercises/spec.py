@@ -63,6 +63,9 @@ class Question:
     # The cases drawn every time, whatever the seed, each named by the plausible wrong answer it separates from the
     # right one (tests/test_seed_independence.py grades those wrong answers under many seeds)
     edges: tuple[str, ...] = ()
+    # For a question whose point is the method (ex18 Q1: absorbed, not decompressed): given a case and the work the
+    # answer did on it (`minigpt.exercises.work.measured`), the problem (an N_ message) or None
+    method: Callable[[Case, dict[str, int]], str | None] | None = None
 
 
     def expected(self, case: Case) -> Any:

@@ -153,6 +153,7 @@ def main() -> None:
     import torch
 
     from minigpt.exercises.wire import UnsupportedOutput, build_case, encode
+    from minigpt.exercises.work import measured
 
     torch.set_num_threads(1)
     inputs = {q["id"]: [build_case(c) for c in q["cases"]] for q in job["questions"]}
@@ -193,12 +194,17 @@ def main() -> None:
         if not callable(fn):
             emit({"event": "q_end", "q": q["id"], "error": {"kind": "missing"}})
             continue
-        outputs, error, started, size = [], None, time.monotonic(), 0
+        outputs, work, error, started, size = [], [], None, time.monotonic(), 0
         try:
             _alarm(timeout)
             try:
                 for kwargs in inputs[q["id"]]:
-                    value = encode(fn(**kwargs))
+                    if q.get("measure"):  # a question about the method: how much work each case took
+                        value, done = measured(fn, kwargs)
+                        work.append(done)
+                    else:
+                        value = fn(**kwargs)
+                    value = encode(value)
                     size += len(dumps(value))
                     if size > cap:  # the parent's fixed cap on one question's outputs (no answer's size)
                         error = {"kind": "too_large"}
@@ -214,7 +220,8 @@ def main() -> None:
             emit({"event": "q_end", "q": q["id"], "error": error})
             continue
         try:
-            emit({"event": "q_end", "q": q["id"], "outputs": outputs, "seconds": round(time.monotonic() - started, 3)})
+            emit({"event": "q_end", "q": q["id"], "outputs": outputs, "seconds": round(time.monotonic() - started, 3),
+                  **({"work": work} if q.get("measure") else {})})
         except (TypeError, ValueError):
             emit({"event": "q_end", "q": q["id"], "error": {"kind": "unsaveable"}})
     emit({"event": "done"})

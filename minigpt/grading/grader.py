@@ -186,7 +186,8 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
             "skip_cells": sorted(state.skip_cells),
             "output_cap": OUTPUT_CAP_BYTES,
             "offered": offered(prepared.exercise.questions),  # what the instructions give: not a review finding
-            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id])}
+            "questions": [{"id": q.id, "function": q.function, "cases": resolve(prepared.cases[q.id]),
+                           "measure": q.method is not None}
                           for q in pending],
         }
         run = run_child(job, notebook, isolation, lib, log_path, timeout, deadline, bounds, size_limits.code_cells)
@@ -216,7 +217,8 @@ def _run_group(notebook: bytes, prepared: Prepared, questions: list[Question], l
                 elif error is not None:
                     verdicts[q.id] = (False, f"{q.function} {feedback.describe(error, timeout)}")
                 else:
-                    verdicts[q.id] = _compare(q, prepared.cases[q.id], prepared.expected[q.id], ev.get("outputs"))
+                    verdicts[q.id] = _compare(q, prepared.cases[q.id], prepared.expected[q.id], ev.get("outputs"),
+                                              ev.get("work"))
         if run.flooded:
             for qid in set(verdicts) - before:  # a timeout while the output overflowed the cap: report the flood
                 ok, message = verdicts[qid]

@@ -11,6 +11,7 @@ from minigpt.exercises.spec import Question, describe_call
 from minigpt.exercises.wire import MESSAGES as WIRE_MESSAGES
 from minigpt.exercises.wire import conforms
 from minigpt.exercises.wire_shapes import is_scalar, kind_of
+from minigpt.exercises.work import valid_work
 from minigpt.grading.event_order import ChildRun
 from minigpt.grading.feedback import strip_controls
 from minigpt.grading.review import Finding
@@ -31,9 +32,15 @@ def _says(message: str, words: str) -> bool:
 CATEGORIES = ("answer", "runtime", "tampering")  # the child's; the parent adds "copy" (`folder.copies_of`)
 
 
-def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) -> tuple[bool, str]:
-    """Whether the outputs agree; the message names the first failing case's inputs, never its expected value."""
+def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any,
+             work: Any = None) -> tuple[bool, str]:
+    """Whether the outputs agree and, for a question about a method (`Question.method`), whether each case's
+    `work` (as the child measured it, `minigpt.exercises.work`) is the method's; the message names the first
+    failing case's inputs, never its expected value."""
     if type(outputs) is not list or len(outputs) != len(expected):
+        return False, _("the grader received no usable output")
+    if q.method is not None and (type(work) is not list or len(work) != len(cases)
+                                 or not all(valid_work(w) for w in work)):
         return False, _("the grader received no usable output")
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
         where = _("case {i}/{n}: {call}").format(i=i + 1, n=len(cases), call=describe_call(q.function, case))
@@ -52,6 +59,9 @@ def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any) 
         if problem:
             return False, _("not the package's value (the grader does not show expected values; check() in the "
                             "notebook shows them on fresh cases), in {where}").format(where=where)
+        method = q.method(case, work[i]) if q.method is not None else None
+        if method:
+            return False, _("{problem}, in {where}").format(problem=_(method), where=where)
     return True, _("{n} random cases agree with the package").format(n=len(cases))
 
 
