@@ -220,6 +220,34 @@ def test_a_request_is_retried_once_then_failed_with_both_reasons() -> None:
     assert none.records[1].status == "failed" and none.records[1].reason == "why; not retried (retries=0)"
 
 
+def test_the_first_token_goes_first_whatever_order_the_two_workers_reports_arrive_in() -> None:
+    """The first token comes from the prefill worker, the others from the decode worker, on two connections: on a
+    busy machine the driver may read the decode worker's tokens, and even its DONE, before the prefill worker's
+    FIRST. The bug it catches: FIRST replacing the tokens heard so far (a finished request missing tokens, seen
+    once under load: [165, 1, 3, 6, 22] for [165, 31, 280, 1, 3, 6, 22]), or ignored once the request finished,
+    or the run ending before it arrives."""
+    from minigpt.distributed.disagg_wire import DONE, FIRST, SENT, TOKEN
+
+    c = ModelConfig()
+    requests = [replace(r, max_new_tokens=4) for r in _trace(2, seed=9)]
+    for done_first in (False, True):
+        driver = disagg.Driver(disagg.DisaggConfig(), requests, False, S_max=c.S_max, V=c.V)
+        driver.t0 = 0.0
+        r = driver.records[0]
+        r.status, r.prefill_rank, r.decode_rank = "prefilling", 1, 2
+        for tok in (31, 280, 1):
+            driver.handle(2, [TOKEN, 0, 0, tok, 2.0 + tok / 1000], 0.0)
+        if done_first:
+            driver.handle(2, [DONE, 0, 0], 0.0)
+            assert driver._open(r)  # finished, but the prefill worker's reports are still due
+        driver.handle(1, [FIRST, 0, 0, 165, 1.0, 0.0], 0.0)
+        driver.handle(1, [SENT, 0, 0, 64, 0.01, 2], 0.0)
+        if not done_first:
+            driver.handle(2, [DONE, 0, 0], 0.0)
+        assert r.tokens == [165, 31, 280, 1] and r.token_s[0] == 1.0 and r.status == "finished", (done_first, r)
+        assert not driver._open(r)
+
+
 def test_the_driver_sees_a_worker_whose_process_ended() -> None:
     """A receive from a dead peer may never complete, and a prefill worker that dies with only a transfer in
     flight holds no prefill the silence rule would time: the driver also looks at the workers' processes. The

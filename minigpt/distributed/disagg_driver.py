@@ -69,11 +69,11 @@ class Driver:
         return False
 
     def _open(self, r: RequestRecord) -> bool:
-        """Unfinished, or finished by its decode worker before its prefill worker reported the transfer (the
-        two reports travel on different connections): the run waits for that report too."""
+        """Unfinished, or finished by its decode worker before its prefill worker reported the first token and
+        the transfer (the two travel on different connections): the run waits for those reports too."""
         if r.status not in ("finished", "failed"):
             return True
-        return (r.status == "finished" and len(r.tokens) > 1 and r.transfer_s is None
+        return (r.status == "finished" and r.max_new_tokens > 1 and r.transfer_s is None
                 and r.prefill_rank in self.live)
 
     def holding(self, rank: int) -> list[int]:
@@ -176,12 +176,13 @@ class Driver:
             self.ready.add(src)
             return
         r = self.records[i]
-        if attempt != r.attempt or r.status == "failed" or (r.status == "finished" and kind != SENT):
+        if attempt != r.attempt or r.status == "failed" or (r.status == "finished" and kind not in (SENT, FIRST)):
             return  # a message of an attempt that was given up
-        if kind == FIRST:
-            r.tokens, r.token_s = [int(msg[3])], [msg[4] - self.t0]
+        if kind == FIRST:  # the decode worker's tokens (another connection) may have come first: it goes before
+            r.tokens.insert(0, int(msg[3]))
+            r.token_s.insert(0, msg[4] - self.t0)
             self._interval[0] += r.P
-            if msg[5]:
+            if msg[5] or r.status == "finished":
                 r.status, r.reason = "finished", "max_new_tokens"
             else:
                 r.status = "decoding"
