@@ -5,13 +5,11 @@ the harness's seeds (`tests/seed_harness.py`; the file of ex06 and ex11: `tests/
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-import seed_harness
 import torch
 from seed_harness import Make, seeds_passed
 
@@ -93,7 +91,7 @@ def _classify(unsafe_view: str = "view", sync: str = "sync") -> Callable[[list[s
 
 
 def _bound(**override: Any) -> Callable[..., str]:
-    """ex15 Q3 with one term of the traffic wrong: `B=1` (the cache of one sequence) or `V=0` (no LM head)."""
+    """ex15 Q3 with one term of the traffic wrong: `B=1` (the cache of one sequence)."""
     def binding_term(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, n_ops: int, t_op: float) -> str:
         given = dict(N_params=model.N_params, s=2, bandwidth=hardware.bandwidth, peak_flops=hardware.peak_flops,
                      S=S, B=B, n_ops=n_ops, t_op=t_op)
@@ -278,7 +276,7 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex15.q1": [("views not counted", _fn(_kernels_only))],
     "ex15.q2": [("_unsafe_view taken for a kernel", _fn(_classify(unsafe_view="kernel"))),
                 ("host sync taken for a kernel", _fn(_classify(sync="kernel")))],
-    "ex15.q3": [("the cache of one sequence", _fn(_bound(B=1))), ("the LM head left out", _fn(_bound(V=0)))],
+    "ex15.q3": [("the cache of one sequence", _fn(_bound(B=1)))],
     "ex15.q4": [("up to the chunk's last position", _fn(_chunk_mask))],
     "ex16.q1": [("H instead of H_kv", _fn(_transfer(H_kv=False))),
                 ("latency forgotten", _fn(_transfer(latency=False)))],
@@ -303,14 +301,6 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
 
 #: The right answers measured for the questions that check the method (`Question.method`).
 RIGHT = {"ex18.q1": _absorbed}
-_PREPARED = functools.lru_cache(maxsize=None)(seed_harness.prepare)
-
-
-@pytest.fixture(autouse=True)
-def _prepare_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One exercise's cases under one seed are drawn (and their expected values computed) once for all of its
-    wrong answers: `prepare` is deterministic, and ex14's and ex15's take seconds."""
-    monkeypatch.setattr(seed_harness, "prepare", _PREPARED)
 
 
 @pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
