@@ -119,11 +119,11 @@ def test_wrong_answer_gets_spanish_feedback_with_the_same_verdict(qid: str, answ
 
 def test_spanish_numbers_in_ex16(spanish: None) -> None:
     message = run_check("ex16.q1", wrong((1, 0.0)), seed=5).message
-    assert f"se esperaban 110{NNBSP}872{NNBSP}756{NNBSP}224 bytes, se recibieron 1: por token" in message
+    assert f"se esperaban 5{NNBSP}348{NNBSP}392{NNBSP}960 bytes, se recibieron 1: por token" in message
     message = run_check("ex16.q4", wrong(12345), seed=5).message
     assert f"se recibieron 12{NNBSP}345:" in message
     message = run_check("ex03.q1", wrong(1234567.891), seed=5).message
-    assert f"se esperaba 0,96620221, se recibió 1{NNBSP}234{NNBSP}567,9 (tolerancia: relativa 1e-09)" in message
+    assert f"se esperaba 4,3640419, se recibió 1{NNBSP}234{NNBSP}567,9 (tolerancia: relativa 1e-09)" in message
 
 
 def test_pass_and_not_implemented_in_spanish(spanish: None) -> None:
@@ -176,15 +176,15 @@ def test_child_messages_are_recognised_and_translated(spanish: None) -> None:
 
 def test_english_messages_are_unchanged(english: None) -> None:
     assert run_check("ex01.q1", wrong(0), seed=1).message == (
-        "FAIL ex01.q1 prefill_flops: prefill_flops(L=18, P=1034, d=4192)\n"
-        "  expected 4,086,142,207,488, got 0\n"
+        "FAIL ex01.q1 prefill_flops: prefill_flops(L=84, P=1102, d=6224)\n"
+        "  expected 44,300,805,394,944, got 0\n"
         "  hint: seed convention (1 FLOP per multiply-add): 12·L·P·d² for the matrices plus 2·L·P²·d for the "
         "attention scores and the weighted sum of values.\n"
         "  (replay this case with check('ex01.q1', prefill_flops, seed=1))")
     assert run_check("ex16.q4", wrong(0), seed=1).message == (
-        "FAIL ex16.q4 wire_bytes: wire_bytes(model=MODELS['MiniGPT'], requests=[[3997, 1], [3546, 1], [3649, 138], "
-        "[1875, 1]])\n"
-        "  expected 3,736,576 bytes, got 0: which requests still need a decode worker once their first token is "
+        "FAIL ex16.q4 wire_bytes: wire_bytes(model=MODELS['Mistral-7B'], requests=[[769, 1], [3194, 223], [18, 1], "
+        "[2182, 1]])\n"
+        "  expected 418,643,968 bytes, got 0: which requests still need a decode worker once their first token is "
         "out? Those, and only those, send their prompt's K/V (Question 1's bytes)\n"
         "  hint: requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
         "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)\n"
@@ -194,7 +194,7 @@ def test_english_messages_are_unchanged(english: None) -> None:
         raise ValueError("bad value 12345")
 
     assert run_check("ex02.q1", fails, seed=1).message == (
-        "FAIL ex02.q1 kv_bytes_per_token: kv_bytes_per_token(L=35, H_kv=2, d_h=80, s=1) raised ValueError: bad "
+        "FAIL ex02.q1 kv_bytes_per_token: kv_bytes_per_token(L=1, H_kv=1, d_h=64, s=1) raised ValueError: bad "
         "value 12345\n  hint: Eq. (2.1): one key and one value (the 2) per layer per KV head, each d_h values of s "
         "bytes.")
     assert run_check("ex02.q1", raises, seed=1).message == "ex02.q1 kv_bytes_per_token: not implemented yet"

@@ -468,6 +468,8 @@ def test_nothing_of_an_expected_answer_enters_the_sandbox(tmp_path: Path, monkey
         assert set(job) == {"limits", "size_limits", "skip_cells", "output_cap", "offered", "questions"}, set(job)
         assert job["output_cap"] == OUTPUT_CAP_BYTES
         for q in job["questions"]:
-            assert set(q) == {"id", "function", "cases"}, set(q)
+            # "measure" is the spec's word that the question is about the method (Question.method), not an answer
+            assert set(q) == {"id", "function", "cases", "measure"}, set(q)
+            assert isinstance(q["measure"], bool)
     prepared = grader.prepare("ex06", grader.submission_seed(7, (tmp_path / "ex06.ipynb").read_bytes()))
     assert repr(prepared.expected["q5"][0]) not in json.dumps(jobs)

@@ -30,7 +30,7 @@ def test_score_counts_timeouts_as_kills_and_untested_mutants_as_survivors():
 def test_report_takes_triaged_equivalents_out_of_the_denominator(tmp_path, monkeypatch):
     results = tmp_path / "results"
     results.mkdir()
-    (results / "m.json").write_text(json.dumps({
+    (results / "minigpt.x.json").write_text(json.dumps({
         "module": "minigpt/x.py", "mutants": 10, "counts": {"killed": 8, "survived": 2},
         "survivors": ["m.a", "m.b"], "seconds": 3}))
     monkeypatch.setattr(mutate, "RESULTS", results)
