@@ -66,7 +66,7 @@ mutate: $(STAMP)
 # interval in mutation/report.md (CONTRIBUTING, "Tests that can fail").
 mutate-sample: $(STAMP)
 	$(BIN)/python -m pip install -q -r requirements-mutate.txt
-	$(BIN)/python scripts/maintenance/mutate_sample.py --n $(or $(N),400) --seed $(or $(SEED),36)
+	$(BIN)/python scripts/maintenance/mutate_sample.py --n $(or $(N),400) --seed $(or $(SEED),36) $(if $(RESUME),--resume)
 	$(BIN)/python scripts/maintenance/mutate.py --report
 
 $(VENDOR): package.json package-lock.json scripts/book/vendor_assets.sh

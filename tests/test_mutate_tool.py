@@ -64,3 +64,33 @@ def test_a_cost_modules_tests_are_the_ones_that_name_it_not_every_importer_of_th
     # outside the cost model the facade still counts: test_serving_costs reaches the scheduler by
     # `from minigpt.serving import ...`, naming none of its functions
     assert "tests/test_serving_costs.py" in mutate.tests_of("minigpt/serving/scheduler.py")
+
+
+def test_a_sample_resumes_only_the_same_draw_and_the_report_says_when_it_is_incomplete(tmp_path, monkeypatch):
+    """`mutate_sample.py --resume` keeps an earlier run's subpackages only for the same seed, n and mutant
+    names (a changed module draws other mutants: its old verdicts would be of another program), and a
+    partial sample.json is reported as incomplete. Guards resuming across draws, and a partial score
+    shown as the sample's."""
+    import mutate_sample
+    from mutate_report import render
+
+    sample = tmp_path / "sample.json"
+    monkeypatch.setattr(mutate_sample, "SAMPLE", sample)
+    drawn = {"minigpt/serving/a.py": ["minigpt.serving.a.x_f__mutmut_1", "minigpt.serving.a.x_f__mutmut_2"],
+             "minigpt/runtime/b.py": ["minigpt.runtime.b.x_g__mutmut_1"]}
+    groups = {"serving": {"commit": "abcdef0123456", "seconds": 7,
+                          "status": {"minigpt.serving.a.x_f__mutmut_1": "killed",
+                                     "minigpt.serving.a.x_f__mutmut_2": "survived"}}}
+    args = type("A", (), {"seed": 36, "n": 3})()
+    mutate_sample._write(args, {"minigpt/serving/a.py": ["m"] * 9, "minigpt/runtime/b.py": ["m"] * 4}, drawn, groups,
+                         dict(groups["serving"]["status"]), 7)
+    assert mutate_sample._saved(36, 3, drawn) == groups
+    assert mutate_sample._saved(37, 3, drawn) == {} and mutate_sample._saved(36, 4, drawn) == {}
+    assert mutate_sample._saved(36, 3, {"minigpt/serving/a.py": ["minigpt.serving.a.x_f__mutmut_9"]}) == {}
+    results = tmp_path / "results"
+    results.mkdir()
+    sample.rename(results / "sample.json")
+    text = render(results, {}, [], "3.8.1", 0.9)
+    assert "**Incomplete**: 2 of the 3 drawn mutants" in text
+    assert "| serving | 2 | 1 | 1 | 0 | 0 | 50.0% |" in text and "abcdef0123 | 7 |" in text
+    assert "- `minigpt.serving.a.x_f__mutmut_2` (sample)" in text

@@ -3,7 +3,7 @@
 The step's chunks (prompt chunks of any length T and decodes, T = 1) are flattened into one batch
 (`minigpt.runtime.varlen.flatten`) and run by one forward (`forward_varlen`): the per-token layers read
 their weights once for the whole step, attention reads each sequence's own blocks, and the LM head runs
-only at the rows that sample. `fused=False` keeps the older executor, one `MiniGPT.forward` `[B, T]` per
+only at the rows that sample. `fused=False` runs the unfused executor, one `MiniGPT.forward` `[B, T]` per
 distinct chunk length T over a padded ragged batch: the comparison of `scripts/bench/bench.py`.
 """
 

@@ -7,7 +7,7 @@ takes `roofline_time(F, bytes)` = max(bytes / BW, F / π) (Chapter 3), with F = 
 new K/V and the activations). A decode-only step is thus Eq. (7.2) exactly. By default a step is
 priced as the engine runs it (`ModelExecutor`, and vLLM, Orca, Sarathi-Serve): one forward over all its
 tokens, prompt chunks and decodes together, so the weights are read once per step, the mixed step of
-`costs.mixed_step_time`. `fused=False` prices the older executor instead, one forward per distinct
+`costs.mixed_step_time`. `fused=False` prices the unfused executor instead, one forward per distinct
 chunk length T (a mixed step pays a weight read per forward), kept for the comparison.
 The LM head is priced at one row per sequence of the step (as `costs.mixed_step_time` does); the fused
 executor computes it only at the rows that sample, one d·V row fewer per unfinished prompt chunk.

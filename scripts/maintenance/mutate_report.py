@@ -108,19 +108,26 @@ def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survi
         killed = sum(status[n] in ("killed", "timeout", "caught by type check") for n in decided)
         lo, hi = wilson(killed, len(decided))
         no_tests = sum(status[n] == "no tests" for n in decided)
+        at = r.get("groups", {}).get(group, {})
         rows.append(f"| {group} | {len(names)} | {killed} | {len(decided) - killed} | {no_tests} | "
-                    f"{len(names) - len(decided)} | {killed / max(len(decided), 1):.1%} | {lo:.0%}–{hi:.0%} |")
+                    f"{len(names) - len(decided)} | {killed / max(len(decided), 1):.1%} | {lo:.0%}–{hi:.0%} | "
+                    f"{at.get('commit', '')[:10]} | {at.get('seconds', r['seconds'] if group == 'all' else '')} |")
     total = sum(r["population"].values())
     return [
         "## A sample of the modules not run in full",
         "",
         f"{r['n']} mutants drawn uniformly (seed {r['seed']}) from the {total:,} mutants of the "
         f"{len(r['population'])} mechanism modules with no full result, run by `mutate_sample.py` "
-        f"at commit `{r['commit'][:10]}` ({r['seconds']} s); the interval is Wilson's, 95 %. *No tests*: no "
-        "test reaches the mutated function in the test's own process (a survivor).",
+        f"one mutmut session per subpackage, each at the commit its row names ({r['seconds']} s in all); the "
+        "interval is Wilson's, 95 %. *No tests*: no test reaches the mutated function in the test's own "
+        "process (a survivor).",
+        *([] if r.get("complete", True) else [
+            "", f"**Incomplete**: {len(status)} of the {r['n']} drawn mutants have a result; the subpackages "
+            "missing below have not run (`mutate_sample.py --resume` runs them)."]),
         "",
-        "| subpackage | drawn | killed | survived | of which no tests | equivalent | score | 95 % |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| subpackage | drawn | killed | survived | of which no tests | equivalent | score | 95 % | commit "
+        "| time (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|---:|",
         *rows,
         "",
     ]

@@ -88,12 +88,34 @@ def run_group(group: str, drawn: dict[str, list[str]], max_children: int) -> dic
     return {k: status_by_exit_code[v] for k, v in sorted(codes.items())}
 
 
+def _saved(seed: int, n: int, drawn: dict[str, list[str]]) -> dict:
+    """The groups of an earlier run of the same draw (same seed, n and mutant names), to resume from."""
+    if not SAMPLE.exists():
+        return {}
+    r = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    names = {k for v in drawn.values() for k in v}
+    if (r.get("seed"), r.get("n")) != (seed, n) or not set(r.get("status", {})) <= names:
+        return {}
+    return r.get("groups", {})
+
+
+def _write(args: argparse.Namespace, pop: dict, drawn: dict, groups: dict, status: dict, seconds: int) -> None:
+    """sample.json after every group: nothing a later group's failure does loses an earlier one."""
+    result = {"seed": args.seed, "n": args.n, "mutmut": mutate.MUTMUT,
+              "commit": ", ".join(sorted({g["commit"][:10] for g in groups.values()})),
+              "complete": len(status) == sum(len(v) for v in drawn.values()),
+              "population": {m: len(v) for m, v in pop.items()}, "groups": groups, "status": status,
+              "seconds": seconds}
+    SAMPLE.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=400, help="mutants to draw (default 400)")
     parser.add_argument("--seed", type=int, default=36, help="the draw's seed (default 36)")
     parser.add_argument("--max-children", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--list", action="store_true", help="print the draw, run nothing")
+    parser.add_argument("--resume", action="store_true", help="keep the groups an earlier run of this draw finished")
     args = parser.parse_args()
     modules = [m for m in mutate.modules() if m not in full_runs()]
     pop = population(modules)
@@ -102,20 +124,33 @@ def main() -> None:
         for m, names in drawn.items():
             print(m, len(names), " ".join(mutate.tests_of(m)))
         return
-    start, status = time.monotonic(), {}
+    groups = _saved(args.seed, args.n, drawn) if args.resume else {}
+    status = {k: v for g in groups.values() for k, v in g["status"].items()}
+    failed: list[str] = []
     for group in sorted({_group(m) for m in drawn}):
+        if group in groups:
+            print(f"{group}: kept from the earlier run ({groups[group]['commit'][:10]})", flush=True)
+            continue
         part = {m: v for m, v in drawn.items() if _group(m) == group}
-        status.update(run_group(group, part, args.max_children))
-        print(f"{group}: {sum(s != 'survived' and s != 'no tests' for s in status.values())} of {len(status)} "
-              f"killed so far, {round(time.monotonic() - start)} s", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mutate.ROOT, capture_output=True, text=True).stdout
-    result = {"seed": args.seed, "n": args.n, "mutmut": mutate.MUTMUT, "commit": commit.strip(),
-              "population": {m: len(v) for m, v in pop.items()}, "status": status,
-              "seconds": round(time.monotonic() - start)}
-    SAMPLE.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mutate.ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        begun = time.monotonic()
+        try:
+            found = run_group(group, part, args.max_children)
+        except SystemExit as e:  # a group whose session fails is reported and left out; the others stand
+            print(f"{group}: FAILED, {e}", flush=True)
+            failed.append(group)
+            continue
+        groups[group] = {"commit": commit, "seconds": round(time.monotonic() - begun), "status": found}
+        status.update(found)
+        _write(args, pop, drawn, groups, status, sum(g["seconds"] for g in groups.values()))
+        print(f"{group}: {sum(s in ('killed', 'timeout') for s in found.values())} of {len(found)} killed, "
+              f"{groups[group]['seconds']} s", flush=True)
     killed = sum(s in ("killed", "timeout", "caught by type check") for s in status.values())
     lo, hi = wilson(killed, len(status))
-    print(f"sample: {killed}/{len(status)} killed, 95 % {lo:.0%}-{hi:.0%}, {result['seconds']} s")
+    print(f"sample: {killed}/{len(status)} killed, 95 % {lo:.0%}-{hi:.0%}")
+    if failed:
+        raise SystemExit(f"groups not run: {failed}; fix them, then run again with --resume")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ def long_prompts(short: list[Request], long_P: int, every: int, V: int) -> list[
 
 
 def chunked(real, scaled, replay, n: int, base_rate: float, replay_unfused=None, scaled_unfused=None) -> dict[str, Any]:
-    """The chunked experiment; with `replay_unfused` and `scaled_unfused` also the older executor (one forward
+    """The chunked experiment; with `replay_unfused` and `scaled_unfused` also the unfused executor (one forward
     per chunk length), replayed for Llama and measured on the scaled model."""
     out: dict[str, Any] = {}
     llama = ((64, 256), (128, 256), 3500, [None, 256, 512, 1024, 2048], LLAMA.V, 32, base_rate, n)
