@@ -687,9 +687,14 @@ def test_the_overhead_formulas_pass_the_cache_width_and_price_the_cache_by_defau
 
 def test_the_overhead_step_time_passes_the_ffn_width():
     """Eq. (18.1)'s traffic term is this model's Eq. (7.2) time: a d_ffn dropped on the way prices a
-    4·d FFN instead (on a chip where every FLOP shows)."""
+    4·d FFN instead, a V dropped leaves out the LM head, an ffn_matrices dropped prices a two-matrix FFN
+    for a gated one (on a chip where every FLOP shows)."""
     model = dict(L=2, S=5, d=8, N_params=1000, s=2, d_ffn=20, bandwidth=1e12, peak_flops=1.0)
     assert costs.overhead_step_time(**model, n_ops=1, t_op=1e-9) == costs.decode_step_time(**model)
+    for extra in (dict(V=100), dict(ffn_matrices=3), dict(V=100, ffn_matrices=3, B=3)):
+        full = {**model, **extra}
+        assert costs.decode_step_time(**full) != costs.decode_step_time(**model)
+        assert costs.overhead_step_time(**full, n_ops=1, t_op=1e-9) == costs.decode_step_time(**full)
 
 
 def test_a_preset_hands_over_its_shape_and_reads_one_tokens_experts_by_default():
