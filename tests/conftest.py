@@ -47,6 +47,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "source_text: reads the package's source text (its layout, or mutants made from it); "
         "deselected under `make mutate`, whose copy of the package is rewritten"
     )
+    config.addinivalue_line(
+        "markers", "compiles: traces the package with torch.compile; deselected under `make mutate` (Dynamo "
+        "cannot trace mutmut's trampolines, a ContextVar read in every mutated function)"
+    )
 
 
 def _browser_skipped_by_choice() -> bool:

@@ -107,6 +107,7 @@ def compiled() -> StaticDecoder:
     return StaticDecoder(sweeps.random_model(SMALL, seed=4), 2)
 
 
+@pytest.mark.compiles
 def test_compiled_step_equals_eager(compiled: StaticDecoder) -> None:
     model = compiled.model
     prompt = _prompt(2, 5, SMALL.V, seed=7)
@@ -123,6 +124,7 @@ def test_compiled_step_equals_eager(compiled: StaticDecoder) -> None:
         token = want.argmax(dim=-1)
 
 
+@pytest.mark.compiles
 def test_compiled_step_compiles_once(compiled: StaticDecoder) -> None:
     first = compiled.compile_s
     compiled.generate(_prompt(2, 3, SMALL.V, seed=8), 10)  # another prompt length, more steps: no recompile

@@ -126,7 +126,7 @@ def _workdir(slug: str, only: list[str], tests: list[str]) -> Path:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for part in ("minigpt", "tests", "exercises", "chapters/data", "appendices", "scripts/book"):
+    for part in ("minigpt", "tests", "exercises", "chapters/data", "appendices", "scripts"):
         shutil.copytree(ROOT / part, work / part, ignore=ignore)
     for part in ("intro.md", "references.bib"):  # with appendices/: what test_notation reads
         shutil.copy2(ROOT / part, work / part)
@@ -135,10 +135,10 @@ def _workdir(slug: str, only: list[str], tests: list[str]) -> Path:
         "\n[tool.mutmut]\n"
         'source_paths = ["minigpt"]\n'
         f"only_mutate = {json.dumps(only)}\n"
-        'also_copy = ["exercises", "chapters", "appendices", "intro.md", "references.bib"]\n'
+        'also_copy = ["exercises", "chapters", "appendices", "scripts", "intro.md", "references.bib"]\n'
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", "not site and not source_text",'
-        ' "-q"]\n'
+        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", '
+        '"not site and not source_text and not compiles", "-q"]\n'
         # A mutant that hangs (a loop that never ends) is killed after 4x its tests' clean time in CPU
         # seconds, plus 1 s, doubled (mutmut's default, 15x, let one mutant of kv_cache.py run 15 minutes).
         "timeout_multiplier = 4.0\n"
