@@ -110,3 +110,11 @@ def test_what_gpt2_cannot_hold_is_a_clear_error(tmp_path: Path) -> None:
 def test_import_minigpt_stays_light() -> None:
     code = "import sys, minigpt, minigpt.interop.hf; sys.exit('transformers' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_export_creates_the_folders_on_its_path(shipped, tmp_path: Path) -> None:
+    """`export_gpt2(model, "checkpoints/minigpt")` in a fresh folder makes both levels, as `save_pretrained`
+    does: a user's nested path must not need a mkdir first."""
+    out = export_gpt2(shipped.model, tmp_path / "checkpoints" / "minigpt", shipped.tokenizer)
+    assert out == tmp_path / "checkpoints" / "minigpt" and (out / "config.json").is_file()
+    assert load_gpt2(out).config == shipped.model.config

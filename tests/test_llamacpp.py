@@ -130,3 +130,34 @@ def test_bad_input_names_the_parameter(files, llamacpp, exact) -> None:
         llamacpp.logits(exact, [600])
     with pytest.raises(ValueError, match="at least 2 tokens"):
         llamacpp.request_meters(exact, [5], 4)
+
+
+def test_greedy_reaches_the_last_position_and_evaluates_no_token_past_it(exact, llamacpp, shipped) -> None:
+    """D may run the sequence to the file's last position (len(ids) + D = context + 1: the last token is
+    sampled, never evaluated); a loop that also evaluates the last sampled token asks llama.cpp for a
+    position past the context. Equal to MiniGPT's greedy tokens there too."""
+    prompt = shipped.tokenizer.encode(PROMPT)
+    D = llamacpp.context(exact) + 1 - len(prompt)
+    want = generate(shipped.model, torch.tensor([prompt]), D).tokens[0]
+    assert llamacpp.greedy(exact, prompt, D) == want
+    assert exact.n_tokens == len(prompt) + D - 1  # the tokens llama.cpp evaluated: the last is only sampled
+
+
+def test_the_version_record_names_an_unset_thread_count_as_empty(llamacpp, monkeypatch) -> None:
+    """`llama_cpp_version()` goes into every sweep's data: an unset OMP_NUM_THREADS is recorded as "" (a
+    JSON string, as when it is set), not None."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert llamacpp.llama_cpp_version()["threads_env"] == ""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert llamacpp.llama_cpp_version()["threads_env"] == "1"
+
+
+def test_verbose_passes_llama_cpps_log_through(files, llamacpp, capfd) -> None:
+    """`open_gguf(verbose=True)` lets llama.cpp write its loading log (to the process's stderr, below
+    Python's), `verbose=False` silences it: the flag reaches `Llama(verbose=...)`."""
+    capfd.readouterr()
+    llamacpp.open_gguf(files["f32"], verbose=False)
+    quiet = capfd.readouterr().err
+    llamacpp.open_gguf(files["f32"], verbose=True)
+    loud = capfd.readouterr().err
+    assert len(loud) > len(quiet) + 200 and "llama" in loud.lower(), (len(quiet), loud[:200])
