@@ -22,7 +22,7 @@ NB ?=
 JOBS ?= auto
 XDIST := -n $(JOBS)
 
-.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench mutate mutate-sample clean
+.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench mutate mutate-sample claims-report clean
 
 help:
 	@echo "make book        build the static site, English into _build/html, Spanish into _build/html/es (warnings are errors)"
@@ -34,6 +34,7 @@ help:
 	@echo "make bench       speed and memory benchmarks (scripts/bench/bench.py, scripts/bench/bench_browser.py, scripts/bench/grade_class_demo.py)"
 	@echo "make mutate      mutation testing of the mechanism modules (MODULE=minigpt/runtime/eviction.py for one); mutation/report.md"
 	@echo "make mutate-sample  a seeded sample of 400 mutants of the modules not run in full (N=, SEED=)"
+	@echo "make claims-report  ledger entries older than their age, and statements about real systems not yet checked"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
 
@@ -132,6 +133,9 @@ translations: $(STAMP)
 	$(BIN)/python scripts/book/translations.py update
 	$(BIN)/python scripts/book/translations.py notebooks
 	$(BIN)/python scripts/book/translations.py status
+
+claims-report: $(STAMP)
+	$(BIN)/python scripts/maintenance/claims_report.py $(if $(DAYS),--days $(DAYS))
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench/bench.py

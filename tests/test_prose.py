@@ -77,6 +77,24 @@ def test_no_internal_documents_cited(page):
     assert not problems, "the book cites documents its readers do not have:\n" + "\n".join(problems)
 
 
+# The book's own history, which a reader never saw: "the older executor", "this cache used to", "the old
+# argument", "the first recording", "no longer records". (Technical "no longer" stays: "can no longer attend".)
+HISTORY = re.compile(
+    r"\b(?:the|an|its) older (?:executor|version|code|table|argument|figure|cache|recording|sweep|chapter)\b"
+    r"|\bthe old (?:argument|way|path|executor|table|version|figure|text|wording|plot)\b"
+    r"|\b(?:this|the) (?:book|chapter|cache|table|figure|sweep|page|executor|engine|model) used to\b"
+    r"|\b(?:an earlier|a previous|the previous|the first) (?:version|edition|draft|recording|run) of (?:this|the book)"
+    r"|\bthe first recording\b|\bno longer (?:records|prints|plots|uses|reads|counts|shows)\b"
+    r"|\bin (?:an|the) earlier (?:version|draft|edition)\b", re.I)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_prose_tells_no_revision_history(page):
+    problems = [f"{b.label}: {' '.join(w[max(0, m.start() - 40): m.end() + 30].split())!r}"
+                for b in book_text.page_blocks(page) for w in [book_text.prose(b.text)] for m in HISTORY.finditer(w)]
+    assert not problems, "the prose tells the book's own history, which a reader never saw:\n" + "\n".join(problems)
+
+
 def test_seed_and_internal_checks_can_fail():
     assert len(seed_words("The seed's running example, as seed 002 says.")) == 2
     assert seed_words("the seed that replays it") != []
@@ -85,6 +103,12 @@ def test_seed_and_internal_checks_can_fail():
     assert seed_words(ok) == []
     assert INTERNAL.search("(Design: \"V·d is not small\")") and INTERNAL.search("REFERENCE's table")
     assert INTERNAL.search("the mistake STYLE.md warns about") and not INTERNAL.search("a design choice")
+    for history in ("served by the older executor", "this cache used to hash", "the old argument in this chapter",
+                    "the first recording also timed", "the sweep no longer records them", "the table used to plot"):
+        assert HISTORY.search(history), history
+    for fine in ("a token can no longer attend", "rescales the old sums", "the old block loses one reference",
+                 "vLLM's V0 engine offered both", "the first version of the protocol"):
+        assert not HISTORY.search(fine), fine
 
 
 # ---------------------------------------------------------------- numbers typed by hand
@@ -118,14 +142,15 @@ def typed_numbers(text: str, verified: tuple[str, ...] = ()) -> list[tuple[str, 
 
     Not counted: glued values and every other role, code, math, link addresses, directive options and
     titles (an Erratum's title quotes its source), quotations ("…", “…”, «…», > blockquotes), sentences
-    that cite a source ({cite}), equation and chapter numbers, versions, years, model and chip names
-    (glued: Llama-2-7B, H100, fp16; or after RTX, …), and the strings in `verified`, which a test recomputes.
+    that cite a source ({cite}) or a checked claim ({claim}), equation and chapter numbers, versions, years,
+    model and chip names (glued: Llama-2-7B, H100, fp16; or after RTX, …), and the strings in `verified`,
+    which a test recomputes.
     """
     for string in verified:
         text = re.sub(r"\s+".join(map(re.escape, string.split())), " ", text)
     text = book_text.strip_code(text, keep_titles=False)
     text = re.sub(r"^\s*>.*$", " ", text, flags=re.M)
-    text = re.sub(r"\{cite(?::\w+)?\}`[^`]*`", CITE_MARK, text)
+    text = re.sub(r"\{(?:cite(?::\w+)?|claim)\}`[^`]*`", CITE_MARK, text)  # a cited paper or a checked claim
     text = book_text.strip_markup(book_text.strip_math(book_text.strip_inline_code(book_text.strip_roles(text))))
     text = QUOTE.sub(" ", text)
     found = []

@@ -8,8 +8,9 @@ so a key names the whole prefix up to the end of the block, not just the block's
 prompts share block i's K/V only if they agree on every token before it (K/V at a position depend on
 all earlier tokens). A key carries its parent's digest and its block's tokens as well, and a hit
 compares them with the cached entry's: a digest collision (or a forged key) finds no block rather
-than the wrong K/V. vLLM's `hash_block_tokens` chains blocks the same way (with `sha256` as one of its
-hash functions; its `BlockHash` keeps the token ids beside the digest for the same reason).
+than the wrong K/V. vLLM's `hash_block_tokens` chains blocks the same way, hashing (parent hash, the
+block's token ids, extra keys) with sha256 by default; its `BlockHash` is the digest alone (v0.33.0, the
+claims ledger's `vllm-block-hash`), so vLLM trusts the digest where this cache compares the tokens.
 
 The cached keys form a tree (a block's parent is the block before it): the radix tree of SGLang's
 RadixAttention, with one node per block instead of one per run of tokens. The cache holds one
@@ -22,8 +23,8 @@ is not cached, for the same reason).
 
 Simplifications against the engines: one node per block (SGLang's nodes hold runs of tokens and split
 on demand); no extra keys (vLLM mixes LoRA ids, multimodal hashes and a cache salt into h_i); a fixed
-ROOT seed (vLLM draws a random one per process unless PYTHONHASHSEED is set); `evictable` walks the
-whole cache (SGLang keeps counters updated on every lock and unlock).
+ROOT seed (so is vLLM's with sha256; its xxhash options draw one per process unless PYTHONHASHSEED is
+set); `evictable` walks the whole cache (SGLang keeps counters updated on every lock and unlock).
 """
 
 from __future__ import annotations

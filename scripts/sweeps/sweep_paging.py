@@ -18,7 +18,8 @@ the vLLM paper's "Orca (Pow2)" does up to 2×. Requests arrive together (an offl
   `--blocks` blocks of 16 tokens; each pool run `--repeats` times: throughput's median and range.
 - Llama-2-7B on an A100 80GB and an H100 SXM, and Llama-2-13B on an A100 40GB (replayed: step times
   from the formulas, one fused forward per step): the pool is the memory beside the weights (Eq. 2.4's
-  budget, 10 % reserve), the trace the ShareGPT-like one at Llama-2's 4096 positions.
+  budget, 10 % reserve), the trace the ShareGPT-like one at Llama-2's 4096 positions, the batch bound
+  vLLM's default `max_num_seqs` on that chip (1024 on the H100, 256 on an A100).
 - Preemption, replayed: a pool of a quarter of that memory, recompute against swap over PCIe Gen4
   (A100), PCIe Gen5 (H100) and NVLink-C2C (an H100 on a GH200-like link), swap overlapped or not.
   And measured on MiniGPT: both modes on a pool tight enough to preempt.
@@ -26,10 +27,13 @@ the vLLM paper's "Orca (Pow2)" does up to 2×. Requests arrive together (an offl
 Writes chapters/data/paging_<device>.json.
 
     python scripts/sweeps/sweep_paging.py --threads 1 --clock thread   # what the book's CPU data used
+    python scripts/sweeps/sweep_paging.py --replay-only   # the replay alone (no measurement), into the same file
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import random
 import statistics
@@ -37,6 +41,7 @@ import time
 from typing import Any
 
 from minigpt import Sampling, load_pretrained, measure
+from minigpt.costs.preset_types import HardwarePreset
 from minigpt.costs.presets import HARDWARE, HOST_LINKS, MODELS
 from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
@@ -50,6 +55,15 @@ ALPACA = {"input_mean": 19.3, "output_mean": 58.5, "source": "Kwon et al. 2023 (
 POOLS = ("S_max", "max_tokens", "paged")
 REPLAY_POOLS = ("S_max", "max_tokens", "max_tokens_oracle", "paged")
 CAP = 2  # replay: clients ask for max_tokens = CAP x the tokens they use (the oracle asks for exactly those)
+VLLM_SEQS_LARGE, VLLM_SEQS = 1024, 256
+
+
+def vllm_max_num_seqs(hw: HardwarePreset) -> int:
+    """vLLM's default `max_num_seqs` for an online server on `hw` (the claims ledger's
+    `vllm-max-num-seqs-default`, v0.33.0): 1024 on a GPU of at least 70 GiB that is not an A100, else 256."""
+    return VLLM_SEQS_LARGE if hw.memory_bytes >= 70 * 2**30 and "A100" not in hw.name else VLLM_SEQS
+
+
 KEYS = ("output_tok_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests")
 
 
@@ -103,14 +117,79 @@ def trace_stats(reqs: list[Request]) -> dict[str, float]:
             "input_max": max(r.P for r in reqs), "output_max": max(r.max_new_tokens for r in reqs)}
 
 
+def replayed(args: argparse.Namespace) -> dict[str, Any]:
+    """The replayed section (predicted: step times from the formulas), each chip's batch bound vLLM's
+    default there (`vllm_max_num_seqs`)."""
+    # Llama-2-7B, replayed: (a), (b), (c) on the memory beside the weights -----------------------
+    S_max = LLAMA.S_max or 4096
+    llama_reqs = sharegpt_like(args.replay_requests, S_max=S_max, V=LLAMA.V, seed=1)
+    replay: dict[str, Any] = {"model": LLAMA.name, "s": 2, "block_size": 16, "fused": True,
+                              "max_batch": {chip: vllm_max_num_seqs(HARDWARE[chip]) for chip in CHIPS} | {
+                                  TIGHT[1].name: vllm_max_num_seqs(TIGHT[1])},
+                              "chunk_size": 2048, "trace": trace_stats(llama_reqs), "sharegpt": SHAREGPT,
+                              "alpaca": ALPACA}
+    llama_capped = capped(llama_reqs, S_max)
+    replay["cap"] = CAP
+
+    def equal_memory(model, hw, reqs, exact) -> dict[str, Any]:
+        blocks = replay_blocks(model, hw, block_size=16, s=2)
+        row: dict[str, Any] = {"model": model.name, "num_blocks": blocks, "kv_tokens": blocks * 16}
+        for pool in REPLAY_POOLS:
+            e = Engine.replay(model, hw, num_blocks=blocks, fused=True,
+                              config=pool_config(pool, max_batch=vllm_max_num_seqs(hw), chunk_size=2048))
+            row[pool] = summary(e, e.run(exact if pool.endswith("_oracle") else reqs))
+            print(f"{model.name} on {hw.name} {pool:>17}: {row[pool]['output_tok_s']:7.0f} tok/s, "
+                  f"peak in flight {row[pool]['peak_running']}, preempted {row[pool]['preempted']}")
+        return row
+
+    for chip, link in CHIPS.items():
+        hw = HARDWARE[chip]
+        row = equal_memory(LLAMA, hw, llama_capped, llama_reqs)
+        row["host_link"] = link
+        blocks = row["num_blocks"]
+        # preemption: a quarter of the memory, so that paging must preempt
+        small = blocks // 4
+        links = {link: HOST_LINKS[link]} | ({"NVLink-C2C (GH200)": HOST_LINKS["NVLink-C2C (GH200)"]}
+                                            if chip == "H100 SXM" else {})
+        pre: dict[str, Any] = {"num_blocks": small}
+        e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True,
+                          config=pool_config("paged", max_batch=vllm_max_num_seqs(hw), chunk_size=2048))
+        pre["recompute"] = summary(e, e.run(llama_capped))
+        for name, lk in links.items():
+            for overlap in (True, False):
+                e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True, host_link=lk, swap_overlap=overlap,
+                                  config=pool_config("paged", max_batch=vllm_max_num_seqs(hw), chunk_size=2048,
+                                                    preemption="swap"))
+                pre[f"swap {name}{'' if overlap else ' serial'}"] = summary(e, e.run(llama_capped))
+        for k, v in pre.items():
+            if isinstance(v, dict):
+                print(f"{chip} quarter pool, {k}: {v['output_tok_s']:.0f} tok/s, preempted {v['preempted']}")
+        row["preemption"] = pre
+        replay[chip] = row
+    model, hw = TIGHT
+    few = llama_reqs[: args.replay_requests // 3]
+    replay["tight"] = equal_memory(model, hw, capped(few, S_max), few)
+    replay["tight"]["hardware"] = hw.name
+
+    return replay
+
+
 def main() -> None:
     parser = sweeps.sweep_arguments(__doc__)
     parser.add_argument("--requests", type=int, default=240)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--blocks", type=int, default=32)
     parser.add_argument("--replay-requests", type=int, default=1000)
+    parser.add_argument("--replay-only", action="store_true",
+                        help="recompute only the replayed (predicted) section of the existing file")
     args = parser.parse_args()
     device, dtype, path = sweeps.sweep_setup(args, "paging")
+    if args.replay_only:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["replay"] = replayed(args)
+        sweeps.write_json(path, data)
+        print(f"rewrote the replay of {path}")
+        return
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
     model = load_pretrained(device=device, dtype=dtype).model
     c = model.config
@@ -148,53 +227,7 @@ def main() -> None:
         print(f"MiniGPT tight pool, {mode:>9}: {statistics.median(tok):7.0f} tok/s, preempted {runs[0]['preempted']}")
     minigpt["preemption"] = preempt
 
-    # -- Llama-2-7B, replayed: (a), (b), (c) on the memory beside the weights -----------------------
-    S_max = LLAMA.S_max or 4096
-    llama_reqs = sharegpt_like(args.replay_requests, S_max=S_max, V=LLAMA.V, seed=1)
-    replay: dict[str, Any] = {"model": LLAMA.name, "s": 2, "block_size": 16, "fused": True, "max_batch": 256,
-                              "chunk_size": 2048, "trace": trace_stats(llama_reqs), "sharegpt": SHAREGPT,
-                              "alpaca": ALPACA}
-    llama_capped = capped(llama_reqs, S_max)
-    replay["cap"] = CAP
-
-    def equal_memory(model, hw, reqs, exact) -> dict[str, Any]:
-        blocks = replay_blocks(model, hw, block_size=16, s=2)
-        row: dict[str, Any] = {"model": model.name, "num_blocks": blocks, "kv_tokens": blocks * 16}
-        for pool in REPLAY_POOLS:
-            e = Engine.replay(model, hw, num_blocks=blocks, fused=True,
-                              config=pool_config(pool, max_batch=256, chunk_size=2048))
-            row[pool] = summary(e, e.run(exact if pool.endswith("_oracle") else reqs))
-            print(f"{model.name} on {hw.name} {pool:>17}: {row[pool]['output_tok_s']:7.0f} tok/s, "
-                  f"peak in flight {row[pool]['peak_running']}, preempted {row[pool]['preempted']}")
-        return row
-
-    for chip, link in CHIPS.items():
-        hw = HARDWARE[chip]
-        row = equal_memory(LLAMA, hw, llama_capped, llama_reqs)
-        row["host_link"] = link
-        blocks = row["num_blocks"]
-        # preemption: a quarter of the memory, so that paging must preempt
-        small = blocks // 4
-        links = {link: HOST_LINKS[link]} | ({"NVLink-C2C (GH200)": HOST_LINKS["NVLink-C2C (GH200)"]}
-                                            if chip == "H100 SXM" else {})
-        pre: dict[str, Any] = {"num_blocks": small}
-        e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True,
-                          config=pool_config("paged", max_batch=256, chunk_size=2048))
-        pre["recompute"] = summary(e, e.run(llama_capped))
-        for name, lk in links.items():
-            for overlap in (True, False):
-                e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True, host_link=lk, swap_overlap=overlap,
-                                  config=pool_config("paged", max_batch=256, chunk_size=2048, preemption="swap"))
-                pre[f"swap {name}{'' if overlap else ' serial'}"] = summary(e, e.run(llama_capped))
-        for k, v in pre.items():
-            if isinstance(v, dict):
-                print(f"{chip} quarter pool, {k}: {v['output_tok_s']:.0f} tok/s, preempted {v['preempted']}")
-        row["preemption"] = pre
-        replay[chip] = row
-    model, hw = TIGHT
-    few = llama_reqs[: args.replay_requests // 3]
-    replay["tight"] = equal_memory(model, hw, capped(few, S_max), few)
-    replay["tight"]["hardware"] = hw.name
+    replay = replayed(args)
 
     data = {"script": "scripts/sweeps/sweep_paging.py", "environment": measure.environment(device, dtype),
             "clock": args.clock, "config": c.to_dict(), "minigpt": minigpt, "replay": replay,
