@@ -182,3 +182,11 @@ def test_an_unknown_claim_is_a_build_error_and_the_appendix_speaks_the_editions_
     assert "unknown claim 'vllm-nope'" in warnings
     _, _, ledger = _sphinx(tmp_path / "b", "Said :claim:`vllm-seqs`.", language="es")
     assert "comprobado el 2026-12-03" in ledger and "Aún sin comprobar" in ledger
+
+
+def test_a_sentence_that_starts_with_a_lower_case_system_name_is_its_own():
+    """"… within each other's spread. vLLM's V0 engine offered both" is two sentences: a marker on the second
+    must not account for the first, nor a line for the first hide the second."""
+    assert claim_sentences.sentences("The modes are level. vLLM's V0 engine offered both. gpt-fast runs it.") == [
+        "The modes are level.", "vLLM's V0 engine offered both.", "gpt-fast runs it."]
+    assert claim_sentences.sentences("Use `vllm serve`. e.g. this stays") == ["Use `vllm serve`. e.g. this stays"]

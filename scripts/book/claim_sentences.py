@@ -28,7 +28,7 @@ from minigpt.book.claims import Ledger, load, markers  # noqa: E402
 
 LEDGER = ROOT / "references" / "claims.yml"
 _BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*+] |\d+\. |\||#|>))")
-_SENTENCE = re.compile(r"(?<=[.!?])[\"”)]?\s+(?=[A-Z*\"“(\[{`])")
+_SENTENCE = re.compile(r"(?<=[.!?])[\"”)]?\s+(?=[A-Z*\"“(\[{`]|vLLM|gpt-|llama\.cpp)")
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,11 @@ def unaccounted(ledger: Ledger, found: list[Sentence]) -> list[Sentence]:
 
 
 def stale_listings(ledger: Ledger, found: list[Sentence]) -> list[str]:
-    """The ledger's `mentions` and `unchecked` fragments that no sentence of their page holds."""
+    """The ledger's `mentions` and `unchecked` fragments that no unmarked sentence of their page holds (the
+    sentence is gone, or it carries a `{claim}` marker now and the line is no longer needed)."""
     return [f"{kind}: {item['page']}: {item['text']!r}" for kind, item in _listed(ledger)
-            if not any(s.page == item["page"] and " ".join(item["text"].split()) in s.text for s in found)]
+            if not any(s.page == item["page"] and not markers(s.text) and " ".join(item["text"].split()) in s.text
+                       for s in found)]
 
 
 def _emit(kind: str, items: list[dict[str, str]]) -> list[str]:
