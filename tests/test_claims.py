@@ -22,7 +22,8 @@ import claim_sentences  # noqa: E402
 
 LEDGER = claims.load(ROOT / "references" / "claims.yml")
 GOOD = dict(system="vLLM", version="v0.11.2", source="vllm/config.py:12", url="https://github.com/x/y",
-            checked="2026-12-03", quote="max_num_seqs = 1024", statement="vLLM admits 1024 sequences.")
+            checked="2026-12-03", quote="max_num_seqs = 1024", statement="vLLM admits `max_num_seqs` sequences.",
+            statement_es="vLLM admite `max_num_seqs` secuencias.")
 
 
 def _ledger(**extra: object) -> dict:
@@ -172,7 +173,8 @@ def test_the_role_links_the_version_checked_to_its_entry(tmp_path):
     assert status == 0 and "WARNING" not in warnings, warnings
     home = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     assert 'href="ledger.html#claim-vllm-seqs"' in home and "[vLLM v0.11.2]" in home
-    assert 'id="claim-vllm-seqs"' in ledger and GOOD["statement"] in ledger and GOOD["url"] in ledger
+    assert 'id="claim-vllm-seqs"' in ledger and GOOD["url"] in ledger
+    assert "vLLM admits <code" in ledger and "max_num_seqs</span></code> sequences." in ledger
     assert "checked 2026-12-03" in ledger and "Not yet checked against a source of late 2026" in ledger
     assert "vLLM does a thing" in ledger
 
@@ -182,6 +184,7 @@ def test_an_unknown_claim_is_a_build_error_and_the_appendix_speaks_the_editions_
     assert "unknown claim 'vllm-nope'" in warnings
     _, _, ledger = _sphinx(tmp_path / "b", "Said :claim:`vllm-seqs`.", language="es")
     assert "comprobado el 2026-12-03" in ledger and "Aún sin comprobar" in ledger
+    assert "vLLM admite <code" in ledger and "admits" not in ledger
 
 
 def test_a_sentence_that_starts_with_a_lower_case_system_name_is_its_own():

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-FIELDS = ("system", "version", "source", "url", "checked", "quote", "statement")
+FIELDS = ("system", "version", "source", "url", "checked", "quote", "statement", "statement_es")
 ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -37,6 +37,11 @@ class Claim:
     checked: dt.date
     quote: str
     statement: str
+    statement_es: str  # the same statement in the Spanish edition (its appendix shows no English)
+
+    def statement_in(self, language: str) -> str:
+        """The statement in the edition's language ("es" or any other for English)."""
+        return self.statement_es if language == "es" else self.statement
 
     @property
     def label(self) -> str:
@@ -80,13 +85,13 @@ def _claim(key: object, entry: object) -> Claim:
             checked = None
     if not isinstance(checked, dt.date):
         raise ValueError(f"claims.{key}.checked: a date YYYY-MM-DD, got {entry['checked']!r}")
-    for field in ("system", "version", "source", "url", "quote", "statement"):
+    for field in ("system", "version", "source", "url", "quote", "statement", "statement_es"):
         if not isinstance(entry[field], str) or not entry[field].strip():
             raise ValueError(f"claims.{key}.{field}: a non-empty string, got {entry[field]!r}")
     if not entry["url"].startswith("https://"):
         raise ValueError(f"claims.{key}.url: an https:// address, got {entry['url']!r}")
     return Claim(key, entry["system"], entry["version"], entry["source"], entry["url"], checked,
-                 entry["quote"], entry["statement"])
+                 entry["quote"], entry["statement"], entry["statement_es"])
 
 
 def _sentences(raw: object, name: str, fields: tuple[str, ...]) -> tuple[dict[str, str], ...]:

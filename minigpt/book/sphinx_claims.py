@@ -56,10 +56,16 @@ def _fixed(node: nodes.Element) -> nodes.Element:
     return node
 
 
-def _entry(claim: Claim, words: dict[str, str]) -> list[nodes.Node]:
+def _text(text: str) -> list[nodes.Node]:
+    """`text` with its `code` spans as literals (identifiers are code in either edition)."""
+    parts = text.split("`")
+    return [nodes.literal("", part) if i % 2 else nodes.Text(part) for i, part in enumerate(parts) if part]
+
+
+def _entry(claim: Claim, words: dict[str, str], language: str) -> list[nodes.Node]:
     target = nodes.target("", "", ids=[claim.anchor], names=[claim.anchor])
     head = nodes.paragraph()
-    head += nodes.strong("", claim.statement)
+    head += nodes.strong("", "", *_text(claim.statement_in(language)))
     facts = nodes.paragraph()
     facts += nodes.Text(f"{claim.system} {claim.version}, {words['checked']} {claim.checked.isoformat()}: ")
     facts += nodes.reference("", claim.source, refuri=claim.url)
@@ -80,13 +86,15 @@ class ClaimsLedger(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         ledger = _ledger(self.env.app)
-        words = WORDS.get(self.env.config.language or "en", WORDS["en"])
+        self.env.note_dependency(str(Path(self.env.srcdir) / LEDGER))  # rebuilt when the ledger changes
+        language = self.env.config.language or "en"
+        words = WORDS.get(language, WORDS["en"])
         out: list[nodes.Node] = []
         for system in sorted({c.system for c in ledger.claims.values()}, key=str.lower):
             out.append(nodes.rubric("", system))
             items = nodes.bullet_list()
             for claim in sorted((c for c in ledger.claims.values() if c.system == system), key=lambda c: c.id):
-                target, item = _entry(claim, words)
+                target, item = _entry(claim, words, language)
                 self.state.document.note_explicit_target(target)
                 item.insert(0, target)
                 items += item
@@ -94,9 +102,17 @@ class ClaimsLedger(SphinxDirective):
         if ledger.unchecked:
             out.append(nodes.rubric("", words["unchecked"]))
             rest = nodes.bullet_list()
-            for item in ledger.unchecked:
-                rest += nodes.list_item("", nodes.paragraph("", "", nodes.Text(f"{item['page']}: "),
-                                                            nodes.emphasis("", item["text"])))
+            if language == "es":  # the fragments are the English sentences: the Spanish edition counts them
+                pages: dict[str, int] = {}
+                for item in ledger.unchecked:
+                    pages[item["page"]] = pages.get(item["page"], 0) + 1
+                for page, n in pages.items():
+                    rest += nodes.list_item("", nodes.paragraph("", "", nodes.literal("", page),
+                                                                nodes.Text(f": {n}")))
+            else:
+                for item in ledger.unchecked:
+                    rest += nodes.list_item("", nodes.paragraph("", "", nodes.Text(f"{item['page']}: "),
+                                                                nodes.emphasis("", item["text"])))
             out.append(rest)
         return [_fixed(node) for node in out]
 
