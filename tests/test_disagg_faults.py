@@ -295,3 +295,35 @@ def test_admission_refuses_each_bad_request_with_the_colocated_engines_words() -
     assert got["ok6"] == "request id 'ok' is already in use; ids must be unique"
     assert "greedy requests only" in got["sampled7"] and got["cancel8"].startswith("cancel_s")
     assert "prompt is empty" in got["empty9"]
+
+
+def test_a_fault_names_its_worker_by_role_and_number() -> None:
+    """`fault_at` maps (role, worker number) to a rank: prefill worker 1 is rank 2 and decode worker 0 the
+    first rank after the prefill workers. Guards a role looked up under another name (the fault would never
+    fire, and a fault test would pass without its fault)."""
+    cfg = disagg.DisaggConfig(prefill_workers=2, decode_workers=2, faults=(
+        disagg.Fault("prefill", "prefill", worker=1, after=3), disagg.Fault("decode", "decode", worker=0, after=2),
+        disagg.Fault("driver", "decode", after=5)))
+    assert [cfg.fault_at(rank, "prefill") for rank in range(5)] == [None, None, 3, None, None]
+    assert [cfg.fault_at(rank, "decode") for rank in range(5)] == [5, None, None, 2, None]
+
+
+def test_the_backend_goes_with_the_device() -> None:
+    """gloo with the CPU, NCCL with GPUs: the check accepts both pairs (NCCL on a machine with enough GPUs) and
+    refuses the crossed ones by name. Guards a device name compared in another case, which refuses NCCL on
+    GPUs."""
+    cfg = disagg.DisaggConfig()
+    assert disagg._check_backend(cfg, "gloo", "cpu") == "gloo"
+    for backend, device in (("nccl", "cpu"), ("gloo", "cuda")):
+        with pytest.raises(ValueError, match=f"^backend='{backend}' does not go with device='{device}'"):
+            disagg._check_backend(cfg, backend, device)
+    if torch.cuda.is_available() and torch.cuda.device_count() >= cfg.prefill_workers + cfg.decode_workers:
+        assert disagg._check_backend(cfg, "nccl", "cuda") == "cpu:gloo,cuda:nccl"
+    else:
+        with pytest.raises(ValueError, match="^device='cuda' puts each of the 2 workers on its own GPU"):
+            disagg._check_backend(cfg, "nccl", "cuda")
+
+
+def test_serving_nothing_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="^requests is empty: serve needs at least one Request$"):
+        disagg.serve([], disagg.DisaggConfig())
