@@ -232,7 +232,7 @@ def test_the_first_token_goes_first_whatever_order_the_two_workers_reports_arriv
     requests = [replace(r, max_new_tokens=4) for r in _trace(2, seed=9)]
     for done_first in (False, True):
         driver = disagg.Driver(disagg.DisaggConfig(), requests, False, S_max=c.S_max, V=c.V)
-        driver.t0 = 0.0
+        driver.t0 = 0.5  # token times are reported on the workers' clock, recorded from the run's start
         r = driver.records[0]
         r.status, r.prefill_rank, r.decode_rank = "prefilling", 1, 2
         for tok in (31, 280, 1):
@@ -244,7 +244,8 @@ def test_the_first_token_goes_first_whatever_order_the_two_workers_reports_arriv
         driver.handle(1, [SENT, 0, 0, 64, 0.01, 2], 0.0)
         if not done_first:
             driver.handle(2, [DONE, 0, 0], 0.0)
-        assert r.tokens == [165, 31, 280, 1] and r.token_s[0] == 1.0 and r.status == "finished", (done_first, r)
+        assert r.tokens == [165, 31, 280, 1] and r.token_s[0] == 0.5 and r.status == "finished", (done_first, r)
+        assert r.token_s[1:] == pytest.approx([1.531, 1.78, 1.501])
         assert not driver._open(r)
 
 
@@ -327,3 +328,24 @@ def test_the_backend_goes_with_the_device() -> None:
 def test_serving_nothing_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="^requests is empty: serve needs at least one Request$"):
         disagg.serve([], disagg.DisaggConfig())
+
+
+def test_a_failed_request_hears_nothing_more_and_a_failed_transfer_kills_its_receiver() -> None:
+    """A request that failed takes no later report (a late TOKEN from its old decode worker), and XFAIL (a
+    prefill worker could not send its K/V) declares the receiving rank dead, naming why, and retries the
+    request. The bugs they catch: a filter that lets a failed request's reports through, and the receiver's
+    rank read from another field of the message (no rank dead, the receiver used again)."""
+    from minigpt.distributed.disagg_wire import TOKEN, XFAIL
+
+    c = ModelConfig()
+    driver = disagg.Driver(disagg.DisaggConfig(decode_workers=2), _trace(2, seed=3), False, S_max=c.S_max, V=c.V)
+    driver.t0 = 0.0
+    r = driver.records[0]
+    r.status, r.reason, r.prefill_rank, r.decode_rank = "failed", "refused", 1, 2
+    driver.handle(2, [TOKEN, 0, r.attempt, 7, 1.0, 0.0, 0.0], 0.0)
+    assert r.tokens == [] and r.status == "failed"
+    s = driver.records[1]
+    s.status, s.prefill_rank, s.decode_rank = "prefilling", 1, 3
+    driver.handle(1, [XFAIL, 1, s.attempt, 3, 0.0, 0.0, 0.0], 0.0)
+    assert 3 not in driver.live and "the K/V transfer to it failed" in driver.dead[3]
+    assert s.attempt == 1 and s.status == "queued", s
