@@ -350,3 +350,15 @@ def test_the_chapter_figure_is_drawn_from_the_cache():
     assert state.evict_order[first[-1].digest] == 1 and state.evict_order[second[-1].digest] == 2
     assert [state.evict_order[k.digest] for k in first[2:5]] == [5, 4, 3]  # the shared run, from its end
     assert first[0] == running[0] and first[0].digest not in state.evict_order
+
+
+def test_membership_is_the_digest_and_the_tokens_together():
+    """`key in cache` holds for a cached key and not for a key with the same digest but other tokens (a forged
+    or colliding key finds no block). Guards a membership test that answers the opposite."""
+    b, prompt = 4, list(range(8))
+    pool, cache, table = cached_chain(prompt, b)
+    keys = block_hashes(prompt, b)
+    assert all(k in cache for k in keys)
+    assert block_hashes([9, 9, 9, 9], b)[0] not in cache
+    forged = type(keys[0])(keys[0].digest, keys[0].parent, (7, 7, 7, 7))
+    assert forged not in cache
