@@ -35,3 +35,23 @@ def test_echo_prints_each_interval_and_its_absence_prints_nothing(capsys: pytest
             assert printed == str(log.intervals[0]) + "\n" and "Avg prompt throughput: 8.0 tokens/s" in printed
         else:
             assert printed == ""
+
+
+@pytest.mark.parametrize("chunk_size", [5, 8, 13])
+def test_a_step_never_schedules_more_tokens_than_its_budget(chunk_size: int) -> None:
+    """The token budget (`chunk_size`) bounds the whole step: decodes, the unfinished prompts carried over and
+    the prompts admitted, all together. Guards a budget reset to one chunk's length instead of reduced by
+    it (the next prompt would get a chunk as long as the last, and the step would exceed its budget)."""
+    e = engine(chunk_size=chunk_size, max_batch=8)
+    totals: list[int] = []
+    schedule = e.scheduler.schedule
+
+    def counted():
+        chunks = schedule()
+        totals.append(sum(c.T for c in chunks))
+        return chunks
+
+    e.scheduler.schedule = counted
+    e.run([Request(f"r{i}", list(range(1, 12 + 3 * i)), 3) for i in range(4)])
+    assert totals and max(totals) <= chunk_size, totals
+    assert max(totals) == chunk_size  # the budget is used, not only respected
