@@ -73,6 +73,10 @@ def _group(module: str) -> str:
     return module.split("/")[1]  # runtime (attention included), serving, distributed, costs, ...
 
 
+class GroupFailed(RuntimeError):
+    """A subpackage's mutmut session ended without a result for every drawn mutant (its first pass failed)."""
+
+
 def run_group(group: str, drawn: dict[str, list[str]], max_children: int) -> dict[str, str]:
     """Run one subpackage's drawn mutants in one mutmut session; each mutant's status by name."""
     from mutmut.stats import status_by_exit_code
@@ -83,8 +87,8 @@ def run_group(group: str, drawn: dict[str, list[str]], max_children: int) -> dic
     rc = mutate._mutmut(work, "run", f"--max-children={max_children}", *names)
     codes = {k: v for m in drawn for k, v in mutate._exit_codes(work, m).items() if k in set(names)}
     if rc != 0 or len(codes) != len(names):
-        raise SystemExit(f"{group}: mutmut exited {rc} with {len(codes)} of {len(names)} mutants; "
-                         f"see {work / 'mutmut.log'}")
+        raise GroupFailed(f"{group}: mutmut exited {rc} with {len(codes)} of {len(names)} mutants; "
+                          f"see {work / 'mutmut.log'}")
     return {k: status_by_exit_code[v] for k, v in sorted(codes.items())}
 
 
@@ -137,8 +141,8 @@ def main() -> None:
         begun = time.monotonic()
         try:
             found = run_group(group, part, args.max_children)
-        except SystemExit as e:  # a group whose session fails is reported and left out; the others stand
-            print(f"{group}: FAILED, {e}", flush=True)
+        except GroupFailed as e:  # a group whose session fails is reported and left out; the others stand
+            print(f"{group}: FAILED, {e}", flush=True)  # (SIGTERM, SystemExit from _mutmut, still stops the run)
             failed.append(group)
             continue
         groups[group] = {"commit": commit, "seconds": round(time.monotonic() - begun), "status": found}
