@@ -49,7 +49,8 @@ MECHANISMS = ("minigpt/runtime/*.py", "minigpt/runtime/attention/*.py", "minigpt
 #: Tests that reach a module without importing it by name (through the engine, the model, a facade).
 EXTRA_TESTS = {
     "minigpt/runtime/kv_cache.py": ("tests/test_model_cache.py", "tests/test_generate.py", "tests/test_gqa.py"),
-    "minigpt/runtime/model.py": ("tests/test_model_cache.py", "tests/test_generate.py", "tests/test_gqa.py"),
+    "minigpt/runtime/model.py": ("tests/test_model_cache.py", "tests/test_generate.py", "tests/test_gqa.py",
+                                 "tests/test_eviction.py"),  # the attention hook of eviction caches (observe)
     "minigpt/serving/executor.py": ("tests/test_varlen.py", "tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/serving/scheduler.py": ("tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/serving/scheduler_admission.py": ("tests/test_serving.py", "tests/test_paging.py"),
