@@ -112,6 +112,7 @@ def test_stale_lists_entries_older_than_the_age_oldest_first():
     today = dt.date(2026, 12, 3)
     assert [c.id for c in ledger.stale(today)] == ["sglang-b", "sglang-a"]
     assert ledger.stale(dt.date(2026, 6, 29)) == [ledger.claims["sglang-b"]]  # 210 and 179 days
+    assert [c.id for c in ledger.stale(dt.date(2026, 6, 29), days=170)] == ["sglang-b", "sglang-a"]
     assert ledger.claims["vllm-seqs"].label == "vLLM v0.11.2"
     assert claims.markers("a {claim}`x-y` b {claim}` z `") == ["x-y", " z "]
 

@@ -61,9 +61,10 @@ class Ledger:
     mentions: tuple[dict[str, str], ...]
     unchecked: tuple[dict[str, str], ...]
 
-    def stale(self, today: dt.date) -> list[Claim]:
-        """The entries checked more than `max_age_days` before `today`, oldest first."""
-        old = [c for c in self.claims.values() if (today - c.checked).days > self.max_age_days]
+    def stale(self, today: dt.date, days: int | None = None) -> list[Claim]:
+        """The entries checked more than `days` (default `max_age_days`) before `today`, oldest first."""
+        age = self.max_age_days if days is None else days
+        old = [c for c in self.claims.values() if (today - c.checked).days > age]
         return sorted(old, key=lambda c: (c.checked, c.id))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import book_pages  # noqa: E402
-from prose_strip import strip_code, strip_markup, strip_math  # noqa: E402
+from prose_strip import strip_code, strip_inline_code, strip_markup, strip_math, strip_roles  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -50,12 +50,6 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-def _without_roles_and_code(s: str) -> str:
-    s = re.sub(r"\{term\}`([^`<]*?)(?:\s*<[^>]*>)?`", r"\1", s)
-    s = re.sub(r"\{[\w:.-]+\}`[^`]*`", " ", s)
-    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", " ", s)
-
-
 def system_pattern(systems: tuple[str, ...]) -> re.Pattern[str]:
     names = sorted(systems, key=len, reverse=True)
     return re.compile(r"(?<![\w/.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
@@ -69,7 +63,7 @@ def naming(ledger: Ledger, pages: list[str] | None = None) -> list[Sentence]:
     for page in pages if pages is not None else book_pages.pages():
         for block in book_pages.page_blocks(page):
             for s in sentences(block.text):
-                if pattern.search(_without_roles_and_code(s)):
+                if pattern.search(strip_inline_code(strip_roles(s))):
                     found.append(Sentence(page, block.where, s))
     return found
 

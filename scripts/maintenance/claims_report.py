@@ -25,8 +25,7 @@ from minigpt.book.claims import load  # noqa: E402
 def report(today: dt.date, days: int | None = None) -> str:
     ledger = load(claim_sentences.LEDGER)
     age = ledger.max_age_days if days is None else days
-    old = [c for c in ledger.claims.values() if (today - c.checked).days > age]
-    old.sort(key=lambda c: (c.checked, c.id))
+    old = ledger.stale(today, age)
     lines = [f"claims ledger: {len(ledger.claims)} entries, {len(ledger.mentions)} mentions, "
              f"{len(ledger.unchecked)} statements not yet checked", "",
              f"entries checked more than {age} days before {today.isoformat()}: {len(old)}"]
