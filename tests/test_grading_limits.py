@@ -305,6 +305,25 @@ os.write(fd, b'{"event": "q_end", "q": "q1", "outputs": [' + b'9' * 10_000_000 +
 """
 
 
+# The package's `attention`, as Chapter 9 prints it, pasted under other names with comments and no hints.
+PASTED = """import math
+
+
+def my_attention(query, key, value, mask):
+    # pasted from the book
+    B, H, T, d_h = query.shape
+    H_kv, K = key.shape[1], key.shape[2]
+    g = H // H_kv
+    query = query.reshape(B, H_kv, g * T, d_h)
+    s = (query @ key.transpose(-2, -1)) / math.sqrt(d_h)
+    if mask is not None:
+        s = s.view(B, H_kv, g, T, K).masked_fill(~mask[:, None, None], float("-inf"))
+        s = s.view(B, H_kv, g * T, K)
+    w = torch.softmax(s.float(), dim=-1).to(value.dtype)
+    return (w @ value).view(B, H, T, d_h)
+"""
+
+
 def reference_with(tmp: Path, name: str, extra: list[str]) -> Path:
     path = tmp / f"{name}.ipynb"
     build_submission("ex01", path)
@@ -338,7 +357,7 @@ def hostile_class(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     nb.cells = [nbformat.v4.new_code_cell("x = '" + "a" * (3 * 2**20) + "'")]
     nbformat.write(nb, subs / "huge_cell.ipynb")
     magics = "\n".join(["%matplotlib inline", "!echo hi"] * 250)
-    reference_with(subs, "many_magics", [magics])
+    reference_with(subs, "many_magics", [magics, PASTED])
     names = ", ".join(f"ñ{'ñ' * 20}{i}" for i in range(4))
     imports = "".join(f"    from minigpt.costs import {names}{i}\n" for i in range(300))
     reference_with(subs, "many_findings", ["try:\n" + imports + "except ImportError:\n    pass\n"])
@@ -400,6 +419,9 @@ def test_parsing_happens_in_the_sandbox_with_size_limits(hostile_class: tuple[Pa
     assert all(score == 1.0 for score, _ in rows["many_findings"].values()), rows["many_findings"]
     review = (out / "review.csv").read_text(encoding="utf-8")
     assert 20 <= review.count("many_findings,") <= 200
+    # the package's code pasted under other names: found by its fingerprint, and nothing else of that notebook
+    pasted = [line.split(",")[2:] for line in review.splitlines() if line.startswith("many_magics,")]
+    assert pasted == [["4", "copy", "a copy of minigpt.runtime.model.attention"]], pasted
     assert info["parent_cpu"] < 60, info  # the parent only reads bytes; the 500 magics cost the sandbox
 
 

@@ -21,7 +21,7 @@ CHILD_PACKAGE: tuple[str, ...] = (
                                          "tokenizer", "device")),
     "corpus/__init__.py", "corpus/grammar.py", "corpus/sentences.py", "corpus/checker.py", "corpus/stats.py",
     "grading/child.py", "grading/habits.py", "grading/fstrings.py", "exercises/wire.py", "grading/notebook_code.py",
-    "grading/review.py", "exercises/work.py",
+    "grading/review.py", "grading/fingerprints.py", "exercises/work.py",
     *(f"exercises/wire_{name}.py" for name in ("messages", "inputs", "encode", "shapes")),
 )
 

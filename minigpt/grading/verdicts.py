@@ -14,6 +14,7 @@ from minigpt.exercises.wire_shapes import is_scalar, kind_of
 from minigpt.exercises.work import valid_work
 from minigpt.grading.event_order import ChildRun
 from minigpt.grading.feedback import strip_controls
+from minigpt.grading.fingerprints import copied_from
 from minigpt.grading.review import Finding
 from minigpt.i18n import N_, _, fmt_num, translate_known
 
@@ -88,7 +89,11 @@ def _findings(event: dict) -> list[Finding]:
     found = []
     items = event.get("findings")
     for item in items[:200] if type(items) is list else []:
-        if (type(item) is list and len(item) == 4 and type(item[0]) is int and type(item[1]) is int
-                and item[2] in CATEGORIES and type(item[3]) is str):
+        if not (type(item) is list and len(item) == 4 and type(item[0]) is int and type(item[1]) is int
+                and type(item[3]) is str):
+            continue
+        if item[2] in CATEGORIES:
             found.append(Finding(item[0], item[1], item[2], strip_controls(item[3])[:80]))
+        elif item[2] == "fingerprint" and (name := copied_from(item[3])) is not None:
+            found.append(Finding(item[0], item[1], "copy", f"a copy of {name}"[:80]))
     return found
