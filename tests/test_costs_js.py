@@ -81,6 +81,7 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             ("no_cache_flops", dict(model, P=P, D=D), None),
             ("cache_saving_factor", dict(model, P=P, D=D), None),
             ("layer_flops", {k: v for k, v in dict(shape, T=P, S=D).items() if k != "V"}, None),
+            ("layer_flops", {k: v for k, v in dict(shape, T=P, S=D, causal=True).items() if k != "V"}, None),
             ("lm_head_flops", dict(d=d, V=shape.get("V", 0), T=P, B=shape.get("B", 1)), None),
             ("prefill_macs", dict(L=L, P=P, d=d), None),
             ("decode_step_macs", dict(L=L, S=P, d=d), None),
@@ -332,8 +333,13 @@ def _calls() -> list[tuple[str, dict, list | None]]:
         chip = dict(model.symbols(), N_params=model.N_params, s=2, bandwidth=hw.bandwidth, peak_flops=hw.peak_flops)
         calls += [("mixed_step_time", dict(chip, T=T, S_prefix=Sp, B=B, S=S), None)
                   for T, Sp, B, S in [(512, 0, 16, 1024), (0, 0, 8, 4096), (3500, 0, 0, 0), (256, 1024, 31, 300)]]
+        calls += [("mixed_step_time", dict(chip, T=T, S_prefix=Sp, B=B, S=S, mfu=m, causal=c), None)
+                  for T, Sp, B, S, m, c in [(512, 0, 16, 1024, 0.5, True), (3500, 0, 0, 0, 0.4, True),
+                                            (3500, 0, 0, 0, 0.4, False), (256, 1024, 31, 300, 1.0, True)]]
         calls += [("prefix_hit_ttft", dict(chip, S_prefix=Sp, T=T, block_size=b), None)
                   for Sp, T, b in [(0, 1, 16), (40, 4, 16), (2048, 64, 16), (3000, 700, 256), (5, 3, 1)]]
+        calls += [("prefix_hit_ttft", dict(chip, S_prefix=Sp, T=T, block_size=16, mfu=0.5, causal=True), None)
+                  for Sp, T in [(2048, 64), (3000, 700)]]
         calls += [("static_batch_tok_s", dict(chip, S=S, B=B, D_max=hi, D_min=lo), None)
                   for S, B, lo, hi in [(1024, 16, 1, 256), (0, 1, 1, 1), (300, 64, 64, 512), (4000, 7, 9, 9)]]
     for model, hw in itertools.product(MODELS.values(), list(HARDWARE.values())[1:4]):  # Chapter 12: preemption
@@ -553,6 +559,10 @@ def test_js_rejects_bad_inputs_like_python():
         ("kv_storage_bytes", dict(L=2, H_kv=2, d_h=16, S=8, layout="kivi", bits=3), None),
         ("swap_time", dict(L=4, d=64, S=-1, s=2, link_bandwidth=1e9), None),
         ("swap_time", dict(L=4, d=64, S=10, s=2, link_bandwidth=0), None),
+        ("mixed_step_time", dict(L=4, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12, T=2, mfu=0.0), None),
+        ("mixed_step_time", dict(L=4, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12, T=2, mfu=1.5), None),
+        ("mixed_step_time", dict(L=4, d=64, N_params=10**5, s=2, bandwidth=1e9, peak_flops=1e12, T=2, causal=1),
+         None),
         ("recompute_time", dict(L=4, d=64, S=10, peak_flops=1e12, mfu=0), None),
         ("recompute_time", dict(L=4, d=64, S=10, peak_flops=1e12, mfu=1.5), None),
         ("step_time_with_swap", dict(step_time=0.01, swap_time=-1.0), None),

@@ -101,3 +101,63 @@ def test_bad_workloads_name_the_parameter():
         costs.static_batch_steps(B=0, D_max=8)
     with pytest.raises(ValueError, match="T must be an integer >= 1"):
         costs.evaluate(costs.prefix_hit_ttft, LLAMA, S_prefix=64, T=0, **CHIP)
+
+
+@pytest.mark.parametrize("T, S, B", [(1, 0, 1), (1, 37, 3), (2, 0, 1), (7, 5, 2), (64, 100, 1), (300, 0, 4)])
+def test_causal_flops_count_the_keys_the_mask_lets_each_query_see(T, S, B):
+    """`causal=True` prices a chunk's attention as causal kernels compute it: the keys MiniGPT's own causal mask
+    (`causal_visible`) leaves visible, 4·d FLOPs each (scores and the weighted sum). Bugs caught: an
+    off-by-one in T(T+1)/2 (a query not seeing itself, or seeing one past), the dense count kept, and a decode
+    (T = 1) priced differently one way or the other."""
+    import torch
+
+    from minigpt.runtime.model import causal_visible
+
+    d, shape = 64, dict(d=64, H_kv=4, d_h=16, d_ffn=256)
+    mask = causal_visible(S, T, torch.device("cpu"))
+    visible = T * (S + T) if mask is None else int(mask.sum())
+    dense = costs.layer_flops(T=T, S=S, B=B, **shape)
+    causal = costs.layer_flops(T=T, S=S, B=B, causal=True, **shape)
+    assert dense - causal == 4 * B * d * (T * (S + T) - visible)
+    assert (causal == dense) == (T == 1)
+    with pytest.raises(ValueError, match="causal must be True or False"):
+        costs.layer_flops(T=T, S=S, causal=1, **shape)
+
+
+def test_mfu_slows_the_compute_side_only():
+    """F/(mfu·π): a compute-bound prefill takes exactly 1/mfu as long, a memory-bound decode not a bit longer; an
+    mfu outside (0, 1] is refused by name. Bugs caught: mfu applied to the bytes too, or inverted (mfu·F/π)."""
+    prefill = dict(T=4096, **CHIP)
+    floor = costs.evaluate(costs.mixed_step_time, LLAMA, **prefill)
+    assert costs.evaluate(costs.mixed_step_time, LLAMA, mfu=0.5, **prefill) == pytest.approx(2 * floor, rel=1e-12)
+    decode = dict(B=1, S=1024, **CHIP)
+    assert costs.evaluate(costs.mixed_step_time, LLAMA, mfu=0.5, **decode) == costs.evaluate(
+        costs.mixed_step_time, LLAMA, **decode)
+    for bad in (0, 1.5, True, "0.5"):
+        with pytest.raises(ValueError, match="mfu must be a share of the peak in \\(0, 1\\]"):
+            costs.evaluate(costs.mixed_step_time, LLAMA, mfu=bad, **prefill)
+    hit = costs.evaluate(costs.prefix_hit_ttft, LLAMA, S_prefix=2048, T=64, mfu=0.5, causal=True, **CHIP)
+    assert hit.miss_s == costs.evaluate(costs.mixed_step_time, LLAMA, T=2048 + 64, mfu=0.5, causal=True, **CHIP)
+
+
+@pytest.mark.parametrize("mfu, causal", [(1.0, False), (0.5, True), (0.4, False)])
+def test_the_replay_prices_a_mixed_step_with_its_mfu_and_causal_flops(mfu, causal):
+    """Engine.replay(mfu=, causal=) prices each fused step as `mixed_step_time` with the same knobs (a prompt
+    chunk after cached tokens included), so the chapters' replays and Eq. (13.1) agree. Bug caught: a knob
+    accepted by the replay but not passed to the step's FLOPs or to the peak."""
+    e = Engine.replay(LLAMA, H100, config=EngineConfig(max_batch=8, chunk_size=2048), mfu=mfu, causal=causal)
+    for i in range(3):
+        e.submit(Request(f"d{i}", tuple([1] * 50), 100))
+    e.step()
+    e.submit(Request("long", tuple([2] * 4000), 2, arrival_s=e.now))
+    times = []
+    for _ in range(2):
+        before = e.now
+        e.step()
+        times.append(e.now - before)
+    knobs = dict(mfu=mfu, causal=causal, **CHIP)
+    first = costs.evaluate(costs.mixed_step_time, LLAMA, T=2045, B=3, S=50, **knobs)
+    second = costs.evaluate(costs.mixed_step_time, LLAMA, T=1955, S_prefix=2045, B=3, S=51, **knobs)
+    assert times == pytest.approx([first, second], rel=1e-12)
+    with pytest.raises(ValueError, match="mfu must be"):
+        Engine.replay(LLAMA, H100, mfu=0)

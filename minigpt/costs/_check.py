@@ -30,6 +30,13 @@ def _fraction(name: str, value: object) -> float:
     return value
 
 
+def _mfu(mfu: object) -> float:
+    """Model FLOPs utilisation: the share of the peak a forward's products sustain, in (0, 1] (1: the floor)."""
+    if isinstance(mfu, bool) or not isinstance(mfu, (int, float)) or not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be a share of the peak in (0, 1], got {mfu!r}")
+    return float(mfu)
+
+
 def _kv_width(d: int, H_kv: int | None, d_h: int | None) -> int:
     """Width of the keys (or values) of one token, H_kv·d_h; d for multi-head attention."""
     _int("d", d, 1)

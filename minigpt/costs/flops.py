@@ -21,13 +21,19 @@ def _token_matrix_flops(
 
 def layer_flops(
     *, T: int, S: int, d: int, H_kv: int | None = None, d_h: int | None = None,
-    d_ffn: int | None = None, B: int = 1, ffn_matrices: int = 2,
+    d_ffn: int | None = None, B: int = 1, ffn_matrices: int = 2, causal: bool = False,
 ) -> int:
-    """Per-layer FLOPs, Eq. (1.1): B·T·(2d(d+2·H_kv·d_h) + 2d² + 4d·d_ffn) + 4·B·T·(S+T)·d."""
+    """Per-layer FLOPs, Eq. (1.1): B·T·(2d(d+2·H_kv·d_h) + 2d² + 4d·d_ffn) + 4·B·T·(S+T)·d, every query against
+    all S+T keys, as MiniGPT computes them. `causal=True` counts only the keys each query sees, as causal
+    kernels (FlashAttention, the engines' prefill) compute: query i of T sees S+i+1 of them, so the attention
+    term is 4·B·d·(T·S + T(T+1)/2); a decode step (T = 1) is the same both ways."""
     _int("T", T, 1)
     _int("S", S)
     _int("B", B, 1)
-    return B * T * _token_matrix_flops(d, H_kv, d_h, d_ffn, ffn_matrices) + 4 * B * T * (S + T) * d
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False, got {causal!r}")
+    keys = T * S + T * (T + 1) // 2 if causal else T * (S + T)
+    return B * T * _token_matrix_flops(d, H_kv, d_h, d_ffn, ffn_matrices) + 4 * B * keys * d
 
 
 def lm_head_flops(*, d: int, V: int, T: int = 1, B: int = 1) -> int:

@@ -13,7 +13,7 @@ the host has no room for the blocks.
 
 from __future__ import annotations
 
-from minigpt.costs._check import _int, _kv_width, _positive
+from minigpt.costs._check import _int, _kv_width, _mfu, _positive
 from minigpt.costs.flops import prefill_flops
 
 
@@ -27,8 +27,7 @@ def swap_time(*, S: int, L: int, d: int, s: int, link_bandwidth: float, H_kv: in
 def recompute_time(*, S: int, L: int, d: int, peak_flops: float, mfu: float, H_kv: int | None = None,
                    d_h: int | None = None, d_ffn: int | None = None, V: int = 0, ffn_matrices: int = 2) -> float:
     """Recompute of S tokens, Eq. (12.4): the prefill FLOPs of Eq. (1.2) at `mfu` (0 < mfu <= 1) of `peak_flops`."""
-    if isinstance(mfu, bool) or not isinstance(mfu, (int, float)) or not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be a share of the peak in (0, 1], got {mfu!r}")
+    _mfu(mfu)
     if _int("S", S) == 0:
         return 0.0
     flops = prefill_flops(L=L, P=S, d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)

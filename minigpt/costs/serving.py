@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from minigpt.costs._check import _int, _kv_width
+from minigpt.costs._check import _int, _kv_width, _mfu, _positive
 from minigpt.costs.flops import layer_flops, lm_head_flops
 from minigpt.costs.memory import weight_bytes
 from minigpt.costs.roofline import decode_step_time, roofline_time
@@ -28,21 +28,23 @@ from minigpt.costs.roofline import decode_step_time, roofline_time
 def mixed_step_time(
     *, L: int, d: int, N_params: int, s: int, bandwidth: float, peak_flops: float, T: int = 0, S_prefix: int = 0,
     B: int = 0, S: int = 0, H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0,
-    ffn_matrices: int = 2,
+    ffn_matrices: int = 2, mfu: float = 1.0, causal: bool = False,
 ) -> float:
-    """A chunked-prefill step as one forward, Eq. (7.2): max(bytes/BW, F/π) for T prompt tokens after S_prefix
-    cached ones plus B decodes at S, F by Eq. (1.1), bytes = N·s + (S_prefix + B·S)·b_token as in Eq. (3.5)."""
+    """A chunked-prefill step as one forward, Eq. (7.2): max(bytes/BW, F/(mfu·π)) for T prompt tokens after
+    S_prefix cached ones plus B decodes at S, F by Eq. (1.1) (`causal`: the chunk's queries against the keys
+    they see), bytes = N·s + (S_prefix + B·S)·b_token as in Eq. (3.5). mfu = 1 and dense F: a floor."""
     _int("L", L, 1)
     T, B, S, S_prefix = _int("T", T), _int("B", B), _int("S", S), _int("S_prefix", S_prefix)
     if T == 0 and B == 0:
         raise ValueError("a step needs work: T (prompt tokens) or B (decodes) must be >= 1, got T=0 and B=0")
     shape = dict(d=d, H_kv=H_kv, d_h=d_h, d_ffn=d_ffn, ffn_matrices=ffn_matrices)
-    flops = L * layer_flops(T=T, S=S_prefix, **shape) if T else 0
+    flops = L * layer_flops(T=T, S=S_prefix, causal=causal, **shape) if T else 0
     flops += L * layer_flops(T=1, S=S, B=B, **shape) if B else 0
     flops += lm_head_flops(d=d, V=V, T=1, B=B + (1 if T else 0))
     kv_token = 2 * L * _kv_width(d, H_kv, d_h) * _int("s", s, 1)
     moved = weight_bytes(N_params=N_params, s=s) + (S_prefix + B * S) * kv_token
-    return roofline_time(flops=flops, bytes=moved, peak_flops=peak_flops, bandwidth=bandwidth)
+    achieved = _mfu(mfu) * _positive("peak_flops", peak_flops)
+    return roofline_time(flops=flops, bytes=moved, peak_flops=achieved, bandwidth=bandwidth)
 
 
 def _output_range(D_min: int, D_max: int) -> int:
@@ -106,14 +108,15 @@ class PrefixHit:
 def prefix_hit_ttft(
     *, L: int, d: int, N_params: int, s: int, bandwidth: float, peak_flops: float, S_prefix: int, T: int,
     block_size: int = 16, H_kv: int | None = None, d_h: int | None = None, d_ffn: int | None = None, V: int = 0,
-    ffn_matrices: int = 2,
+    ffn_matrices: int = 2, mfu: float = 1.0, causal: bool = False,
 ) -> PrefixHit:
     """TTFT floor of S_prefix shared + T own prompt tokens, Eq. (13.1): a hit serves b·⌊S_prefix/b⌋ tokens from the
-    cache and prefills the rest after them; each prefill priced as one forward (`mixed_step_time`, Eq. 7.2)."""
+    cache and prefills the rest after them; each prefill priced as one forward (`mixed_step_time`, Eq. 7.2, with
+    its `mfu` and `causal`: a floor at their defaults)."""
     S_prefix, T, b = _int("S_prefix", S_prefix), _int("T", T, 1), _int("block_size", block_size, 1)
     cached = S_prefix // b * b  # only full blocks are shared
     shape = dict(L=L, d=d, N_params=N_params, s=s, bandwidth=bandwidth, peak_flops=peak_flops, H_kv=H_kv, d_h=d_h,
-                 d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices)
+                 d_ffn=d_ffn, V=V, ffn_matrices=ffn_matrices, mfu=mfu, causal=causal)
     miss = mixed_step_time(**shape, T=S_prefix + T)
     hit = mixed_step_time(**shape, T=S_prefix + T - cached, S_prefix=cached)
     return PrefixHit(cached_tokens=cached, miss_s=miss, hit_s=hit, saved_s=miss - hit, speedup=miss / hit,

@@ -99,9 +99,11 @@ class Engine:
     @classmethod
     def replay(cls, model: ModelPreset, hardware: HardwarePreset, *, num_blocks: int | None = None,
                block_size: int = 16, s: int = 2, fused: bool = True, config: EngineConfig | None = None,
-               echo: bool = False, host_link: LinkPreset | None = None, swap_overlap: bool = True) -> Engine:
+               echo: bool = False, host_link: LinkPreset | None = None, swap_overlap: bool = True,
+               mfu: float = 1.0, causal: bool = False) -> Engine:
         """An engine that 'serves' with `model` on `hardware` on paper: step times from the formulas (one fused
-        forward per step; `fused=False` prices one forward per distinct chunk length).
+        forward per step; `fused=False` prices one forward per distinct chunk length), each a floor unless `mfu` < 1
+        (the share of the peak a forward sustains) and `causal` (a chunk's queries against the keys they see).
 
         With `preemption="swap"` a step that moves blocks to or from the host also takes their bytes over
         `host_link` (needed then), overlapped with the step or not (Eq. 12.5)."""
@@ -111,7 +113,8 @@ class Engine:
             raise ValueError("preemption='swap' in replay needs host_link (a LinkPreset, e.g. "
                              "costs.presets.HOST_LINKS['PCIe Gen5 x16']) to price the copies")
         pool = shadow_pool(model, num_blocks=num_blocks, block_size=block_size)
-        engine = cls(ReplayExecutor(model, hardware, pool, s=s, fused=fused), pool, config, echo=echo)
+        engine = cls(ReplayExecutor(model, hardware, pool, s=s, fused=fused, mfu=mfu, causal=causal), pool, config,
+                     echo=echo)
         engine.host_link, engine.swap_overlap = host_link, swap_overlap
         engine._kv_token = costs.evaluate(costs.kv_bytes_per_token, model, s=s)
         return engine

@@ -9,6 +9,10 @@ priced as the engine runs it (`ModelExecutor`, and vLLM, Orca, Sarathi-Serve): o
 tokens, prompt chunks and decodes together, so the weights are read once per step, the mixed step of
 `costs.mixed_step_time`. `fused=False` prices the unfused executor instead, one forward per distinct
 chunk length T (a mixed step pays a weight read per forward), kept for the comparison.
+Two knobs of the compute side: `mfu`, the share of the peak π a forward sustains (F / (mfu·π)), and `causal`,
+a prompt chunk's queries priced against the keys they see (query i of T after S cached: S+i+1) instead of all
+S+T, as the engines' causal kernels compute. Their defaults (mfu = 1, dense) make every replayed time a floor;
+Chapter 12 replays at both ends (mfu = 0.5, causal) to show how far the floor sits from an engine's run.
 The LM head is priced at one row per sequence of the step (as `costs.mixed_step_time` does); the fused
 executor computes it only at the rows that sample, one d·V row fewer per unfinished prompt chunk.
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from minigpt import costs
 from minigpt.config import ModelConfig
+from minigpt.costs._check import _mfu
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving.executor import forwards
@@ -50,9 +55,13 @@ class ReplayExecutor:
     predicts_time = True
 
     def __init__(self, model: ModelPreset, hardware: HardwarePreset, pool: PagedKVCache, *, s: int = 2,
-                 fused: bool = True, token: int = 0) -> None:
+                 fused: bool = True, token: int = 0, mfu: float = 1.0, causal: bool = False) -> None:
         self.model, self.hardware, self.pool = model, hardware, pool
         self.s, self.fused, self.token = s, fused, token
+        self.peak = _mfu(mfu) * hardware.peak_flops
+        if not isinstance(causal, bool):
+            raise ValueError(f"causal must be True or False, got {causal!r}")
+        self.causal = causal
         self.S_max, self.V, self.device = pool.config.S_max, model.V, pool.device
         self.weight_bytes = costs.weight_bytes(N_params=model.N_params, s=s)
         self.kv_token = costs.evaluate(costs.kv_bytes_per_token, model, s=s)
@@ -66,18 +75,18 @@ class ReplayExecutor:
         kv = 0
         for c in group:
             S = c.tracked.computed
-            flops += self.model.L * costs.layer_flops(**{**self._layer, "T": T, "S": S})
+            flops += self.model.L * costs.layer_flops(**{**self._layer, "T": T, "S": S, "causal": self.causal})
             kv += S * self.kv_token  # the S cached tokens' K/V, read
         return flops, kv
 
     def step_time(self, chunks: list[Chunk]) -> float:
-        """Predicted seconds of the step: one fused forward's max(bytes/BW, F/π) (default), or the sum over the
-        unfused executor's forwards, each paying the weights."""
+        """Predicted seconds of the step: one fused forward's max(bytes/BW, F/(mfu·π)) (default), or the sum over
+        the unfused executor's forwards, each paying the weights."""
         hw = self.hardware
         parts = [self.forward_cost(g) for g in forwards(chunks)]
         if self.fused:
             parts = [(sum(f for f, _ in parts), sum(b for _, b in parts))]
-        return sum(costs.roofline_time(flops=f, bytes=self.weight_bytes + b, peak_flops=hw.peak_flops,
+        return sum(costs.roofline_time(flops=f, bytes=self.weight_bytes + b, peak_flops=self.peak,
                                        bandwidth=hw.bandwidth) for f, b in parts)
 
     def run(self, chunks: list[Chunk]) -> dict[int, int]:

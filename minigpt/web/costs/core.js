@@ -69,7 +69,19 @@
   // a decode step's bytes (Eq. 3.5), a memory budget, GQA's K/V projections (Eqs. 9.2-9.3) ----
   function layer_flops_big(a) {
     const T = int(a, "T", 1), S = int(a, "S", 0), B = int(a, "B", 1, 1), d = int(a, "d", 1);
-    return B * T * tokenMatrixFlops(a) + 4n * B * T * (S + T) * d;
+    const causal = a.causal === undefined ? false : a.causal;
+    if (typeof causal !== "boolean") throw new RangeError("causal must be True or False, got " + causal);
+    const keys = causal ? T * S + (T * (T + 1n)) / 2n : T * (S + T);  // query i sees S+i+1 keys when causal
+    return B * T * tokenMatrixFlops(a) + 4n * B * keys * d;
+  }
+
+  // Model FLOPs utilisation: the share of the peak a forward sustains, in (0, 1] (absent: 1, the floor).
+  function mfu(a, fallback) {
+    const value = a.mfu === undefined ? fallback : a.mfu;
+    if (typeof value !== "number" || !Number.isFinite(value) || !(value > 0 && value <= 1)) {
+      throw new RangeError("mfu must be a share of the peak in (0, 1], got " + value);
+    }
+    return value;
   }
 
   function lm_head_big(a) {
@@ -126,7 +138,7 @@
   // The shared helpers, for the rooms only: not enumerable, so not among the formulas.
   Object.defineProperty(C, "_", { value: Object.freeze({
     int, num, N, finite, nonNeg, ceilDiv, kvWidth, ffn, ffnMatrices, tokenMatrixFlops,
-    layer_flops_big, lm_head_big, kvToken, stepBytes, budget, kvProjBig, kvHeadsBig }) });
+    layer_flops_big, lm_head_big, mfu, kvToken, stepBytes, budget, kvProjBig, kvHeadsBig }) });
   root.MiniGPTCosts = C;
   if (typeof module !== "undefined" && module.exports) module.exports = C;
 })(typeof globalThis !== "undefined" ? globalThis : this);

@@ -13,13 +13,10 @@
     return N(S * 2n * L * kvWidth(a) * s) / num(a, "link_bandwidth", 0, true);
   };
   C.recompute_time = function (a) {
-    const mfu = a.mfu;
-    if (typeof mfu !== "number" || !Number.isFinite(mfu) || !(mfu > 0 && mfu <= 1)) {
-      throw new RangeError("mfu must be a share of the peak in (0, 1], got " + mfu);
-    }
+    const share = C._.mfu(a, undefined);
     if (int(a, "S", 0) === 0n) return 0;
     const flops = C.prefill_flops(Object.assign({}, a, { P: a.S }));
-    return flops / (mfu * num(a, "peak_flops", 0, true));
+    return flops / (share * num(a, "peak_flops", 0, true));
   };
   C.step_time_with_swap = function (a) {
     const overlap = a.overlap === undefined ? true : a.overlap;

@@ -5,7 +5,7 @@
   "use strict";
   const C = root.MiniGPTCosts;
   if (!C || !C._) throw new Error("costs/core.js must load before costs/serving.js");
-  const { int, N, kvWidth, layer_flops_big, lm_head_big, kvToken } = C._;
+  const { int, num, N, kvWidth, layer_flops_big, lm_head_big, mfu, kvToken } = C._;
 
   // ---- Part III: a chunked-prefill step (prompt chunk + decodes) as one forward ----
   C.mixed_step_time = function (a) {
@@ -19,7 +19,8 @@
     flops += lm_head_big(Object.assign({}, a, { T: 1, B: N(B) + (T > 0n ? 1 : 0) }));
     const kvToken = 2n * L * kvWidth(a) * int(a, "s", 1);
     const moved = C.weight_bytes(a) + N((Sp + B * S) * kvToken);
-    return C.roofline_time({ flops: N(flops), bytes: moved, peak_flops: a.peak_flops, bandwidth: a.bandwidth });
+    const peak = mfu(a, 1) * num(a, "peak_flops", 0, true);
+    return C.roofline_time({ flops: N(flops), bytes: moved, peak_flops: peak, bandwidth: a.bandwidth });
   };
 
   // ---- Chapter 12: a static batch waits for its longest member (Eqs. 12.1-12.2) ----
