@@ -25,6 +25,8 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
+from minigpt.book import editions
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "locales"
 TEMPLATES = ROOT / "_build" / "gettext"
@@ -86,10 +88,20 @@ def is_display_maths(msgid: str) -> bool:
     return msgid.startswith("\n") or re.search(r"=|\\(?:le|ge|approx|tag|propto|sim)\b", msgid) is not None
 
 
-def maths(text: str) -> Counter:
-    """The inline and display maths of a message, as written (their words, outside subscripts, aside)."""
+def maths(text: str, lang: str = "en") -> Counter:
+    """The inline and display maths of a message (their words, outside subscripts, aside).
+
+    As written, or (`lang`) with its numbers written that edition's way (`editions.localize_maths`).
+    """
     found = [text.strip()] if is_display_maths(text) else _MATH.findall(_without_roles(text))
-    return Counter(_MATH_TEXT.sub(_blank_words, m) for m in found)
+    return Counter(editions.localize_maths(_MATH_TEXT.sub(_blank_words, m), lang) for m in found)
+
+
+def edition_maths(msgid: str, lang: str) -> str:
+    """A message with the numbers of its maths written the edition's way (the rest as it is)."""
+    if is_display_maths(msgid):
+        return editions.localize_maths(msgid, lang)
+    return _MATH.sub(lambda m: editions.localize_maths(m.group(0), lang), msgid)
 
 
 def code_spans(text: str) -> Counter:
@@ -111,17 +123,18 @@ def markup_problems(msgid: str, msgstr: str, lang: str = "es") -> list[str]:
     """What the translation `msgstr` lost or added against `msgid`; empty when it keeps all the markup.
 
     Glued values, citations and cross-references must keep their targets (a term's text may change,
-    its target may not); maths and inline code are kept as written; links keep their targets, except a
-    Colab link, which points to the edition's notebook.
+    its target may not); maths is kept with its numbers written the edition's way ("4{,}096" -> "4096",
+    "0.8" -> "0{,}8"), inline code as written; links keep their targets, except a Colab link, which
+    points to the edition's notebook.
     """
     problems = []
     checks = (
-        ("roles", role_targets),
-        ("maths", maths),
-        ("inline code", code_spans),
+        ("roles", role_targets, role_targets),
+        ("maths", lambda text: maths(text, lang), maths),
+        ("inline code", code_spans, code_spans),
     )
-    for name, count in checks:
-        want, got = count(msgid), count(msgstr)
+    for name, count_en, count in checks:
+        want, got = count_en(msgid), count(msgstr)
         if want != got:
             lost, added = want - got, got - want
             parts = []
@@ -179,11 +192,14 @@ def needs_no_translation(msgid: str) -> bool:
 
 
 def autofill(msgid: str, lang: str = "es") -> str | None:
-    """The translation of a message that needs no translator, else None (Colab links point to the edition's)."""
+    """The translation of a message that needs no translator, else None.
+
+    Colab links point to the edition's notebooks, and the numbers of maths are written its way.
+    """
     if "colab.research.google.com" in msgid and msgid.startswith("<a href="):
         return colab_target(msgid, lang).replace('alt="Open In Colab"', 'alt="Abrir en Colab"')
     if needs_no_translation(msgid):
-        return msgid
+        return edition_maths(msgid, lang)
     return None
 
 

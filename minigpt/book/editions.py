@@ -70,6 +70,57 @@ def localize_numbers(text: str, lang: str) -> str:
     return NUMBER.sub(_spanish, text)
 
 
+# A number in LaTeX as the English pages write it: thousands grouped by "{,}" ("4{,}096"), or five
+# digits and more unseparated ("32000"), a decimal point ("0.75"). Its Spanish form follows the same
+# rule as the prose: "4096", "32\,768" (a thin space), "0{,}75" (the braces keep TeX's comma from
+# spacing itself as punctuation). Equation numbers (`\tag{3.1}`) and code (`\texttt{...}`) are names.
+MATH_NUMBER = re.compile(
+    r"(?<![\w.}])(?P<int>[1-9]\d{0,2}(?:\{,\}\d{3})+|\d+)(?:\.(?P<frac>\d+))?(?![\w]|\.\d|\{,\}\d|\\,\d)"
+)
+_MATH_NAMES = re.compile(r"\\(?:tag|texttt|label|ref|eqref)\{[^{}]*\}")
+
+#: A number written the English way inside Spanish maths: "{,}" groups of three digits after a non-zero
+#: head (thousands: "4{,}096" reads as 4.096 to a Spanish reader), a decimal point, five digits and more
+#: without a thin space. Spanish maths writes "4096", "32\,768", "0{,}8", "0{,}125".
+ENGLISH_MATH_NUMBER = re.compile(
+    r"(?<![\w.}])[1-9]\d{0,2}(?:\{,\}\d{3})+(?!\d)"
+    r"|(?<![\w.}])\d+\.\d+(?![\w.])|(?<![\w.}])\d{5,}(?![\w.])"
+)
+
+
+def _spanish_math(match: re.Match) -> str:
+    digits = match.group("int").replace("{,}", "")
+    if len(digits) >= 5:
+        head = len(digits) % 3 or 3
+        digits = digits[:head] + "".join("\\," + digits[i : i + 3] for i in range(head, len(digits), 3))
+    if match.group("frac") is not None:
+        digits += "{,}" + match.group("frac")
+    return digits
+
+
+def _outside_names(text: str, convert) -> str:  # type: ignore[no-untyped-def]
+    """`convert` applied to the LaTeX between the names (`\\tag{3.1}`, `\\texttt{...}`), which stay."""
+    out, last = [], 0
+    for name in _MATH_NAMES.finditer(text):
+        out += [convert(text[last : name.start()]), name.group(0)]
+        last = name.end()
+    return "".join([*out, convert(text[last:])])
+
+
+def localize_maths(latex: str, lang: str) -> str:
+    """The numbers of a LaTeX formula written the edition's way: '4{,}096' -> '4096', '0.8' -> '0{,}8'."""
+    if lang == "en":
+        return latex
+    return _outside_names(latex, lambda part: MATH_NUMBER.sub(_spanish_math, part))
+
+
+def english_math_numbers(latex: str) -> list[str]:
+    """The numbers of a formula in an edition other than English still written the English way."""
+    found: list[str] = []
+    _outside_names(latex, lambda part: found.extend(ENGLISH_MATH_NUMBER.findall(part)) or part)
+    return found
+
+
 def template_of(text: str) -> str:
     """A glued string with each number replaced by '{}': the key of its translation."""
     return NUMBER.sub("{}", text)
