@@ -10,12 +10,22 @@ checks look at the Spanish itself, over every message of every catalog:
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
+from babel.messages.pofile import read_po
 
 from minigpt.book import catalogs, editions
 
 LANG = "es"
 PAGES = catalogs.pages(LANG)
+TERMS = yaml.safe_load((catalogs.LOCALES / LANG / "terminology.yml").read_text(encoding="utf-8"))
+CACHE_RULE = next(r for r in TERMS if r["en"] == r"\bKV cache\b")
+MASCULINE_CACHE = [re.compile(p, re.I) for p in CACHE_RULE["avoid"] if "caché" in p]
+QUOTE = re.compile(r'"[^"]*"|«[^»]*»|“[^”]*”')
+TABLES = ("ui.yml", "theme.yml", "glued.yml", "bibliography.yml")
+FEEDBACK = catalogs.ROOT / "minigpt" / "locales" / LANG / "LC_MESSAGES" / "minigpt.po"
 
 
 def messages(page: str):
@@ -81,3 +91,68 @@ def test_a_translation_must_localize_the_maths_of_its_english():
     assert catalogs.markup_problems(msgid, "Con $P = 4097$ y $\\alpha = 0{,}8$.")
     assert not catalogs.markup_problems(msgid, "Con $P = 4096$ y $\\alpha = 0{,}8$.")
     assert catalogs.autofill("$S = 32{,}768$") == "$S = 32\\,768$"
+
+
+def spanish_words(text: str) -> str:
+    """What a reader sees of a translation: a term's text kept; maths, code, other roles, link targets and
+    quotations (a source's own Spanish, quoted as it is) left out."""
+    text = re.sub(r"\{term\}`([^`<]*?)\s*(?:<[^>]*>)?`", r"\1", text)
+    text = catalogs._ROLE.sub(" ", text)
+    text = catalogs._MATH.sub(" ", text)
+    text = catalogs._CODE.sub(" ", text)
+    text = catalogs._LINK.sub("](x)", text)
+    return QUOTE.sub(" ", text)
+
+
+def masculine_cache(text: str) -> list[str]:
+    words = spanish_words(text)
+    return [m.group(0) for pattern in MASCULINE_CACHE for m in pattern.finditer(words)]
+
+
+def test_the_term_list_holds_the_gender_of_cache():
+    assert len(MASCULINE_CACHE) >= 3, "locales/es/terminology.yml lost the masculine forms of *caché* to avoid"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_cache_is_feminine_in_the_book(page):
+    """Bug: "el caché KV" next to "la caché de prefijos" (two genders for one word in one book)."""
+    bad = [(found, m.string[:70]) for m in messages(page) if (found := masculine_cache(m.string))]
+    assert not bad, f"{page}: *caché* is feminine in this edition (la caché, las cachés): {bad[:5]}"
+
+
+def test_cache_is_feminine_in_the_graders_feedback():
+    with open(FEEDBACK, "rb") as fh:
+        catalog = read_po(fh)
+    bad = [found for m in catalog if m.id and isinstance(m.string, str) and (found := masculine_cache(m.string))]
+    assert not bad, f"{FEEDBACK.name}: {bad[:5]}"
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_cache_is_feminine_in_the_interface_tables(name):
+    table = yaml.safe_load((catalogs.LOCALES / LANG / name).read_text(encoding="utf-8")) or {}
+    bad = [found for value in table.values() if (found := masculine_cache(str(value)))]
+    assert not bad, f"locales/{LANG}/{name}: {bad[:5]}"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "el caché KV crece", "lee todo del caché", "escribe al caché", "un caché cuantizado", "este caché",
+        "los cachés reservados", "la caché KV cuantizado", "Caché estático", "una caché **preasignado**",
+        "las cachés acotados", "una caché KV más pequeño", "el {term}`caché KV <KV cache>`", "su propio caché",
+    ],
+)
+def test_the_gender_check_fails_on_the_masculine(bad):
+    assert masculine_cache(bad), bad
+
+
+@pytest.mark.parametrize(
+    "good",
+    [
+        "la caché KV crece", "de la caché", "a la caché", "una caché cuantizada", "las cachés reservadas",
+        "los bytes de la caché leídos", "el prefijo en caché más largo", "guardada en caché junto al latente",
+        "sin caché, el paso", 'la página del curso: "El caché te compra un factor de D"', "el `cache` del modelo",
+    ],
+)
+def test_the_gender_check_passes_the_feminine(good):
+    assert not masculine_cache(good), good
