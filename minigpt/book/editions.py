@@ -4,9 +4,9 @@ A glued value (`{glue:text}`) is computed by a notebook and printed in English s
 "3.95", "0.75× at γ = 2"). The Spanish edition writes the same value the Spanish way, chosen once for
 the whole edition: a decimal comma, and thousands separated by a narrow no-break space (U+202F, the
 SI's thin space) from five digits on, as the RAE's *Ortografía* (2010) recommends: "32 768", "2048",
-"3,95". `localize_glued` converts a glued string; the few glued strings that hold English words are
-translated through a table of templates (`locales/<lang>/glued.yml`) whose numbers stay the computed
-ones.
+"3,95"; a percent sign after a no-break space, "1,5 %" (`spaced_percent`). `localize_glued` converts a
+glued string; the few glued strings that hold English words are translated through a table of
+templates (`locales/<lang>/glued.yml`) whose numbers stay the computed ones.
 """
 
 from __future__ import annotations
@@ -151,12 +151,23 @@ def localize_glued(text: str, lang: str) -> str:
         return text
     numbers = [m.group(0) for m in NUMBER.finditer(text)]
     if not needs_words(text):
-        return localize_numbers(text, lang)
+        return spaced_percent(localize_numbers(text, lang))
     template = template_of(text)
     table = glued_table(lang)
     if template not in table:
         raise UntranslatedGlue(template)
-    return table[template].format(*(localize_numbers(n, lang) for n in numbers))
+    return spaced_percent(table[template].format(*(localize_numbers(n, lang) for n in numbers)))
+
+
+#: A percent sign after a number, closed up or spaced ("1.5%", "1,5 %"); and the one spacing of the Spanish
+#: edition, a no-break space (the RAE's *Ortografía*, Fundéu: "el 1,5 %", never split across two lines).
+PERCENT = re.compile(r"(?<=\d)[ \u202f\u00a0]?%")
+NBSP = "\u00a0"
+
+
+def spaced_percent(text: str) -> str:
+    """'1,5%' -> '1,5 %' with a no-break space: how the Spanish edition writes a percentage."""
+    return PERCENT.sub(NBSP + "%", text)
 
 
 def _table(lang: str, name: str) -> dict[str, str]:
