@@ -70,13 +70,16 @@ def _without_roles(text: str) -> str:
 
 # Words in maths, `\text{bytes moved}` or an underbrace's `_{\text{decode time}}`, are prose a
 # translation changes; a subscript's one-word text, `b_\text{token}` or `t_{\text{decode}}`, is a name
-# of the notation and stays.
+# of the notation and stays, except under a sum or a product, where it says in words what the index runs
+# over (`\sum_\text{requests}`: "over the requests").
 _MATH_TEXT = re.compile(r"(_\{|\^\{|_|\^)?\\(text|mathrm|textrm|mbox)\{([^{}]*)\}")
+_OPERATOR = re.compile(r"\\(?:sum|prod|bigcup|bigcap)\s*$")
 
 
 def _blank_words(match: re.Match) -> str:
     sub, command, words = match.groups()
-    if sub and not re.search(r"[ ,]", words.strip()):
+    over = sub is not None and _OPERATOR.search(match.string, 0, match.start()) is not None
+    if sub and not over and not re.search(r"[ ,]", words.strip()):
         return match.group(0)
     return f"{sub or ''}\\{command}{{…}}"
 

@@ -151,12 +151,12 @@ def localize_glued(text: str, lang: str) -> str:
         return text
     numbers = [m.group(0) for m in NUMBER.finditer(text)]
     if not needs_words(text):
-        return spaced_percent(localize_numbers(text, lang))
+        return typeset(localize_numbers(text, lang))
     template = template_of(text)
     table = glued_table(lang)
     if template not in table:
         raise UntranslatedGlue(template)
-    return spaced_percent(table[template].format(*(localize_numbers(n, lang) for n in numbers)))
+    return typeset(table[template].format(*(localize_numbers(n, lang) for n in numbers)))
 
 
 #: A percent sign after a number, closed up or spaced ("1.5%", "1,5 %"); and the one spacing of the Spanish
@@ -168,6 +168,18 @@ NBSP = "\u00a0"
 def spaced_percent(text: str) -> str:
     """'1,5%' -> '1,5 %' with a no-break space: how the Spanish edition writes a percentage."""
     return PERCENT.sub(NBSP + "%", text)
+
+
+# A hyphen the notebooks print between two numbers ("28.7-30.2", "24%-39%": a range), or before one
+# ("-17%": a negative value); not inside a name ("Llama-2-7B") or an exponent ("5.1e-07").
+_RANGE = re.compile(r"(?<![\w.,\-])(\d+(?:[,\u202f]\d+)*(?:\u00a0?%)?)-(?=\d+(?:[,\u202f]\d+)*(?:\u00a0?%)?(?![\w\-]))")
+_MINUS = re.compile(r"(?<![\w.,)\]%\-])-(?=\d)")
+
+
+def typeset(text: str) -> str:
+    """A glued value set the Spanish way: '1,5 %' (`spaced_percent`), ranges with an en dash ('28,7–30,2'),
+    a minus sign for a negative value ('−17 %')."""
+    return spaced_percent(_MINUS.sub("\u2212", _RANGE.sub("\\1\u2013", text)))
 
 
 def _table(lang: str, name: str) -> dict[str, str]:
