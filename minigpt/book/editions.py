@@ -12,6 +12,7 @@ templates (`locales/<lang>/glued.yml`) whose numbers stay the computed ones.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 from pathlib import Path
 
@@ -180,6 +181,23 @@ def typeset(text: str) -> str:
     """A glued value set the Spanish way: '1,5 %' (`spaced_percent`), ranges with an en dash ('28,7–30,2'),
     a minus sign for a negative value ('−17 %')."""
     return spaced_percent(_MINUS.sub("\u2212", _RANGE.sub("\\1\u2013", text)))
+
+
+def collation_key(text: str, lang: str) -> str:
+    """The key that sorts words in the edition's alphabetical order (for its glossary).
+
+    Spanish (the RAE's order since 1994): case, accents and punctuation ignored, "ñ" a letter of its own
+    after "n" ("nube" < "ñandú" < "oro"); word by word (a space sorts first). English: case ignored.
+    """
+    if lang == "en":
+        return text.lower()
+    out = []
+    for char in text.lower():
+        if char == "ñ":
+            out.append("n{")  # "{" sorts after every letter: ñ after n + anything
+        elif char.isalnum() or char == " ":
+            out.append("".join(c for c in unicodedata.normalize("NFD", char) if not unicodedata.combining(c)))
+    return "".join(out)
 
 
 def _table(lang: str, name: str) -> dict[str, str]:
