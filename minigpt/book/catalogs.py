@@ -261,7 +261,8 @@ def _raw_maths(text: str, display: bool) -> Counter:
 
 
 def pages_with_own_maths(lang: str = "es") -> list[str]:
-    """The pages whose translated maths differ from the English (a `\\text{}` whose words were translated).
+    """The pages whose translated maths differ from the English (a `\\text{}` whose words were translated,
+    a number written the edition's way).
 
     Everywhere else the edition's maths is the English page's, character for character.
     """
