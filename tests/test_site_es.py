@@ -220,7 +220,7 @@ def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browse
         assert not ENGLISH_NUMBER.search(cells), cells[:300]
         assert re.search(r"\d,\d\d ms", cells), "times are not written with a decimal comma"
         totals = box.locator(".mgl-totals").text_content()
-        assert totals.startswith("Total: ") and "contados en" in totals and "Sin el caché:" in totals, totals
+        assert totals.startswith("Total: ") and "contados en" in totals and "Sin la caché:" in totals, totals
         assert not ENGLISH_NUMBER.search(totals), totals
         legend = box.locator("svg.mgl-flops text").all_text_contents()
         ours = [t for t in legend if t.startswith("— caché KV (esta ejecución): ")]
@@ -245,7 +245,7 @@ def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browse
         page.wait_for_selector('div.mgl[data-state="done"]')
         assert box.locator(".mgl-cache-bytes").text_content() == table[
             "No cache in this mode: every step recomputes the keys and values of all tokens and drops them."]
-        assert "Con el caché:" in box.locator(".mgl-totals").text_content()
+        assert "Con la caché:" in box.locator(".mgl-totals").text_content()
         assert visit.errors == [] and visit.external == [] and visit.failed == []
     finally:
         visit.close()

@@ -25,6 +25,8 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
+from minigpt.book import editions
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "locales"
 TEMPLATES = ROOT / "_build" / "gettext"
@@ -68,13 +70,16 @@ def _without_roles(text: str) -> str:
 
 # Words in maths, `\text{bytes moved}` or an underbrace's `_{\text{decode time}}`, are prose a
 # translation changes; a subscript's one-word text, `b_\text{token}` or `t_{\text{decode}}`, is a name
-# of the notation and stays.
+# of the notation and stays, except under a sum or a product, where it says in words what the index runs
+# over (`\sum_\text{requests}`: "over the requests").
 _MATH_TEXT = re.compile(r"(_\{|\^\{|_|\^)?\\(text|mathrm|textrm|mbox)\{([^{}]*)\}")
+_OPERATOR = re.compile(r"\\(?:sum|prod|bigcup|bigcap)\s*$")
 
 
 def _blank_words(match: re.Match) -> str:
     sub, command, words = match.groups()
-    if sub and not re.search(r"[ ,]", words.strip()):
+    over = sub is not None and _OPERATOR.search(match.string, 0, match.start()) is not None
+    if sub and not over and not re.search(r"[ ,]", words.strip()):
         return match.group(0)
     return f"{sub or ''}\\{command}{{…}}"
 
@@ -86,10 +91,20 @@ def is_display_maths(msgid: str) -> bool:
     return msgid.startswith("\n") or re.search(r"=|\\(?:le|ge|approx|tag|propto|sim)\b", msgid) is not None
 
 
-def maths(text: str) -> Counter:
-    """The inline and display maths of a message, as written (their words, outside subscripts, aside)."""
+def maths(text: str, lang: str = "en") -> Counter:
+    """The inline and display maths of a message (their words, outside subscripts, aside).
+
+    As written, or (`lang`) with its numbers written that edition's way (`editions.localize_maths`).
+    """
     found = [text.strip()] if is_display_maths(text) else _MATH.findall(_without_roles(text))
-    return Counter(_MATH_TEXT.sub(_blank_words, m) for m in found)
+    return Counter(editions.localize_maths(_MATH_TEXT.sub(_blank_words, m), lang) for m in found)
+
+
+def edition_maths(msgid: str, lang: str) -> str:
+    """A message with the numbers of its maths written the edition's way (the rest as it is)."""
+    if is_display_maths(msgid):
+        return editions.localize_maths(msgid, lang)
+    return _MATH.sub(lambda m: editions.localize_maths(m.group(0), lang), msgid)
 
 
 def code_spans(text: str) -> Counter:
@@ -111,17 +126,18 @@ def markup_problems(msgid: str, msgstr: str, lang: str = "es") -> list[str]:
     """What the translation `msgstr` lost or added against `msgid`; empty when it keeps all the markup.
 
     Glued values, citations and cross-references must keep their targets (a term's text may change,
-    its target may not); maths and inline code are kept as written; links keep their targets, except a
-    Colab link, which points to the edition's notebook.
+    its target may not); maths is kept with its numbers written the edition's way ("4{,}096" -> "4096",
+    "0.8" -> "0{,}8"), inline code as written; links keep their targets, except a Colab link, which
+    points to the edition's notebook.
     """
     problems = []
     checks = (
-        ("roles", role_targets),
-        ("maths", maths),
-        ("inline code", code_spans),
+        ("roles", role_targets, role_targets),
+        ("maths", lambda text: maths(text, lang), maths),
+        ("inline code", code_spans, code_spans),
     )
-    for name, count in checks:
-        want, got = count(msgid), count(msgstr)
+    for name, count_en, count in checks:
+        want, got = count_en(msgid), count(msgstr)
         if want != got:
             lost, added = want - got, got - want
             parts = []
@@ -179,11 +195,14 @@ def needs_no_translation(msgid: str) -> bool:
 
 
 def autofill(msgid: str, lang: str = "es") -> str | None:
-    """The translation of a message that needs no translator, else None (Colab links point to the edition's)."""
+    """The translation of a message that needs no translator, else None.
+
+    Colab links point to the edition's notebooks, and the numbers of maths are written its way.
+    """
     if "colab.research.google.com" in msgid and msgid.startswith("<a href="):
         return colab_target(msgid, lang).replace('alt="Open In Colab"', 'alt="Abrir en Colab"')
     if needs_no_translation(msgid):
-        return msgid
+        return edition_maths(msgid, lang)
     return None
 
 
@@ -242,7 +261,8 @@ def _raw_maths(text: str, display: bool) -> Counter:
 
 
 def pages_with_own_maths(lang: str = "es") -> list[str]:
-    """The pages whose translated maths differ from the English (a `\\text{}` whose words were translated).
+    """The pages whose translated maths differ from the English (a `\\text{}` whose words were translated,
+    a number written the edition's way).
 
     Everywhere else the edition's maths is the English page's, character for character.
     """

@@ -11,6 +11,7 @@ In a translated edition (Sphinx's `language` other than "en") it also
   strings with words);
 - warns about every message of a page that has no translation, or only a fuzzy one, so that the
   strict build (`-W`) fails until the catalog is complete (coverage is a build error, not a report);
+- sorts the glossary by its translated terms (`SortGlossary`);
 - points the Colab launch buttons to the edition's generated notebooks (`catalogs.NOTEBOOKS`);
 - translates the parts' captions, the site's title and author, and the theme's own strings
   (`locales/<lang>/theme.yml`).
@@ -214,6 +215,28 @@ class TranslateToctreeCaptions(SphinxTransform):
                 node["caption"] = string
 
 
+class SortGlossary(SphinxTransform):
+    """A glossary in the edition's alphabetical order (`editions.collation_key`), once its terms are translated.
+
+    The English page lists its terms in English order; translated (Sphinx's Locale, priority 20), they are
+    sorted again by their translated text, each term with its definition and its anchor.
+    """
+
+    default_priority = 30
+
+    def apply(self, **kwargs: Any) -> None:
+        sort_glossaries(self.document, self.config.language)
+
+
+def sort_glossaries(document: nodes.Node, lang: str) -> None:
+    """Every glossary of a doctree with its entries in `lang`'s alphabetical order (by their first term)."""
+    for glossary in document.findall(addnodes.glossary):
+        for entries in glossary.findall(nodes.definition_list):
+            items = list(entries.children)
+            items.sort(key=lambda item: editions.collation_key(item.next_node(nodes.term).astext(), lang))
+            entries.children = items
+
+
 def translate_chrome(app: Sphinx, exception: Exception | None) -> None:
     """The theme's own strings in the built pages and scripts (`locales/<lang>/theme.yml`).
 
@@ -257,6 +280,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     if (app.config.language or "en") != "en":
         add_ui_strings(app)
         app.add_transform(TranslateToctreeCaptions)
+        app.add_transform(SortGlossary)
         app.connect("build-finished", translate_chrome)
         _patch_glue_lookup()
         app.add_post_transform(LocalizeGlued)
