@@ -13,8 +13,8 @@ edition's) is the source notebook (translated, for an edition) with every markdo
 - `](#label)` and relative links -> the published page that holds the target.
 
 Code cells and outputs stay as they are. `scripts/book/colab_notebooks.py` writes them; tests/test_colab_notebooks.py
-checks they are fresh and hold no MyST markup. The published site's address comes from `repository()`
-(`_config.yml`), the one place that names the repository.
+checks they are fresh and hold no MyST markup. The published site's address comes from
+`minigpt.book.repository` (`_config.yml`), the one place that names the repository.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from minigpt.book import editions
+from minigpt.book.repository import repository, site_url  # noqa: F401 (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 GLUE_PREFIX = "application/papermill.record/"
@@ -44,22 +43,6 @@ _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _LABEL_LINE = re.compile(r"^\(([A-Za-z0-9_-]+)\)=[ \t]*$", re.M)
 _NAME_OPTION = re.compile(r"^:(?:name|label):[ \t]+(\S+)", re.M)
 _ANGLE = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
-
-
-def repository() -> tuple[str, str]:
-    """(url, branch) of the book's repository, from `_config.yml` (`repository.url`, `repository.branch`)."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    repo = config["repository"]
-    return repo["url"].rstrip("/"), repo.get("branch", "main")
-
-
-def site_url(lang: str = "en") -> str:
-    """The published site of the repository (GitHub Pages: https://<owner>.github.io/<name>/), an edition's
-    under `<lang>/`."""
-    url, _ = repository()
-    owner, name = url.removeprefix("https://github.com/").split("/")[:2]
-    base = f"https://{owner.lower()}.github.io/{name}/"
-    return base if lang == "en" else f"{base}{lang}/"
 
 
 def _sources() -> list[Path]:
