@@ -92,3 +92,16 @@ def test_the_repository_address_names_the_site():
     owner, name = url.removeprefix("https://github.com/").split("/")
     assert C.site_url() == f"https://{owner.lower()}.github.io/{name}/"
     assert C.site_url("es") == C.site_url() + "es/"
+
+
+def test_every_editions_launch_button_opens_its_generated_notebooks():
+    """Catches: the English site's Colab (rocket) button left on the raw source notebook."""
+    from types import SimpleNamespace
+
+    from minigpt.book import sphinx_editions
+
+    for lang in ("en", "es"):
+        config = SimpleNamespace(language=lang, html_theme_options={"search_bar_text": "Search this book..."},
+                                 bibtex_bibfiles=[])
+        sphinx_editions.configure_edition(SimpleNamespace(srcdir=str(ROOT)), config)  # type: ignore[arg-type]
+        assert config.html_theme_options["path_to_docs"] == f"locales/{lang}/notebooks"
