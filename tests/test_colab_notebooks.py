@@ -105,3 +105,23 @@ def test_every_editions_launch_button_opens_its_generated_notebooks():
                                  bibtex_bibfiles=[])
         sphinx_editions.configure_edition(SimpleNamespace(srcdir=str(ROOT)), config)  # type: ignore[arg-type]
         assert config.html_theme_options["path_to_docs"] == f"locales/{lang}/notebooks"
+
+
+def test_directives_become_plain_markdown():
+    """Catches: a literalinclude left as a raw directive or showing the wrong lines (a method looked up at the
+    module's top level, decorators dropped, a quoted start-at not found), an admonition without its title."""
+    from minigpt.book import colab_directives as D
+
+    blob = "https://github.com/o/n/blob/main/".__add__
+    out = D.resolve_directives("```{literalinclude} ../minigpt/runtime/generate.py\n:language: python\n"
+                               ":pyobject: prefill\n```", "chapters/x", blob)
+    assert out.startswith("From [`minigpt/runtime/generate.py`](https://github.com/o/n/blob/main/minigpt/runtime/")
+    assert "```python\n@torch.no_grad()\ndef prefill(" in out and out.endswith("\n```")
+    method = D.resolve_directives("```{literalinclude} ../minigpt/runtime/kv_cache.py\n:pyobject: KVCache.update\n"
+                                  "```", "chapters/x", blob, "es")
+    assert method.startswith("De ") and "    def update(" in method and "class KVCache" not in method
+    between = D.resolve_directives('```{literalinclude} ../minigpt/costs/presets.py\n:start-at: "FAMILY: dict"\n'
+                                   ':end-at: "}"\n```', "chapters/x", blob)
+    assert "FAMILY: dict" in between.splitlines()[3] and between.splitlines()[-2].strip().endswith("}")
+    note = D.resolve_directives("```{admonition} Erratum\n:class: tip\n:name: x\n\nOne.\n\nTwo.\n```", "c/x", blob)
+    assert note == "> **Erratum**\n>\n> One.\n>\n> Two."

@@ -10,7 +10,9 @@ edition's) is the source notebook (translated, for an edition) with every markdo
 - `{cite}`key`` -> "[Author et al., year]", linked to the published references page;
 - `{claim}`id`` -> "[System version]", linked to its entry in the published ledger;
 - `{numref}`fig-…`` -> "Fig. N.M", linked to the figure;
-- `](#label)` and relative links -> the published page that holds the target.
+- `](#label)` and relative links -> the published page that holds the target;
+- `{literalinclude}` and `{admonition}` directives -> the code from the package's source, a block quote
+  (`colab_directives`).
 
 Code cells and outputs stay as they are. `scripts/book/colab_notebooks.py` writes them; tests/test_colab_notebooks.py
 checks they are fresh and hold no MyST markup. The published site's address comes from
@@ -30,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from minigpt.book import editions
-from minigpt.book.repository import repository, site_url  # noqa: F401 (re-exported)
+from minigpt.book.colab_directives import resolve_directives
+from minigpt.book.repository import repository, site_url, source_url  # noqa: F401 (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 GLUE_PREFIX = "application/papermill.record/"
@@ -231,6 +234,7 @@ def _figure(page: Page, match: re.Match, attachments: dict) -> str:
 def resolve_markdown(source: str, page: Page, attachments: dict | None = None) -> str:
     """A markdown cell's source with the MyST markup resolved (see the module docstring)."""
     attachments = {} if attachments is None else attachments
+    source = resolve_directives(source, page.page, source_url, page.lang)
     source = _GLUE_FIGURE.sub(lambda m: _figure(page, m, attachments), source)
     source = _LABEL_LINE.sub("", source)
     source = _GLUE_TEXT.sub(lambda m: page.glue_text(m.group(1), m.group(2)), source)
@@ -261,6 +265,6 @@ def colab_notebook(notebook: dict, page: str, lang: str = "en", outputs_from: di
 
 def leftover_markup(notebook: dict) -> list[str]:
     """The MyST markup Colab would show raw, as found in the notebook's markdown cells."""
-    bad = re.compile(r"\{glue|\{term\}|\{cite|\{claim\}|\{numref\}|\]\(#")
+    bad = re.compile(r"\{glue|\{term\}|\{cite|\{claim\}|\{numref\}|\]\(#|^(?:`{3,}|:{3,})\{[\w:-]+\}", re.M)
     return [m.group(0) for cell in notebook["cells"] if cell["cell_type"] == "markdown"
             for m in bad.finditer("".join(cell["source"]))]

@@ -52,3 +52,9 @@ def site_url(lang: str = "en") -> str:
     owner, name = slug().split("/")
     base = f"https://{owner.lower()}.github.io/{name}/"
     return base if lang == "en" else f"{base}{lang}/"
+
+
+def source_url(relpath: str) -> str:
+    """The GitHub page of the repository's file `relpath` (on the configured branch)."""
+    url, branch = repository()
+    return f"{url}/blob/{branch}/{relpath}"
