@@ -55,8 +55,11 @@ def build_wheel(dest: Path) -> Path:
                 shutil.copytree(ROOT / name, Path(src) / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(ROOT / name, Path(src) / name)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                        "-w", str(dest), src], check=True)
+        command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dest), src]
+        # This venv's setuptools first (no network); an isolated build only where it cannot build a wheel
+        # (a setuptools older than 70.1 without the `wheel` package).
+        if subprocess.run([*command, "--no-build-isolation"], capture_output=True).returncode != 0:
+            subprocess.run(command, check=True)
     wheels = sorted(dest.glob("minigpt-*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"expected one minigpt wheel in {dest}, found {[w.name for w in wheels]}")
