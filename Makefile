@@ -126,12 +126,14 @@ test: lint unit nbval book site
 notebooks: $(STAMP)
 	$(BIN)/python scripts/book/execute_notebooks.py $(NB)
 	$(BIN)/python scripts/book/translations.py notebooks
+	$(BIN)/python scripts/book/colab_notebooks.py
 
-# New and changed English messages into the catalogs (changed ones fuzzy), then the Spanish notebooks
+# New and changed English messages into the catalogs (changed ones fuzzy), then the Colab notebooks of both editions
 # (CONTRIBUTING.md, "Translations").
 translations: $(STAMP)
 	$(BIN)/python scripts/book/translations.py update
 	$(BIN)/python scripts/book/translations.py notebooks
+	$(BIN)/python scripts/book/colab_notebooks.py
 	$(BIN)/python scripts/book/translations.py status
 
 claims-report: $(STAMP)

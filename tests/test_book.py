@@ -28,7 +28,7 @@ def _read(relpath: str) -> nbformat.NotebookNode:
 
 
 def test_config() -> None:
-    assert REPO_URL == "https://github.com/prefill-decode/prefill-decode-book"
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", REPO_URL), REPO_URL
     assert CONFIG["repository"]["branch"] == "main"
     assert CONFIG["execute"]["execute_notebooks"] == "off", "the site renders committed outputs"
     assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
@@ -65,7 +65,9 @@ def test_colab_badge_points_at_this_notebook(relpath: str) -> None:
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     badges = [c for c in nb.cells[:first_code] if c.cell_type == "markdown" and new_notebook.BADGE_ALT in c.source]
     assert badges, f"{relpath}: no 'Open in Colab' badge before the setup cell"
-    expected = f"https://colab.research.google.com/github/prefill-decode/prefill-decode-book/blob/main/{relpath}"
+    slug, branch = REPO_URL.removeprefix("https://github.com/"), CONFIG["repository"]["branch"]
+    # the notebook's Colab copy, its MyST markup resolved (scripts/book/colab_notebooks.py)
+    expected = f"https://colab.research.google.com/github/{slug}/blob/{branch}/locales/en/notebooks/{relpath}"
     assert f'href="{expected}"' in badges[0].source
     assert badges[0].source == new_notebook.badge_source(relpath)
 

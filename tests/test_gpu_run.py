@@ -1,5 +1,5 @@
 """scripts/maintenance/gpu_run.py, the GPU run's driver: its stage budget, its JUnit reading, its unpacking of the
-returned files into chapters/data, and its refusals. (The run itself was rehearsed end to end on CPU; see its
+returned files into minigpt/measure/data, and its refusals. (The run itself was rehearsed end to end on CPU; see its
 docstring.)"""
 
 from __future__ import annotations

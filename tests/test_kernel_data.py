@@ -4,13 +4,13 @@ they record is what `minigpt.costs` computes from the recorded inputs (a formula
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from minigpt import costs
+from minigpt.measure.sweep_files import DATA_DIR
 
-DATA = Path(__file__).resolve().parents[1] / "chapters" / "data"
+DATA = DATA_DIR
 
 
 def load(name: str) -> dict:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +12,9 @@ from profiles import examples
 from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.measure.sweep_files import read_json
 
-RUN = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "data" / "overhead_cpu.json").read_text())
+RUN = read_json("data/overhead_cpu.json")
 
 
 @pytest.mark.parametrize("row", RUN["models"], ids=lambda r: r["name"])

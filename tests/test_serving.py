@@ -300,13 +300,11 @@ def test_preemption_by_recompute_keeps_every_token(prefix_caching):
 
 
 def test_the_committed_sweep_accounts_for_every_request():
-    """chapters/data/serving_cpu.json: every run finished all its requests, and continuous batching's
+    """The packaged serving_cpu.json: every run finished all its requests, and continuous batching's
     median TTFT is below static batching's at every load below the capacity (MiniGPT and replay)."""
-    from pathlib import Path
-
     from minigpt.measure import sweeps
 
-    data = sweeps.read_json(Path(__file__).resolve().parents[1] / "chapters" / "data" / "serving_cpu.json")
+    data = sweeps.read_json("data/serving_cpu.json")
 
     def runs(node):
         if isinstance(node, dict):

@@ -25,7 +25,7 @@ from pathlib import Path
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
-from minigpt.book import editions
+from minigpt.book import editions, repository
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "locales"
@@ -34,10 +34,9 @@ PROJECT = "Prefill & Decode"
 # Headers carry a fixed date, so that a catalog changes only when one of its messages does.
 _FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-# Where the edition's notebooks live for Colab (generated from the catalogs, committed): the English
-# page chapters/x.ipynb becomes locales/<lang>/notebooks/chapters/x.ipynb.
+# Where each edition's notebooks live for Colab (generated, committed): the page chapters/x.ipynb becomes
+# locales/<lang>/notebooks/chapters/x.ipynb, English included (minigpt.book.colab_notebooks).
 NOTEBOOKS = "notebooks"
-REPO_BLOB = "github/prefill-decode/prefill-decode-book/blob/main/"
 
 # The markup a translation keeps: every role's target, maths, inline code, link targets.
 _ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
@@ -118,8 +117,11 @@ def link_targets(text: str) -> Counter:
 
 
 def colab_target(english: str, lang: str) -> str:
-    """The link target of the edition's Colab notebook for an English Colab link target."""
-    return english.replace(REPO_BLOB, f"{REPO_BLOB}locales/{lang}/{NOTEBOOKS}/")
+    """The edition's Colab link for an English one: a source page's (`blob/<branch>/chapters/x.ipynb`) or the
+    English Colab notebook's (`blob/<branch>/locales/en/notebooks/chapters/x.ipynb`)."""
+    base = repository.blob()
+    generated = f"{base}locales/{lang}/{NOTEBOOKS}/"
+    return english.replace(f"{base}locales/en/{NOTEBOOKS}/", base).replace(base, generated)
 
 
 def markup_problems(msgid: str, msgstr: str, lang: str = "es") -> list[str]:

@@ -1,26 +1,27 @@
 """The GPU run's results as the chapters read them.
 
-`scripts/maintenance/gpu_run.py` records each sweep on a CUDA device as `chapters/data/<sweep>_cuda.json`. A chapter
+`scripts/maintenance/gpu_run.py` records each sweep on a CUDA device as the package's
+`minigpt/measure/data/<sweep>_cuda.json` (`minigpt.measure.sweep_files`). A chapter
 calls `gpu_results("flash")`: the recorded run, or None, and then prints `no_gpu_results("flash")`, so a
 page without GPU data says how to record it and never shows a number it does not have.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from minigpt.costs.preset_types import HardwarePreset
 from minigpt.costs.presets import HARDWARE
+from minigpt.measure.sweep_files import DATA_DIR, read_json
 
 
-def gpu_results(sweep: str, folder: str | Path = "data") -> dict[str, Any] | None:
-    """`<folder>/<sweep>_cuda.json` (folder relative to the notebook: `data`), or None when none is recorded."""
+def gpu_results(sweep: str, folder: str | Path | None = None) -> dict[str, Any] | None:
+    """`<folder>/<sweep>_cuda.json` (by default the package's sweep data), or None when none is recorded."""
     if not sweep.isidentifier():
         raise ValueError(f"sweep must be a sweep's name such as 'hardware' or 'flash', got {sweep!r}")
-    path = Path(folder) / f"{sweep}_cuda.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    path = Path(DATA_DIR if folder is None else folder) / f"{sweep}_cuda.json"
+    return read_json(path) if path.is_file() else None
 
 
 def no_gpu_results(sweep: str) -> str:

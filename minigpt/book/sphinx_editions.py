@@ -12,7 +12,7 @@ In a translated edition (Sphinx's `language` other than "en") it also
 - warns about every message of a page that has no translation, or only a fuzzy one, so that the
   strict build (`-W`) fails until the catalog is complete (coverage is a build error, not a report);
 - sorts the glossary by its translated terms (`SortGlossary`);
-- points the Colab launch buttons to the edition's generated notebooks (`catalogs.NOTEBOOKS`);
+- points the Colab launch buttons to the edition's generated notebooks (`catalogs.NOTEBOOKS`, English too);
 - translates the parts' captions, the site's title and author, and the theme's own strings
   (`locales/<lang>/theme.yml`).
 """
@@ -164,12 +164,14 @@ EDITION_TITLES = {"es": ("Prefill & Decode — un libro ejecutable", "los autore
 
 
 def configure_edition(app: Sphinx, config: Any) -> None:
-    """A translated edition's settings: its title and author, and Colab buttons opening its notebooks."""
+    """An edition's settings: Colab buttons opening its generated notebooks (every edition, English included:
+    locales/<lang>/notebooks/, their MyST markup resolved); a translated one's title and author."""
     lang = config.language or "en"
-    if lang == "en":
-        return
     options = dict(config.html_theme_options or {})
     options["path_to_docs"] = f"locales/{lang}/{catalogs.NOTEBOOKS}"
+    if lang == "en":
+        config.html_theme_options = options
+        return
     table = editions.theme_strings(lang)
     if "search_bar_text" in options:
         options["search_bar_text"] = table.get(options["search_bar_text"], options["search_bar_text"])

@@ -4,7 +4,8 @@ Chapter 7 times one decode step of B sequences (Eq. (3.5): one weight read serve
 Chapter 8 times prefill and decode for a family of model sizes and sets them against the roofline
 predictions, Eq. (3.4) for decode (bytes / bandwidth) and Eq. (1.2) over the peak rate for prefill.
 `scripts/sweeps/sweep_batching.py` and `scripts/sweeps/sweep_hardware.py` run these loops and write JSON that the
-notebooks load; the notebooks also call them directly for a quick live measurement.
+notebooks load (`sweep_files`: the package's minigpt/measure/data/, read back with `read_json("data/<name>.json")`);
+the notebooks also call them directly for a quick live measurement.
 
 Models are randomly initialised (seeded): timing does not depend on what the weights say.
 """
@@ -12,7 +13,6 @@ Models are randomly initialised (seeded): timing does not depend on what the wei
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ import torch
 from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.measure.counting import module_bytes
+from minigpt.measure.sweep_files import DATA_DIR, read_json, sweep_file, sweep_output, write_json  # noqa: F401
 from minigpt.measure.timing import Clock, Timing, time_fn
 from minigpt.runtime.generate import decode_step, prefill
 from minigpt.runtime.kv_cache import KVCache
@@ -216,18 +217,6 @@ def to_record(point: BatchPoint | SizePoint) -> dict[str, Any]:
     return {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in record.items()}
 
 
-def write_json(path: str | Path, data: dict[str, Any]) -> None:
-    """Write sweep results as indented, key-sorted JSON (stable diffs), creating the folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-
-
-def read_json(path: str | Path) -> dict[str, Any]:
-    """Read sweep results written by `write_json`."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
 def sweep_arguments(doc: str) -> argparse.ArgumentParser:
     """The command line every sweep script shares: --device, --dtype, --threads, --clock, --out."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -241,12 +230,13 @@ def sweep_arguments(doc: str) -> argparse.ArgumentParser:
 
 
 def sweep_setup(args: argparse.Namespace, name: str) -> tuple[torch.device, torch.dtype, Path]:
-    """Apply --threads; return the device, the dtype and the output path (chapters/data/<name>_<device>.json)."""
+    """Apply --threads; return the device, the dtype and the output path (`sweep_output`: the package's
+    minigpt/measure/data/<name>_<device>.json)."""
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     dtype = DTYPES[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
-    out = args.out or Path(__file__).resolve().parents[2] / "chapters" / "data" / f"{name}_{device.type}.json"
+    out = args.out or sweep_output(name, device.type)
     return device, dtype, out
 
 

@@ -3,12 +3,14 @@
 Every notebook of the book starts with the same three cells:
 
 1. a Markdown title cell (`# Title`),
-2. an "Open in Colab" badge pointing at this notebook in the repository,
+2. an "Open in Colab" badge opening the notebook's Colab copy, `locales/en/notebooks/<path>` (its MyST
+   markup resolved: scripts/book/colab_notebooks.py),
 3. the setup cell (`setup_cell_source()`): the one place where its text is written.
 
-The repository URL and branch come from `_config.yml` (`repository.url`, `repository.branch`);
-the setup cell contains them literally because Colab has no checkout to read them from.
-`tests/test_book.py` checks every notebook against these functions.
+The repository URL and branch come from `_config.yml` (`repository.url`, `repository.branch`), read by
+`minigpt.book.repository`; the setup cell contains them literally because Colab has no checkout to read
+them from. `--sync` also rewrites the other files that name the repository (`MENTIONS`: the install
+lines, a source link). `tests/test_book.py` checks every notebook against these functions.
 
 Usage:
     python scripts/book/new_notebook.py chapters/09_new_chapter.ipynb "A new chapter"
@@ -19,15 +21,21 @@ from __future__ import annotations
 
 import argparse
 import base64
+import re
 import sys
 from pathlib import Path
 
 import nbformat
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-COLAB = "https://colab.research.google.com"
+sys.path.insert(0, str(ROOT))
+
+from minigpt.book import repository as repo  # noqa: E402
+
 BADGE_ALT = "Open In Colab"
+#: Files besides the notebooks that write the repository's address (kept in step by --sync).
+MENTIONS = ("README.md", "intro.md", "appendices/notation.md")
+COLAB_FOLDER = "locales/en/notebooks"  # where the English Colab notebooks are generated
 
 SETUP_CELL = '''\
 # Setup. In Colab: install the companion package `minigpt` from the book's
@@ -62,9 +70,7 @@ BADGE_IMG = "data:image/svg+xml;base64," + base64.b64encode(_BADGE_SVG.encode())
 
 def repository() -> tuple[str, str]:
     """(url, branch) of the book's repository, from `_config.yml`."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    repo = config["repository"]
-    return repo["url"].rstrip("/"), repo.get("branch", "main")
+    return repo.repository()
 
 
 def setup_cell_source() -> str:
@@ -75,14 +81,12 @@ def setup_cell_source() -> str:
 
 def colab_url(relpath: str) -> str:
     """The Colab URL that opens `relpath` (relative to the repository root) from GitHub."""
-    url, branch = repository()
-    github = url.removeprefix("https://github.com/")
-    return f"{COLAB}/github/{github}/blob/{branch}/{relpath}"
+    return repo.colab_url(relpath)
 
 
 def badge_source(relpath: str) -> str:
-    """The Markdown (raw HTML) of the "Open in Colab" badge cell for `relpath`."""
-    return f'<a href="{colab_url(relpath)}"><img src="{BADGE_IMG}" alt="{BADGE_ALT}"></a>'
+    """The Markdown (raw HTML) of the "Open in Colab" badge cell for `relpath`: it opens the generated copy."""
+    return f'<a href="{colab_url(f"{COLAB_FOLDER}/{relpath}")}"><img src="{BADGE_IMG}" alt="{BADGE_ALT}"></a>'
 
 
 def notebook_metadata() -> dict:
@@ -139,6 +143,21 @@ def sync(path: Path) -> bool:
     return changed
 
 
+def sync_mentions() -> list[str]:
+    """Rewrite the repository's address in `MENTIONS` to the configured one; the files changed."""
+    url, branch = repository()
+    changed = []
+    for name in MENTIONS:
+        path = ROOT / name
+        text = path.read_text(encoding="utf-8")
+        new = repo.MENTION.sub(lambda m: m.group(0).replace(m.group(1), repo.slug()), text)
+        new = re.sub(r"(git\+https://github\.com/[\w.-]+/[\w.-]+)@[\w./-]+?(?=[\"`\s])", rf"\1@{branch}", new)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(name)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
@@ -150,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         for path in book_notebooks():
             if sync(path):
                 print(f"updated {path.relative_to(ROOT)}")
+        for name in sync_mentions():
+            print(f"updated {name}")
         return 0
     if not args.path or not args.title:
         parser.error("give PATH and TITLE, or --sync")

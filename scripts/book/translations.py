@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from minigpt.book import catalogs, edition_notebooks  # noqa: E402
+from minigpt.book import catalogs, colab_notebooks, edition_notebooks  # noqa: E402
 
 
 def cmd_update(lang: str) -> int:
@@ -120,6 +120,8 @@ def edition_notebook(page: str, lang: str) -> tuple[str, set[str]]:
     """The edition's notebook of a page as the file's text, and the messages it could not place."""
     english = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
     notebook, missing = edition_notebooks.translate_notebook(english, catalogs.read(catalogs.catalog_path(page, lang)))
+    # What Colab shows: no MyST markup (glued values written in, terms, citations and links to the site).
+    notebook = colab_notebooks.colab_notebook(notebook, page, lang, outputs_from=english)
     notebook.setdefault("metadata", {})["language_info"] = english.get("metadata", {}).get("language_info", {})
     if page.startswith("exercises/ex"):
         # The graded exercises' feedback in the notebook's language: a cell after the (unchanged) setup cell.

@@ -1,4 +1,5 @@
-"""The GPU run's files: packed under --out at the end of the run, and unpacked back here into chapters/data."""
+"""The GPU run's files: packed under --out at the end of the run, and unpacked back here into the package's
+sweep data (minigpt/measure/data)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from gpu_budget import ROOT, Run
 
-DATA = ROOT / "chapters" / "data"
+DATA = ROOT / "minigpt" / "measure" / "data"  # minigpt.measure.sweep_files.DATA_DIR
 
 
 def pack(run: Run) -> int:
@@ -33,7 +34,8 @@ def pack(run: Run) -> int:
 
 
 def unpack(folder: Path) -> None:
-    """The returned files into the book: the sweeps' JSON into chapters/data, the summary as gpu_run_<device>.json."""
+    """The returned files into the book: the sweeps' JSON into minigpt/measure/data, the summary as
+    gpu_run_<device>.json."""
     summary = json.loads((folder / "summary.json").read_text())
     device = summary["device"]
     if device != "cuda":  # a CPU rehearsal's sweeps ran beside the tests: never the book's CPU data
@@ -43,10 +45,10 @@ def unpack(folder: Path) -> None:
             name = Path(member.name).name
             if member.isfile() and name.endswith(f"_{device}.json"):
                 (DATA / name).write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
-                print(f"wrote chapters/data/{name}")
+                print(f"wrote minigpt/measure/data/{name}")
     env = json.loads((folder / "env.json").read_text()) if (folder / "env.json").is_file() else {}
     summary["env"] = {k: v for k, v in env.items() if k != "nvidia_smi"} or summary.get("env")
     for stage in summary["stages"].values():
         stage.pop("tail", None)
     (DATA / f"gpu_run_{device}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    print(f"wrote chapters/data/gpu_run_{device}.json")
+    print(f"wrote minigpt/measure/data/gpu_run_{device}.json")

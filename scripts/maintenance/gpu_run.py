@@ -11,7 +11,7 @@ The rehearsal on a CPU (the same script end to end, the sweeps on cpu):
     MINIGPT_DEVICE=cpu .venv/bin/python scripts/maintenance/gpu_run.py --out /tmp/gpu-rehearsal --budget 2400 \
         --sweep-time-scale 10 --test-reserve 900
 
-And back here, the results into the book's data (chapters/data/*_cuda.json, chapters/data/gpu_run_cuda.json):
+And back here, the results into the book's data (minigpt/measure/data/*_cuda.json and gpu_run_cuda.json):
 
     .venv/bin/python scripts/maintenance/gpu_run.py --unpack /path/to/the/returned/files
 
@@ -21,7 +21,7 @@ Stages, in this order, each a subprocess under its own time limit, all within --
   sweeps  scripts/sweeps/sweep_*.py --device DEVICE, one at a time (timings run alone): hardware (Chapter 8),
           batching (7), cost_curve (6), overhead (18: eager against CUDA graphs), flash (15-16: attention peak
           memory, Flash-Decoding occupancy), then gqa, kv_quant, speculative if time is left. Each writes
-          its JSON to the staging folder, never into chapters/data (the notebooks are checked against the
+          its JSON to the staging folder, never into minigpt/measure/data (the notebooks are checked against the
           committed data).
   distributed  Part IV on NCCL when the machine has 2 or more GPUs: scripts/sweeps/sweep_tp.py --backend nccl
           (rank r on GPU r, W = 1, 2 and 4 where there are 4 GPUs) -> tp_cuda.json; with fewer GPUs it records
@@ -76,7 +76,7 @@ def main() -> int:
     parser.add_argument("--wheels", type=Path, default=WHEELS, help="folder of wheels to install first (default .whl)")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="pytest-xdist workers for unit and for nbval each (default: half the cores)")
-    parser.add_argument("--unpack", type=Path, help="a folder of returned files: write them into chapters/data")
+    parser.add_argument("--unpack", type=Path, help="a folder of returned files: write them into minigpt/measure/data")
     args = parser.parse_args()
     if args.unpack:
         unpack(args.unpack)

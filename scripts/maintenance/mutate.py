@@ -135,7 +135,7 @@ def _workdir(slug: str, only: list[str], tests: list[str]) -> Path:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for part in ("minigpt", "tests", "exercises", "chapters/data", "appendices", "scripts"):
+    for part in ("minigpt", "tests", "exercises", "appendices", "scripts"):
         shutil.copytree(ROOT / part, work / part, ignore=ignore)
     for part in ("intro.md", "references.bib"):  # with appendices/: what test_notation reads
         shutil.copy2(ROOT / part, work / part)

@@ -9,7 +9,7 @@ decode steps on llama.cpp's eval meter, also a wall clock), at S = 32 cached tok
 thread, with the model's weights as f32 and as f16 GGUF files (llama.cpp's default f16 KV cache).
 
     python scripts/sweeps/check_llamacpp_eager.py
-Writes chapters/data/llamacpp_vs_eager_cpu.json.
+Writes minigpt/measure/data/llamacpp_vs_eager_cpu.json.
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["L8-d512", "L12-d768"], choices=list(FAMILY))
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[2] / "chapters" / "data"
-                        / "llamacpp_vs_eager_cpu.json")
+    parser.add_argument("--out", type=Path, default=sweeps.DATA_DIR / "llamacpp_vs_eager_cpu.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
     why = llamacpp.unavailable()

@@ -5,7 +5,7 @@
     python scripts/sweeps/measure_cache_memory.py eviction    # H2O and SnapKV against the budget b
     python scripts/sweeps/measure_cache_memory.py paths       # MLA's naive vs absorbed forward time against T
 
-Each writes chapters/data/<what>_quality.json (paths: mla_paths_cpu.json). Perplexities come with their 95 %
+Each writes minigpt/measure/data/<what>_quality.json (paths: mla_paths_cpu.json). Perplexities come with their 95 %
 intervals over windows (paired differences against the full cache or the MHA model), grammaticality with its
 Wilson interval. The uptrained MLA checkpoints are made by
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 
 import torch
 
@@ -31,7 +30,7 @@ from minigpt.runtime.eviction import H2OCache, SnapKVCache
 from minigpt.runtime.mla import latent_from_mha
 from minigpt.runtime.window_cache import WindowKVCache
 
-DATA = Path(__file__).resolve().parents[2] / "chapters" / "data"
+DATA = sweeps.DATA_DIR  # the package's sweep data, minigpt/measure/data
 WINDOWS, PROMPT, D, SENTENCES = 64, 8, 60, 1000
 
 

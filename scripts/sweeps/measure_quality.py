@@ -3,11 +3,11 @@
     python scripts/sweeps/measure_quality.py kv         # Chapter 10: fp32, int8, int4 caches of the shipped MiniGPT
     python scripts/sweeps/measure_quality.py variants   # Chapter 9: the shipped MHA model and its GQA/MQA variants
 
-`kv` writes chapters/data/kv_quant_quality.json for every cache kind (fp32, int8, int4, keys per channel
+`kv` writes minigpt/measure/data/kv_quant_quality.json for every cache kind (fp32, int8, int4, keys per channel
 int8-kivi/int4-kivi, fp8): held-out perplexity (Eq. 10.4) and its paired difference from fp32, mean KL against
 the fp32 cache (Eq. 10.3), greedy agreement with the fp32 cache, grammaticality of sampled text, each with a
 95 % interval (about 5 minutes on one core).
-`variants` writes chapters/data/gqa_quality.json: perplexity, greedy agreement with the MHA model,
+`variants` writes minigpt/measure/data/gqa_quality.json: perplexity, greedy agreement with the MHA model,
 grammaticality, and each checkpoint's training record (its card). Everything runs on the CPU, 1 thread.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 
 import torch
 
@@ -25,7 +24,7 @@ from minigpt.corpus import fidelity
 from minigpt.corpus.quality import grammaticality
 from minigpt.measure import environment, sweeps
 
-DATA = Path(__file__).resolve().parents[2] / "chapters" / "data"
+DATA = sweeps.DATA_DIR  # the package's sweep data, minigpt/measure/data
 VARIANTS = ("minigpt", "minigpt-gqa2", "minigpt-mqa", "minigpt-gqa2-uptrained", "minigpt-mqa-uptrained")
 WINDOWS, PROMPT, D, SENTENCES = 64, 8, 60, 1000
 KV_WINDOWS, KV_PROMPTS = 256, 128  # enough to separate int4 from int8 and fp32 (see the intervals in the JSON)

@@ -2,7 +2,7 @@
 
 One randomly initialised scaled model (minigpt.costs.presets.SCALED: L=8, d=512, about 26 M parameters;
 timing does not depend on the weights' values) decodes one step for B sequences at two cache
-lengths S. Writes chapters/data/batching_<device>.json, which Chapter 7 loads.
+lengths S. Writes minigpt/measure/data/batching_<device>.json, which Chapter 7 loads.
 
     python scripts/sweeps/sweep_batching.py                   # cpu, fp32, wall clock
     python scripts/sweeps/sweep_batching.py --threads 1 --clock thread   # what the book's CPU data used

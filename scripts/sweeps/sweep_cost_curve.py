@@ -1,7 +1,7 @@
 """Chapter 6's timing sweep: time per step and in total vs S, with and without the KV cache.
 
-    python scripts/sweeps/sweep_cost_curve.py                       # -> chapters/data/cost_curve_cpu.json
-    python scripts/sweeps/sweep_cost_curve.py --device cuda         # -> chapters/data/cost_curve_cuda.json
+    python scripts/sweeps/sweep_cost_curve.py                       # -> minigpt/measure/data/cost_curve_cpu.json
+    python scripts/sweeps/sweep_cost_curve.py --device cuda         # -> minigpt/measure/data/cost_curve_cuda.json
 
 Three measurements, all on seeded random weights (time does not depend on the weights' values):
 

@@ -12,7 +12,7 @@
   colocated replica (chunked prefill, and whole prefills) and of prefill:decode ratios, for long and for
   short prompts; then the best ratio's goodput over each link.
 
-Writes chapters/data/disagg_<device>.json.
+Writes minigpt/measure/data/disagg_<device>.json.
 
     python scripts/sweeps/sweep_disagg.py --threads 1
 """

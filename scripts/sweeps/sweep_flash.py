@@ -12,7 +12,7 @@
    the machine's load), with the quartiles of the repeats; the occupancy model's prediction
    (`costs.flash_decoding_speedup`) with the threads (cpu) or the SMs (cuda) as the parallel units.
 
-Writes chapters/data/flash_<device>.json.
+Writes minigpt/measure/data/flash_<device>.json.
 
     python scripts/sweeps/sweep_flash.py --threads 1 --clock thread   # the book's CPU data
     python scripts/sweeps/sweep_flash.py --device cuda           # an H100/H200: max_memory_allocated, SM count

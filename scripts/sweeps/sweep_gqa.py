@@ -2,7 +2,7 @@
 
 GQA variants of the scaled model (minigpt.costs.presets.SCALED: L=8, H=8, d_h=64, d=512; H_kv = 8 is
 multi-head attention, 4 and 2 grouped, 1 multi-query), randomly initialised (timing does not depend on
-the weights). The cache is filled with random rows (no prefill). Writes chapters/data/gqa_<device>.json,
+the weights). The cache is filled with random rows (no prefill). Writes minigpt/measure/data/gqa_<device>.json,
 which Chapter 9 loads; each point holds the measured step time and the bytes Eq. (3.5) predicts.
 
     python scripts/sweeps/sweep_gqa.py --threads 1 --clock thread     # what the book's CPU data used

@@ -3,7 +3,7 @@
 For each model of minigpt.costs.presets.FAMILY (MiniGPT up to about 200 M parameters; on cuda also a
 1.2 B one), randomly initialised (timing does not depend on the weights' values): one prefill of
 P tokens and one B = 1 decode step at S cached tokens, best of a few repeats. The notebook sets
-them against the roofline predictions. Writes chapters/data/hardware_<device>.json.
+them against the roofline predictions. Writes minigpt/measure/data/hardware_<device>.json.
 
     python scripts/sweeps/sweep_hardware.py                   # cpu, fp32, wall clock
     python scripts/sweeps/sweep_hardware.py --threads 1 --clock thread   # what the book's CPU data used

@@ -4,7 +4,7 @@ The scaled model (minigpt.costs.presets.SCALED: L=8, H=H_kv=8, d_h=64) with a po
 randomly initialised; the caches are filled with random rows (quantized by the cache itself). Each
 point holds the measured step time, the bytes Eq. (3.5) predicts (the stored codes and scales) and the
 bytes this package's dequantize-on-read moves, Eq. (10.5), and the time of the cache's read path alone
-(`read_s`: every layer's prefix dequantized, no model). Writes chapters/data/kv_quant_<device>.json.
+(`read_s`: every layer's prefix dequantized, no model). Writes minigpt/measure/data/kv_quant_<device>.json.
 
     python scripts/sweeps/sweep_kv_quant.py --threads 1 --clock thread   # what the book's CPU data used
     python scripts/sweeps/sweep_kv_quant.py --device cuda                # cuda, bf16

@@ -20,10 +20,10 @@ overhead, is *measured*: the median over the first 8 decode steps of (step − t
 steps at larger S and every prefill are then predictions, compared with the meters. Fitted (labelled so):
 llama.cpp's achieved matmul rate π_eff, a line through the fastest prefill of each P ≥ 8; and Chapter 8's
 Eq. (8.2) over `presets.FAMILY` (f32, random weights): llama.cpp's per-step floor t0 and BW_eff, to set
-beside PyTorch's (chapters/data/hardware_cpu.json).
+beside PyTorch's (minigpt/measure/data/hardware_cpu.json).
 
     python scripts/sweeps/sweep_llamacpp.py --threads 1       # what the book's CPU data used
-Writes chapters/data/llamacpp_cpu.json.
+Writes minigpt/measure/data/llamacpp_cpu.json.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--file-types", nargs="+", default=list(G.FILE_TYPES), choices=G.FILE_TYPES)
     parser.add_argument("--out", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "chapters" / "data" / "llamacpp_cpu.json")
+                        default=sweeps.sweep_output("llamacpp"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     why = llamacpp.unavailable()

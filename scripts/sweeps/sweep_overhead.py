@@ -4,12 +4,12 @@ For each model of minigpt.costs.presets.FAMILY (randomly initialised; timing doe
 weights' values): the operators of one eager decode step (a dispatch-mode count), the time of one
 trivial operator, the floor n_ops · t_op, and the B = 1 decode step at S cached tokens eager, with the
 static cache uncompiled, and compiled (`torch.compile`; CUDA graphs on cuda), with its compile time;
-the bandwidth probe gives Eq. (3.4)'s step. Writes chapters/data/overhead_<device>.json.
+the bandwidth probe gives Eq. (3.4)'s step. Writes minigpt/measure/data/overhead_<device>.json.
 
 With --breakdown (CPU, one thread, thread clock): for each model, `overhead.step_breakdown`, the
 eager step cut into parts timed in situ and interleaved with the compiled step (min/median/max over
 rounds); writes
-chapters/data/overhead_breakdown_<device>.json, which Chapter 18's step model (Eq. 18.4) reads.
+minigpt/measure/data/overhead_breakdown_<device>.json, which Chapter 18's step model (Eq. 18.4) reads.
 
     python scripts/sweeps/sweep_overhead.py --threads 1     # what the book's CPU data used
     python scripts/sweeps/sweep_overhead.py --device cuda   # cuda, bf16

@@ -24,7 +24,7 @@ the vLLM paper's "Orca (Pow2)" does up to 2×. Requests arrive together (an offl
   (A100), PCIe Gen5 (H100) and NVLink-C2C (an H100 on a GH200-like link), swap overlapped or not.
   And measured on MiniGPT: both modes on a pool tight enough to preempt.
 
-Writes chapters/data/paging_<device>.json.
+Writes minigpt/measure/data/paging_<device>.json.
 
     python scripts/sweeps/sweep_paging.py --threads 1 --clock thread   # what the book's CPU data used
     python scripts/sweeps/sweep_paging.py --replay-only   # the replay alone (no measurement), into the same file

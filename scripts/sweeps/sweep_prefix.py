@@ -11,7 +11,7 @@ With every request arriving at t = 0 the schedule does not depend on step times:
 evictions and waits in steps are exact for a given seed (the spread is over seeds, i.e. workloads), and
 the same on any machine or executor. The seconds are reported but not used.
 
-Writes chapters/data/prefix_cpu.json.
+Writes minigpt/measure/data/prefix_cpu.json.
 
     python scripts/sweeps/sweep_prefix.py --threads 1
 """

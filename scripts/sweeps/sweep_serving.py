@@ -16,8 +16,8 @@ Every engine runs a step as one fused forward (`ModelExecutor`; replay prices it
 experiment also runs the older unfused executor (`fused=False`: one forward per chunk length), replayed
 for Llama and measured on the scaled model, for Chapter 14's comparison.
 
-Writes chapters/data/serving_<device>.json; `--only chunked` runs the chunked experiment alone, at the
-rate the committed serving_<device>.json's capacity gives, into chapters/data/chunked_<device>.json
+Writes minigpt/measure/data/serving_<device>.json; `--only chunked` runs the chunked experiment alone, at the
+rate the committed serving_<device>.json's capacity gives, into minigpt/measure/data/chunked_<device>.json
 (Chapter 14's data).
 
     python scripts/sweeps/sweep_serving.py --threads 1 --clock thread   # what the book's CPU data used

@@ -8,7 +8,7 @@ Leviathan et al.'s E[β] = E[Σ_x min(p, q)] over the verified positions), token
 decode step), with the paper's free verify pass (v = 1) and with the measured verify pass over γ+1 tokens
 against one decode step (v): what "several decode steps for free" leaves out.
 
-Writes chapters/data/speculative_<device>.json.
+Writes minigpt/measure/data/speculative_<device>.json.
 
     python scripts/sweeps/sweep_speculative.py --threads 1 --clock thread    # the book's CPU data
     python scripts/sweeps/sweep_speculative.py --device cuda

@@ -7,7 +7,7 @@ all-reduces of every size in turn, then 256-byte all-reduces each after a spin o
 decode step computes between its collectives, and a rank that waits may lose its core). Medians and
 the spread (min, max) are over every block of every round. Each rank runs one thread; with more
 ranks than cores (W = 4 on a 2-core machine) ranks share cores, which the data shows and the chapter
-discusses. Writes chapters/data/tp_cpu.json.
+discusses. Writes minigpt/measure/data/tp_cpu.json.
 
     python scripts/sweeps/sweep_tp.py            # about four minutes on 2 shared cores
 """
@@ -23,8 +23,9 @@ from pathlib import Path
 from minigpt import costs, measure
 from minigpt.distributed import launch, tp_workers
 from minigpt.distributed.collectives import fit_alpha_beta
+from minigpt.measure.sweep_files import sweep_output
 
-OUT = Path(__file__).resolve().parents[2] / "chapters" / "data" / "tp_cpu.json"
+OUT = sweep_output("tp")
 
 
 def spread(xs: list[float]) -> dict:
