@@ -38,8 +38,8 @@ LIVE_SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "mini
 # the engine twin (minigpt/web/engine/, the scheduler without the page: what node runs in the tests), the page.
 ENGINE_COSTS = ("layer_flops", "lm_head_flops", "weight_bytes", "kv_bytes_per_token", "roofline_time",
                 "step_time_with_swap", "MODELS", "HARDWARE", "fmt_duration", "fmt_percent")
-ENGINE_TWIN = (*scripts_for(ENGINE_COSTS), "minigpt_forward.js", "engine/core.js", "engine/prefix_cache.js", "engine/scheduler.js",
-               "engine/meters.js", "engine/engine.js")
+ENGINE_TWIN = (*scripts_for(ENGINE_COSTS), "minigpt_forward.js", "engine/core.js", "engine/prefix_cache.js",
+               "engine/scheduler.js", "engine/meters.js", "engine/engine.js")
 ENGINE_SCRIPTS = (*ENGINE_TWIN, "i18n.js", "engine/views.js", "engine/watch.js", "engine/watch.css")
 SCRIPTS = tuple(dict.fromkeys((*LIVE_SCRIPTS, *ENGINE_SCRIPTS)))
 

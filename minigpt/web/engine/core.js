@@ -29,6 +29,7 @@
       this.free = [];
       for (let i = numBlocks - 1; i >= 0; i--) this.free.push(i);  // a stack: the lowest id comes out first
       this.refs = new Array(numBlocks).fill(0);
+      this.version = 0;  // bumped by every change of a reference count (what the prefix cache memoizes on)
     }
     get numFree() { return this.free.length; }
     get numUsed() { return this.numBlocks - this.free.length; }
@@ -36,15 +37,18 @@
       if (!this.free.length) throw new RangeError("the KV pool is full: all " + this.numBlocks + " blocks are in use");
       const block = this.free.pop();
       this.refs[block] = 1;
+      this.version++;
       return block;
     }
     incref(block) {
       if (this.refs[block] < 1) throw new RangeError("block " + block + " is free; only a used block can be shared");
       this.refs[block] += 1;
+      this.version++;
     }
     release(block) {
       if (this.refs[block] < 1) throw new RangeError("block " + block + " is already free");
       this.refs[block] -= 1;
+      this.version++;
       if (this.refs[block] === 0) this.free.push(block);
     }
   }

@@ -91,18 +91,22 @@
       }
       return step;
     }
+    // Each live request's counters before schedule(), kept on the request (no allocation per step).
     counts() {
-      const out = new Map();
-      for (const [id, t] of this.requests) out.set(id, [t.preemptions, t.swaps, t.cachedTokens, t.recomputeHitTokens]);
-      return out;
+      for (const t of this.requests.values()) {
+        if (t.status === "finished" || t.status === "rejected") continue;
+        t.before0 = t.preemptions; t.before1 = t.swaps; t.before2 = t.cachedTokens; t.before3 = t.recomputeHitTokens;
+      }
     }
-    // What schedule() just decided, as schedule_log.py's `_state` writes it.
-    record(chunks, before) {
+    // What schedule() just decided, as schedule_log.py's `_state` writes it (refs, free and tree as typed arrays:
+    // MiniGPTEngine.plain gives the plain lists).
+    record(chunks) {
       const s = this.scheduler, pool = this.pool, events = [], tables = {}, host = {};
       for (const [id, t] of this.requests) {
-        const [p, sw, hit, rhit] = before.get(id) || [0, 0, 0, 0];
-        if (t.preemptions > p) events.push([id, t.swaps > sw ? "swap" : "recompute"]);
-        if (t.cachedTokens > hit || t.recomputeHitTokens > rhit) events.push([id, "hit", t.cachedTokens - hit + t.recomputeHitTokens - rhit]);
+        if (t.status === "finished" || t.status === "rejected") continue;  // as counts(): nothing changes there
+        if (t.preemptions > t.before0) events.push([id, t.swaps > t.before1 ? "swap" : "recompute"]);
+        const hit = t.cachedTokens - t.before2 + t.recomputeHitTokens - t.before3;
+        if (t.cachedTokens > t.before2 || t.recomputeHitTokens > t.before3) events.push([id, "hit", hit]);
       }
       for (const t of s.running) if (t.seq !== null) tables[t.id] = pool.blockTable(t.seq);
       for (const t of s.swapped) host[t.id] = t.swapped.blocks.slice();
@@ -110,19 +114,19 @@
         start: this.now,
         chunks: chunks.map((c) => [c.t.id, c.T, c.t.computed]),
         tables: tables, waiting: s.waiting.map((t) => t.id), swapped: s.swapped.map((t) => t.id), host: host,
-        events: events, refs: pool.allocator.refs.slice(), free: pool.allocator.free.slice(),
-        tree: s.prefixCache ? s.prefixCache.tree() : [], preempted: s.preempted, kv_usage: s.kvUsage,
+        events: events, refs: Int32Array.from(pool.allocator.refs), free: Int32Array.from(pool.allocator.free),
+        tree: s.prefixCache ? s.prefixCache.tree() : new Int32Array(0), preempted: s.preempted, kv_usage: s.kvUsage,
         evictions: s.prefixCache ? s.prefixCache.evictions : 0,
-        // for the page: who was swapped out (host pool), who sampled, the hit rate
+        // for the page: the host pool's use, who sampled and who finished in this step, the hit rate
         host_used: s.swapPool ? s.swapPool.allocator.numUsed : 0, sampled: [], finished: [],
         hit_rate: s.prefixCache ? s.prefixCache.hitRate : 0,
       };
     }
     step() {
       this.events();
-      const before = this.counts();
+      this.counts();
       const s = this.scheduler, chunks = s.schedule();
-      const rec = this.record(chunks, before);
+      const rec = this.record(chunks);
       this.records.push(rec);
       if (!chunks.length) {
         if ((s.waiting.length || s.swapped.length) && !s.running.length) {
@@ -164,11 +168,18 @@
     }
   }
 
+  // A record with plain lists, as schedule_log.py writes it: the tree as [block, parent, last use] triples.
+  function plain(rec) {
+    const tree = [];
+    for (let i = 0; i < rec.tree.length; i += 3) tree.push([rec.tree[i], rec.tree[i + 1], rec.tree[i + 2]]);
+    return Object.assign({}, rec, { refs: Array.from(rec.refs), free: Array.from(rec.free), tree: tree });
+  }
+
   // A run of `trace` with `settings`, as minigpt.serving.schedule_log.run_schedule returns it.
   function runSchedule(trace, settings, maxSteps) {
     const e = new Engine(settings);
     e.submit(trace);
-    const steps = e.run(maxSteps);
+    const steps = e.run(maxSteps).map(plain);
     const requests = {};
     for (const [id, t] of e.requests) {
       requests[id] = { status: t.status, reason: t.reason, token_s: t.token_s, admitted_s: t.admitted_s,
@@ -178,5 +189,5 @@
     return { steps: steps, requests: requests, summary: done.length ? E.latencySummary(done) : {} };
   }
 
-  Object.assign(E, { Engine, runSchedule });
+  Object.assign(E, { Engine, plain, runSchedule });
 })(typeof globalThis !== "undefined" ? globalThis : this);

@@ -14,10 +14,12 @@
     return true;
   }
 
-  // The key chain of the full blocks of `tokens`, extending `start` (keys already computed).
-  function blockHashes(tokens, blockSize, start) {
-    const keys = start ? start.slice() : [];
-    for (let i = keys.length; i < Math.floor(tokens.length / blockSize); i++) {
+  // The key chain of the full blocks of the first `n` tokens (all by default), extending `start` in place (the
+  // keys already computed; Python builds a new list, and its caller drops the old one).
+  function blockHashes(tokens, blockSize, start, n) {
+    const keys = start || [];
+    const full = Math.floor((n === undefined ? tokens.length : n) / blockSize);
+    for (let i = keys.length; i < full; i++) {
       const parent = keys.length ? keys[keys.length - 1].digest : E.ROOT;
       const block = tokens.slice(i * blockSize, (i + 1) * blockSize);
       keys.push({ digest: E.blockHash(parent, block), parent: parent, tokens: block });
@@ -33,6 +35,7 @@
       this.hits = 0;
       this.queries = 0;
       this.evictions = 0;
+      this.stamp = 0;
     }
     get size() { return this.nodes.size; }
     prefix(keys) {
@@ -62,25 +65,34 @@
       if (key.parent !== E.ROOT && parent === undefined) return false;
       this.pool.allocator.incref(block);
       this.clock += 1;
-      this.nodes.set(key.digest, { key: key, block: block, used: this.clock, children: new Set() });
+      this.nodes.set(key.digest, { key: key, block: block, used: this.clock, children: new Set(),
+        up: parent === undefined ? null : parent, mark: 0 });  // up: the parent node (cached while this one is)
       if (parent !== undefined) parent.children.add(key.digest);
       return true;
     }
     held(node) { return this.pool.allocator.refs[node.block] > 1; }
-    pinned() {
-      const pinned = new Set();
-      for (let [digest, node] of this.nodes) {
+    // How many cached blocks eviction cannot reach: those a sequence holds, and every block above one.
+    pinnedCount() {
+      const stamp = ++this.stamp;
+      let n = 0;
+      for (const node of this.nodes.values()) {
         if (!this.held(node)) continue;
-        while (!pinned.has(digest)) {
-          pinned.add(digest);
-          if (node.key.parent === E.ROOT) break;
-          digest = node.key.parent;
-          node = this.nodes.get(digest);
+        for (let x = node; x !== null && x.mark !== stamp; x = x.up) {  // climb to a root or a marked block
+          x.mark = stamp;
+          n++;
         }
       }
-      return pinned;
+      return n;
     }
-    get evictable() { return this.nodes.size - this.pinned().size; }
+    // Memoized on the allocator's version: the cached set and every `held` change only with a reference count.
+    get evictable() {
+      const v = this.pool.allocator.version;
+      if (this.evictableAt !== v) {
+        this.evictableAt = v;
+        this.evictableNow = this.nodes.size - this.pinnedCount();
+      }
+      return this.evictableNow;
+    }
     canEvict(n) { return n <= 0 || this.evictable >= n; }
     freeLeaf(node) { return node.children.size === 0 && !this.held(node); }
     // Release up to n evictable blocks, leaves first, least recently used first; returns how many.
@@ -108,15 +120,25 @@
     clear() {
       for (const node of this.nodes.values()) this.pool.allocator.release(node.block);
       this.nodes.clear();
+      this.treeAt = null;
     }
-    // The tree as [block, parent block (-1 at a root), last use], sorted by block (the Python log's `tree`).
+    // The tree as flat triples (block, parent block or -1 at a root, last use), by block: an Int32Array shared
+    // by the records until the cache changes (schedule_log.py's `tree`, unflattened by MiniGPTEngine.plain).
     tree() {
-      const out = [];
-      for (const node of this.nodes.values()) {
-        const parent = this.nodes.get(node.key.parent);
-        out.push([node.block, parent === undefined ? -1 : parent.block, node.used]);
+      const at = this.clock + "/" + this.evictions;  // nodes change by insert or evict, last uses by match
+      if (this.treeAt === at) return this.treeNow;
+      const byBlock = new Array(this.pool.allocator.numBlocks);
+      for (const node of this.nodes.values()) byBlock[node.block] = node;
+      const out = new Int32Array(3 * this.nodes.size);
+      let i = 0;
+      for (const node of byBlock) {
+        if (node === undefined) continue;
+        out[i++] = node.block;
+        out[i++] = node.up === null ? -1 : node.up.block;
+        out[i++] = node.used;
       }
-      return out.sort((a, b) => a[0] - b[0]);
+      this.treeAt = at;
+      return (this.treeNow = out);
     }
   }
 

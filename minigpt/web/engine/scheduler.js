@@ -17,15 +17,15 @@
   function tracked(request) {
     return { request: request, id: request.id, status: "waiting", reason: "", generated: 0, seq: null,
       computed: 0, cachedTokens: 0, recomputeHitTokens: 0, preemptions: 0, swaps: 0, swapped: null,
-      hashes: [], registered: 0, token_s: [], admitted_s: null, finished_s: null };
+      hashes: [], registered: 0, context: null, token_s: [], admitted_s: null, finished_s: null };
   }
   const P = (t) => t.request.prompt.length;
   const pending = (t) => P(t) + t.generated - t.computed;
   const decoding = (t) => t.generated > 0 && pending(t) === 1;
-  function context(t) {
-    const c = t.request.prompt.slice();
-    for (let i = 0; i < t.generated; i++) c.push(0);
-    return c;
+  function context(t) {  // prompt then generated tokens, kept on the request (callers only read it)
+    if (!t.context) t.context = t.request.prompt.slice();
+    while (t.context.length < P(t) + t.generated) t.context.push(0);
+    return t.context;
   }
 
   class Scheduler {
@@ -211,7 +211,7 @@
         if (t.seq === null) continue;
         const full = Math.floor(t.computed / b);
         if (full <= t.registered) continue;
-        t.hashes = E.blockHashes(context(t).slice(0, full * b), b, t.hashes);
+        t.hashes = E.blockHashes(context(t), b, t.hashes, full * b);
         const table = this.pool.tables.get(t.seq);
         for (let i = t.registered; i < full; i++) this.prefixCache.insert(t.hashes[i], table[i]);
         t.registered = full;
