@@ -154,7 +154,7 @@
   function plotBox(label, colour, line) {
     const box = svg("svg", { class: "we-plot", viewBox: "0 0 300 110", role: "img", "aria-label": label });
     svg("rect", { x: 30.5, y: 4.5, width: 265, height: 88, fill: "none", stroke: "#999" }, box);
-    svg("text", { x: 34, y: 14, "font-size": 10, fill: "#555" }, box).textContent = label;
+    svg("text", { x: 292, y: 15, "font-size": 10, fill: "#555", "text-anchor": "end" }, box).textContent = label;
     box.weMax = svg("text", { x: 2, y: 12, "font-size": 9, fill: "#555" }, box);
     svg("text", { x: 2, y: 92, "font-size": 9, fill: "#555" }, box).textContent = "0";
     box.wePath = svg("path", line ? { fill: "none", stroke: colour, "stroke-width": 1.5 }
