@@ -9,6 +9,7 @@
   const E = root.MiniGPTEngine, V = root.WatchEngineViews, I18N = root.MiniGPTI18N, C = root.MiniGPTCosts;
   if (!E || !E.Engine || !V || !I18N || !C) throw new Error("the engine, cost, i18n and view scripts must load before engine/watch.js");
   const tr = I18N.tr, h = V.h;
+  const dur = (x) => I18N.localizeNumbers(C.fmt_duration(x));  // a duration written the edition's way
 
   const DEFAULTS = { n: 300, rate: 20, P_lo: 16, P_hi: 256, D_lo: 16, D_hi: 256, systems: 2, system_len: 64,
     seed: 0, num_blocks: 256, block_size: 16, budget: 512, max_batch: 16, preemption: "recompute",
@@ -204,7 +205,7 @@
       const rec = this.engine.records[this.cursor], v = this.values, e = this.engine;
       const done = e.busy ? "" : " " + tr("(the run ends at step {0})", [e.records.length - 1]);
       this.status.textContent = tr("step {0}: engine time {1}, this step {2} (predicted for {3} on {4})",
-        [this.cursor, C.fmt_duration(rec.start), C.fmt_duration(rec.end - rec.start), v.model, v.hardware]) + done;
+        [this.cursor, dur(rec.start), dur(rec.end - rec.start), v.model, v.hardware]) + done;
       this.box.dataset.step = String(this.cursor);
       V.batch(this.batchBox, rec, v.budget);
       V.pool(this.poolCanvas, rec, v.num_blocks, this.poolWidth);
@@ -213,7 +214,7 @@
       V.queue(this.waitingBox, rec.waiting);
       V.queue(this.swappedBox, rec.swapped, rec.host);
       V.tree(this.treeBox, rec);
-      const tmax = Math.max(e.now, rec.end), fmt = [C.fmt_duration, C.fmt_duration, (x) => Math.round(x) + "", C.fmt_percent, (x) => Math.round(x) + ""];
+      const tmax = Math.max(e.now, rec.end), fmt = [dur, dur, (x) => Math.round(x) + "", (x) => I18N.localizeNumbers(C.fmt_percent(x)), (x) => Math.round(x) + ""];
       this.plots.forEach(([label, canvas], j) => V.plot(canvas, this.series[j], this.cursor,
         { tmax: tmax, fmt: fmt[j], ymax: j === 3 ? 1 : 0 }));
       this.summarize(rec);
@@ -232,8 +233,8 @@
       const s = E.latencySummary(done);
       this.summaryBox.dataset.summary = JSON.stringify(s);
       this.summaryBox.textContent = tr("{0} finished: TTFT p50 {1}, p99 {2}; inter-token gap p50 {3}, p99 {4}; {5} tokens/s; {6} preemptions",
-        [s.requests, C.fmt_duration(s.ttft_p50_s), C.fmt_duration(s.ttft_p99_s), C.fmt_duration(s.itl_p50_s || 0),
-          C.fmt_duration(s.itl_p99_s || 0), Math.round(s.output_tok_s || 0), rec.preempted]);
+        [s.requests, dur(s.ttft_p50_s), dur(s.ttft_p99_s), dur(s.itl_p50_s || 0),
+          dur(s.itl_p99_s || 0), Math.round(s.output_tok_s || 0), rec.preempted]);
     }
     toggle() { if (this.playing) this.pause(); else this.play(); }
     play() {
