@@ -53,6 +53,9 @@ CASES: dict[str, tuple[dict, dict, set[str]]] = {
     "s-max-minigpt": ({**TRACE, "seed": 6, "P": [4, 40], "D": [4, 40], "system_len": 16},
                       dict(num_blocks=40, block_size=8, reservation="S_max", model="MiniGPT", hardware="A100 40GB"),
                       set()),
+    "repeats-copy-on-write": ({**TRACE, "seed": 10, "repeats": 0.4, "systems": 0, "rate": 10.0},
+                              dict(num_blocks=48, block_size=4, prefix_caching=True, chunk_size=32),
+                              {"hit", "cow", "recompute", "eviction"}),
     "swap-prefix-lpf-watermark": ({**TRACE, "seed": 7, "rate": 60.0},
                                   dict(num_blocks=24, prefix_caching=True, cache_aware=True, chunk_size=64,
                                        preemption="swap", watermark=0.05, host_link="PCIe Gen5 x16"),
@@ -77,9 +80,12 @@ def first_difference(py: dict[str, Any], js: dict[str, Any]) -> str | None:
     return None
 
 
-def exercised(log: dict[str, Any], trace: list[dict]) -> set[str]:
-    """What a run exercised: preemption kinds, hits, evictions, chunked prompts, a waiting queue reordered."""
+def exercised(log: dict[str, Any], trace: list[dict], block_size: int = 16) -> set[str]:
+    """What a run exercised: preemption kinds, hits, evictions, chunked prompts, a waiting queue reordered, and
+    copy-on-write (a hit that ends inside a block: its shared last block is copied on the first write)."""
     seen = {e[1] for s in log["steps"] for e in s["events"]}
+    if any(e[1] == "hit" and e[2] % block_size for s in log["steps"] for e in s["events"]):
+        seen.add("cow")
     if log["steps"][-1]["evictions"]:
         seen.add("eviction")
     P = {r["id"]: len(r["prompt"]) for r in trace}
@@ -101,7 +107,7 @@ def test_the_js_engine_schedules_every_step_as_python(name: str) -> None:
     py = run_schedule(js["trace"], settings)
     diff = first_difference(py, js["log"])
     assert diff is None, f"{name}: the schedules differ at {diff}"
-    seen = exercised(py, js["trace"])
+    seen = exercised(py, js["trace"], settings.get("block_size", 16))
     if "watermark" in wanted and first_difference(run_schedule(js["trace"], {**settings, "watermark": 0.0}), py):
         seen.add("watermark")  # the watermark held an admission back: without it the schedule differs
     missing = wanted - seen

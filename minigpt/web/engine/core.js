@@ -155,7 +155,8 @@
     return 4294967296 * (2097151 & h2) + (h1 >>> 0);
   }
 
-  // ---- A seeded trace: Poisson arrivals, uniform prompt and output lengths, shared system prompts ----
+  // ---- A seeded trace: Poisson arrivals, uniform prompt and output lengths, shared system prompts; a share
+  // `repeats` of the requests repeats an earlier request's prompt (its whole prompt cached: copy-on-write) ----
   // (the draws come from MiniGPT live's seeded generator, MiniGPTForward.rngFromSeed: load minigpt_forward.js first)
   function trace(o) {
     const n = positiveInt("n", o.n), seed = o.seed === undefined ? 0 : o.seed;
@@ -173,7 +174,9 @@
     for (let i = 0; i < n; i++) {
       t += -Math.log(1 - u()) / o.rate;
       const head = systems.length ? systems[Math.floor(u() * systems.length)] : [];
-      out.push({ id: "r" + i, prompt: head.concat(tokens(int(o.P[0], o.P[1]))), max_new_tokens: int(o.D[0], o.D[1]), arrival_s: t });
+      let prompt = head.concat(tokens(int(o.P[0], o.P[1])));
+      if (o.repeats > 0 && out.length && u() < o.repeats) prompt = out[Math.floor(u() * out.length)].prompt.slice();  // asked again
+      out.push({ id: "r" + i, prompt: prompt, max_new_tokens: int(o.D[0], o.D[1]), arrival_s: t });
     }
     return out;
   }
