@@ -137,13 +137,16 @@ MUTANTS = {
     "budget rule (decodes not charged to the token budget)": (
         "engine/scheduler.js", "chunks.push({ t: t, T: T }); budget -= T;",
         "chunks.push({ t: t, T: T }); if (T > 1) budget -= T;", "chunked-decodes"),
+    "copy-on-write (a shared last block written in place)": (
+        "engine/core.js", "if (S % b && this.allocator.refs[table[table.length - 1]] > 1) {\n        const old",
+        "if (false) {\n        const old", "repeats-copy-on-write"),
 }
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_the_comparison_catches_a_mutant_twin(mutant: str, tmp_path: Path) -> None:
-    """The equality test is not vacuous: a twin that evicts in the wrong order, or lets decodes ride outside
-    the token budget, produces a different schedule on the traces above."""
+    """The equality test is not vacuous: a twin that evicts in the wrong order, lets decodes ride outside the
+    token budget, or writes into a shared block, produces a different schedule on the traces above."""
     path, old, new, case = MUTANTS[mutant]
     web = tmp_path / "web"
     shutil.copytree(WEB, web)
