@@ -73,7 +73,7 @@ mutate-sample: $(STAMP)
 $(VENDOR): package.json package-lock.json scripts/book/vendor_assets.sh
 	scripts/book/vendor_assets.sh
 
-$(WEB): $(STAMP) minigpt/data/minigpt.safetensors minigpt/data/minigpt.json minigpt/book/web_export.py minigpt/book/cost_scripts.py $(wildcard minigpt/web/* minigpt/web/costs/*)
+$(WEB): $(STAMP) minigpt/data/minigpt.safetensors minigpt/data/minigpt.json minigpt/book/web_export.py minigpt/book/cost_scripts.py $(wildcard minigpt/web/* minigpt/web/costs/* minigpt/web/engine/*)
 	$(BIN)/python -m minigpt.book.web_export $(dir $@)
 
 # Both editions, each a strict (-n -W) Jupyter Book build of the same sources (scripts/book/build_book.py).

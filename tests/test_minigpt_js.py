@@ -336,9 +336,9 @@ def test_export_command_writes_every_asset_and_no_temporary_file(tmp_path: Path)
 
 
 def test_the_live_page_loads_the_scripts_the_export_writes() -> None:
-    """chapters/01_minigpt_live.md loads exactly SCRIPTS' scripts, in order: a cost room minigpt_live.js
+    """chapters/01_minigpt_live.md loads exactly LIVE_SCRIPTS' scripts, in order: a cost room minigpt_live.js
     needs and the page forgets would only show in a browser."""
-    from minigpt.book.web_export import SCRIPTS
+    from minigpt.book.web_export import LIVE_SCRIPTS as SCRIPTS
 
     page = (Path(__file__).resolve().parents[1] / "chapters" / "01_minigpt_live.md").read_text(encoding="utf-8")
     loaded = re.findall(r'<script src="\.\./minigpt-web/([^"]+)"></script>', page)

@@ -227,6 +227,21 @@ def live_tr_strings() -> set[str]:
     return {json.loads(s) for s in literal}
 
 
+ENGINE_PAGE = ("engine/watch.js", "engine/views.js")  # Watch the engine (decoder_ring/watch_engine.md)
+
+
+def engine_tr_strings() -> set[str]:
+    """The first argument of every tr("...") call of Watch the engine's scripts (a string literal, by rule)."""
+    found: set[str] = set()
+    for name in ENGINE_PAGE:
+        code = re.sub(r"^\s*//.*$", "", (WEB / name).read_text(encoding="utf-8"), flags=re.M)
+        literal = re.findall(r"\btr\(\s*(" + JS_STRING + ")", code)
+        assert len(literal) == len(re.findall(r"\btr\(", code)), \
+            f"{name}: a tr(...) call whose first argument is not a string literal: the table cannot be checked"
+        found |= {json.loads(s) for s in literal}
+    return found
+
+
 def shipped_config() -> dict:
     return json.loads((ROOT / "minigpt" / "data" / "minigpt.json").read_text(encoding="utf-8"))["config"]
 
@@ -303,6 +318,8 @@ def needed() -> dict[str, set[str]]:
             keys.setdefault(text if text in table else template(text), set()).update(where)
     for text in live_tr_strings():
         keys.setdefault(text, set()).add("minigpt_live.js tr()")
+    for text in engine_tr_strings():
+        keys.setdefault(text, set()).add("Watch the engine tr()")
     for text in live_error_messages():
         keys.setdefault(text if text in table else template(text), set()).add("a MiniGPT live error")
     return keys

@@ -33,7 +33,15 @@ LIVE_COSTS = ("weight_bytes", "kv_bytes_per_token", "kv_cache_bytes", "prefill_f
               "decode_step_bytes", "fmt_flops", "fmt_bytes")
 # The browser-side files served next to the weights (sources in minigpt/web/), in the page's load order:
 # the cost scripts those functions need (chapters/01_minigpt_live.md loads the same list).
-SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "minigpt_live.js", "minigpt_live.css")
+LIVE_SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "minigpt_live.js", "minigpt_live.css")
+# "Watch the engine" (decoder_ring/watch_engine.md): the cost twin's functions its step times and labels call,
+# the engine twin (minigpt/web/engine/, the scheduler without the page: what node runs in the tests), the page.
+ENGINE_COSTS = ("layer_flops", "lm_head_flops", "weight_bytes", "kv_bytes_per_token", "roofline_time",
+                "step_time_with_swap", "MODELS", "HARDWARE", "fmt_duration", "fmt_percent")
+ENGINE_TWIN = (*scripts_for(ENGINE_COSTS), "minigpt_forward.js", "engine/core.js", "engine/prefix_cache.js",
+               "engine/scheduler.js", "engine/meters.js", "engine/engine.js")
+ENGINE_SCRIPTS = (*ENGINE_TWIN, "i18n.js", "engine/views.js", "engine/watch.js", "engine/watch.css")
+SCRIPTS = tuple(dict.fromkeys((*LIVE_SCRIPTS, *ENGINE_SCRIPTS)))
 
 
 def web_weights(pretrained: Pretrained) -> tuple[dict[str, Any], bytes]:

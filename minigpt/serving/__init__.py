@@ -12,6 +12,7 @@ Above `minigpt.runtime`, one concern per module:
 - `replay`        the same steps timed by the book's formulas (one fused forward each) for a published model and chip
 - `engine`        the loop: arrivals, cancellations, a step, its outputs, stop conditions, the clock
 - `trace`         arrival traces: Poisson arrivals, shared system prompts, multi-turn chats
+- `schedule_log`  a replayed run's per-step schedule as plain JSON (what the browser's engine twin is checked against)
 """
 
 from minigpt.serving.engine import Engine, EngineConfig
