@@ -10,6 +10,7 @@ tests/test_site_es.py.
 from __future__ import annotations
 
 import re
+import statistics
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ from bs4 import BeautifulSoup
 from site_browser import CHROMIUM, LOCAL_HOSTS, new_context
 from test_site import book_pages
 
+from minigpt.book import sphinx_icons
 from minigpt.book.sphinx_numbering import chapter_labels
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,16 +138,10 @@ def test_labels_follow_the_files() -> None:
 
 # --- Weight --------------------------------------------------------------------------------------------
 
-#: A typical page loads at most this many bytes (raw, as served: no compression), everything included.
+#: The median page of an edition loads at most this many bytes (raw, as served: no compression), everything
+#: included; no page loads more than MAX_BYTES.
 TYPICAL_BYTES = 2_000_000
-#: No page loads more.
 MAX_BYTES = 4_000_000
-#: Pages allowed over the typical weight (up to MAX_BYTES), with why. Fewer than half the pages, so that
-#: the median page is a typical one.
-HEAVY = {
-    "chapters/01_prefill_vs_decode": "eight figures and the longest text of the book",
-    "chapters/01_minigpt_live": "MiniGPT's weights, to generate in the browser",
-}
 
 
 def loaded_bytes(browser, url: str, check=None) -> tuple[dict[str, int], list[str]]:
@@ -184,17 +180,26 @@ def loaded_bytes(browser, url: str, check=None) -> tuple[dict[str, int], list[st
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium")
 @pytest.mark.parametrize("edition", EDITIONS)
-@pytest.mark.parametrize("page", PAGES)
-def test_page_weight(server: str, browser, edition: str, page: str) -> None:
-    """Everything a page loads, counted in the browser (scripts, styles, fonts, images, MathJax's parts):
-    a page that pulls in a 1.5 MB icon script or a 3.6 MB widget manager for one control fails.
-    In the same visit: every erratum box starts collapsed to its title, and every figure opens at full size."""
-    sizes, problems = loaded_bytes(browser, f"{server}/{edition}{page}.html", check=reader_view)
-    total = sum(sizes.values())
-    biggest = [(url.split("/", 3)[-1], size) for url, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:4]]
-    limit = MAX_BYTES if page in HEAVY else TYPICAL_BYTES
-    assert total <= limit, f"{edition}{page}: {total / 1e6:.2f} MB > {limit / 1e6:.1f} MB; biggest: {biggest}"
-    assert not problems, problems
+def test_page_weight(server: str, browser, edition: str) -> None:
+    """Everything each page loads, counted in the browser (scripts, styles, fonts, images, MathJax's parts):
+    the median page at most 2 MB and none over 4 MB, so a 1.5 MB icon script on every page, or a 3.6 MB
+    widget manager for one control, fails. One visit per page, which also checks `reader_view`."""
+    weights, failures = {}, []
+    for page in PAGES:
+        try:
+            sizes, problems = loaded_bytes(browser, f"{server}/{edition}{page}.html", check=reader_view)
+        except AssertionError as err:
+            failures.append(f"{edition}{page}: {err}")
+            continue
+        weights[page] = sum(sizes.values())
+        failures += [f"{edition}{page}: {problem}" for problem in problems]
+        if weights[page] > MAX_BYTES:
+            biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
+            failures.append(f"{edition}{page}: {weights[page] / 1e6:.2f} MB; biggest: {biggest}")
+    typical = statistics.median(weights.values())
+    report = ", ".join(f"{page} {size / 1e6:.2f}" for page, size in sorted(weights.items(), key=lambda kv: -kv[1])[:5])
+    assert typical <= TYPICAL_BYTES, f"{edition}: the median page loads {typical / 1e6:.2f} MB; heaviest: {report}"
+    assert not failures, "\n".join(failures)
 
 
 def reader_view(page) -> None:
@@ -209,12 +214,6 @@ def reader_view(page) -> None:
         link = image.locator("xpath=ancestor::a[1]")
         assert link.count() == 1 and link.get_attribute("href") == image.get_attribute("src"), \
             f"figure {image.get_attribute('src')} does not open at full size"
-
-
-def test_heavy_pages_are_few() -> None:
-    """The pages allowed over the typical weight are pages of the book, and fewer than half of them."""
-    assert set(HEAVY) <= set(PAGES)
-    assert len(HEAVY) < len(PAGES) / 2
 
 
 # --- Figures and favicon ---------------------------------------------------------------------------------
@@ -245,3 +244,25 @@ def test_every_page_has_the_favicon(site: Path, edition: str) -> None:
         icon = parsed(path).select_one('link[rel="icon"]')
         assert icon is not None, f"{edition}{page}: no favicon"
         assert (path.parent / icon["href"]).resolve().is_file(), f"{edition}{page}: {icon['href']} missing"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_icon_fonts_hold_every_icon_shown(site: Path, edition: str) -> None:
+    """The icon fonts are cut to the icons the pages show (minigpt.book.sphinx_icons): every `fa-*` icon of a
+    page, and every icon the stylesheets draw (admonition titles), is in the subset the page loads."""
+    from fontTools.ttLib import TTFont
+
+    root = site / edition
+    codes = sphinx_icons.icon_codepoints((root / sphinx_icons.THEME_CSS).read_text(encoding="utf-8"))
+    fonts = {}
+    for stem, _family, _weight in sphinx_icons.FACES:
+        path = root / sphinx_icons.WEBFONTS / f"{stem}.subset.woff"
+        fonts[stem] = set(TTFont(path).getBestCmap())
+        assert path.stat().st_size < 20_000, f"{path}: {path.stat().st_size} bytes, not a subset"
+    shown = {codes[name] for page in PAGES
+             for name in re.findall(r"\bfa-[a-z0-9-]+", (root / f"{page}.html").read_text(encoding="utf-8"))
+             if name in codes}
+    missing = {hex(c) for c in shown | sphinx_icons.stylesheet_glyphs(root) if not any(c in f for f in fonts.values())}
+    assert len(shown) >= 10 and not missing, f"{edition}: icons missing from the subset fonts: {sorted(missing)}"
+    css = (root / "_static" / sphinx_icons.ICONS_CSS).read_text(encoding="utf-8")
+    assert css.count("@font-face") == len(sphinx_icons.FACES) and ".subset.woff" in css
