@@ -23,6 +23,7 @@ import html
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from docutils import nodes
 from sphinx import addnodes
@@ -33,7 +34,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
 
-from minigpt.book import catalogs, editions
+from minigpt import i18n
+from minigpt.book import catalogs, citations_es, colab_badge, editions, notebook
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +149,11 @@ def add_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doc
     """The language switch: a link to the same page in the other edition, and hreflang in the head."""
     lang = app.config.language or "en"
     other, url = _other_edition(pagename, lang)
-    name = editions.LANG_NAMES[other]
+    name = editions.LANG_NAMES[lang][other]  # named in the page's language: "en inglés", "in Spanish"
     label = {"en": "Read this page in", "es": "Lee esta página en"}[lang]
     link = (
         f'<p class="minigpt-lang-switch" style="text-align:right;margin:0 0 0.5em 0;font-size:0.9em">'
-        f'{label} <a href="{html.escape(url)}" hreflang="{other}" lang="{other}">{name}</a></p>\n'
+        f'{label} <a href="{html.escape(url)}" hreflang="{other}">{name}</a></p>\n'
     )
     context["body"] = link + context.get("body", "")
     context["metatags"] = context.get("metatags", "") + (
@@ -175,6 +177,9 @@ def configure_edition(app: Sphinx, config: Any) -> None:
     config.html_theme_options = options
     if lang in EDITION_TITLES:
         config.html_title, config.author = EDITION_TITLES[lang]
+    if lang == "es" and config.bibtex_reference_style == "author_year":
+        citations_es.register()  # "Hashimoto y Liang, 2025", "s. f."
+        config.bibtex_reference_style = citations_es.STYLE
     # Sphinx re-reads every page when a config value changes: the tables count as configuration.
     tables = sorted((catalogs.LOCALES / lang).glob("*.yml"))
     config.minigpt_edition_tables = hashlib.sha256(b"".join(p.read_bytes() for p in tables)).hexdigest()
@@ -217,8 +222,9 @@ class TranslateToctreeCaptions(SphinxTransform):
 def translate_chrome(app: Sphinx, exception: Exception | None) -> None:
     """The theme's own strings in the built pages and scripts (`locales/<lang>/theme.yml`).
 
-    Titles, aria-labels, placeholders and button texts that the theme's catalog lacks or that its
-    templates and scripts hard-code; written over each page once it is built.
+    Titles, aria-labels, placeholders, alt texts and button texts that the theme's catalog lacks or that
+    its templates and scripts hard-code, and the book's own fixed HTML (`edition_outputs`); written over
+    each page once it is built.
     """
     if exception is not None or app.builder.format != "html":
         return
@@ -231,11 +237,32 @@ def translate_chrome(app: Sphinx, exception: Exception | None) -> None:
             if path.suffix == ".js":
                 new = new.replace(f'"{english}"', f'"{spanish}"').replace(f"'{english}'", f"'{spanish}'")
                 continue
-            for attribute in ("title", "aria-label", "placeholder", "data-bs-title"):
+            for attribute in ("title", "aria-label", "placeholder", "data-bs-title", "alt"):
                 new = new.replace(f'{attribute}="{html.escape(english)}"', f'{attribute}="{html.escape(spanish)}"')
             new = new.replace(f">{html.escape(english, quote=False)}<", f">{html.escape(spanish, quote=False)}<")
+            if english in ISSUE_TEMPLATE:  # the "Open issue" link's title and body, in its URL
+                new = new.replace(f"={quote(english)}", f"={quote(spanish)}")
+        if path.suffix == ".html":
+            new = edition_outputs(new, app.config.language)
         if new != text:
             path.write_text(new, encoding="utf-8")
+
+
+#: The theme's issue template (sphinx-book-theme writes it into the "Open issue" link's URL).
+ISSUE_TEMPLATE = ("Issue on page", "Your issue content here.")
+
+
+def edition_outputs(page: str, lang: str) -> str:
+    """A built page's HTML with what the English notebooks print for the reader in `lang`.
+
+    The Colab badge (`colab_badge.localize`) and the note next to widgets that need a kernel
+    (`notebook.KERNEL_NOTE`, translated in the package's catalog, `minigpt.i18n`).
+    """
+    page = colab_badge.localize(page, lang)
+    note = html.escape(notebook.KERNEL_NOTE)
+    if note in page:
+        page = page.replace(note, html.escape(i18n.gettext_in(lang, notebook.KERNEL_NOTE)))
+    return page
 
 
 def add_ui_strings(app: Sphinx) -> None:
