@@ -45,14 +45,17 @@ ENGLISH_WORDS = (
     "Source", "Light", "Dark", "Mode", "System", "Theme", "Read", "Chapter", "Exercise", "Figure", "Table",
     "Equation", "Warning", "See", "Run", "Loading", "Enter", "Submit", "Generate", "Stop", "Step", "logo",
     "Moving", "sliders", "needs", "running", "enable", "here",
+    r"n\.d\.",  # a citation's "no date" (Spanish: "s. f.")
 )
 
 #: English the Spanish edition keeps on purpose (regular expressions): the titles of works it names, a term
-#: glossed in English ("(En inglés, block table.)", "(beam search)"), Latin ("in situ"), a Python call's name.
+#: glossed in English ("(En inglés, block table.)", "(beam search)"), Latin ("in situ"), a Python call's name,
+#: a GitHub issue named as GitHub names it ("issue #27").
 KEPT = (
     r"How to Scale Your Model", r"Build a Large Language Model \(From Scratch\)", r"Language Modeling from Scratch",
     r"Making Deep Learning Go Brrrr From First Principles", r"Guide to LLM Inference and Performance",
-    r"\(En inglés, [^)]*\)", r"\(beam search\)", r"\bin situ\b", r"\bprint\b",
+    r"LLMs from Scratch",
+    r"\(En inglés, [^)]*\)", r"\(beam search\)", r"\bin situ\b", r"\bprint\b", r"\bissue #\d+",
 )
 
 #: Where English may stand: code, outputs, maths, quotations, the bibliography, MiniGPT live's generated words.
