@@ -44,7 +44,11 @@ def _catalog(code: str) -> gettext.NullTranslations:
 
 def _(message: str) -> str:
     """`message` in the current language (the English msgid itself when there is no translation)."""
-    code = language()
+    return gettext_in(language(), message)
+
+
+def gettext_in(code: str, message: str) -> str:
+    """`message` in the language `code` whatever ``MINIGPT_LANG`` says (a Spanish page built by Sphinx)."""
     return message if code == DEFAULT else _catalog(code).gettext(message)
 
 

@@ -102,7 +102,7 @@ def test_every_editions_launch_button_opens_its_generated_notebooks():
 
     for lang in ("en", "es"):
         config = SimpleNamespace(language=lang, html_theme_options={"search_bar_text": "Search this book..."},
-                                 bibtex_bibfiles=[])
+                                 bibtex_bibfiles=[], bibtex_reference_style="author_year")
         sphinx_editions.configure_edition(SimpleNamespace(srcdir=str(ROOT)), config)  # type: ignore[arg-type]
         assert config.html_theme_options["path_to_docs"] == f"locales/{lang}/notebooks"
 

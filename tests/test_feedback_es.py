@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from minigpt import i18n
-from minigpt.exercises import question, run_check
+from minigpt.exercises import comparisons, question, run_check
 from minigpt.exercises import wire as wire_format
 from minigpt.grading import feedback, grader, notebook_code
 
@@ -121,10 +121,21 @@ def test_wrong_answer_gets_spanish_feedback_with_the_same_verdict(qid: str, answ
 def test_spanish_numbers_in_ex16(spanish: None) -> None:
     message = run_check("ex16.q1", wrong((1, 0.0)), seed=5).message
     assert f"se esperaban 5{NNBSP}348{NNBSP}392{NNBSP}960 bytes, se recibieron 1: por token" in message
-    message = run_check("ex16.q4", wrong(12345), seed=5).message
-    assert f"se recibieron 12{NNBSP}345:" in message
     message = run_check("ex03.q1", wrong(1234567.891), seed=5).message
-    assert f"se esperaba 4,3640419, se recibió 1{NNBSP}234{NNBSP}567,9 (tolerancia: relativa 1e-09)" in message
+    assert "se esperaba 4,3640419, se recibió 1234567.891 (tolerancia: relativa 1e-09)" in message
+
+
+def test_returned_values_are_echoed_as_python_writes_them(spanish: None) -> None:
+    """What the student's function returned is shown as Python writes it, in Spanish too: "se recibió 3.5", not
+    "3,5" (a tuple to a Python reader), "12345", not "12 345"; the package's expected values stay Spanish-style.
+    The bug: echoing the returned value through fmt_num like the expected one."""
+    message = run_check("ex03.q1", wrong(3.5), seed=5).message
+    assert "se esperaba 4,3640419, se recibió 3.5 (tolerancia: relativa 1e-09)" in message
+    message = run_check("ex16.q4", wrong(12345), seed=5).message
+    assert "se recibieron 12345:" in message
+    assert comparisons.returned([1.5, 2, [0.25]]) == "[1.5, 2, [0.25]]"
+    assert comparisons.close()(2.5, 3.75) == "se esperaba 2,5, se recibió 3.75 (tolerancia: relativa 1e-09)"
+    assert comparisons.exact_int(32768, 3.0) == f"se esperaba 32{NNBSP}768, se recibió 3.0"
 
 
 def test_pass_and_not_implemented_in_spanish(spanish: None) -> None:
@@ -262,3 +273,21 @@ def test_grading_in_spanish_gives_the_same_scores(tmp_path: Path, monkeypatch: p
         for qid, phrase in reasons.items():
             assert tests[qid].score == 0 and phrase in tests[qid].output, (name, qid, tests[qid].output)
     assert os.environ[i18n.LANG_ENV] == "es"
+
+
+def test_grader_summary_line_and_kernel_note_in_spanish(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader's last console line and the note next to live widgets speak MINIGPT_LANG too. The bugs: a
+    hard-coded English f-string ("graded 1 submission(s)"), a note that never goes through the catalog."""
+    from minigpt.book.notebook import KERNEL_NOTE, kernel_note
+    from minigpt.grading.__main__ import done_line
+
+    scores = Path("results") / "scores.csv"
+    monkeypatch.delenv(i18n.LANG_ENV, raising=False)
+    assert done_line(1, scores) == f"graded 1 submission; scores in {scores}"
+    assert done_line(2, scores) == f"graded 2 submissions; scores in {scores}"
+    assert KERNEL_NOTE in kernel_note().data
+    monkeypatch.setenv(i18n.LANG_ENV, "es")
+    assert done_line(1, scores) == f"1 entrega calificada; puntuaciones en {scores}"
+    assert done_line(12345, scores) == f"12{NNBSP}345 entregas calificadas; puntuaciones en {scores}"
+    note = kernel_note().data
+    assert spanish_of(KERNEL_NOTE) in note and KERNEL_NOTE not in note

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from babel.messages.catalog import Catalog
 
+from minigpt.book import colab_badge
 from minigpt.book.catalogs import LOCALES, NOTEBOOKS
 
 # Where a message may start in a markdown cell: a line's start after indentation, quote marks, a list
@@ -63,11 +64,14 @@ def translate_markdown(source: str, translations: dict[str, str]) -> tuple[str, 
 def translate_notebook(notebook: dict, catalog: Catalog) -> tuple[dict, set[str]]:
     """A copy of a notebook (nbformat JSON) whose markdown cells are translated; code and outputs kept.
 
+    The Colab badge is the catalog's language's (`colab_badge.localize`).
+
     Returns the notebook and the messages of the catalog that no markdown cell holds (empty when the
     notebook is fully translated). Markdown that a code cell prints (a table in a `text/markdown`
     output) is a message of the page too, but an output: it stays as it is, like every output.
     """
     translations = {m.id: m.string for m in catalog if m.id and m.string and not m.fuzzy}
+    lang = catalog.locale.language if catalog.locale else "en"
     out = copy.deepcopy(notebook)
     placed: set[str] = set()
     for cell in out["cells"]:
@@ -80,6 +84,7 @@ def translate_notebook(notebook: dict, catalog: Catalog) -> tuple[dict, set[str]
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         new, got = translate_markdown(source, translations)
         placed |= got
+        new = colab_badge.localize(new, lang) if lang in colab_badge.LANGS else new
         cell["source"] = new.splitlines(keepends=True)
     printed = " ".join(
         "".join(o.get("data", {}).get("text/markdown", "")).replace("\n", " ")

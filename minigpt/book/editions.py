@@ -20,7 +20,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGS = ("en", "es")
-LANG_NAMES = {"en": "English", "es": "Español"}
+#: The languages' names in each language: LANG_NAMES[page's language][named language] ("en inglés", "in Spanish").
+LANG_NAMES = {"en": {"en": "English", "es": "Spanish"}, "es": {"en": "inglés", "es": "español"}}
 THIN = "\u202f"  # narrow no-break space: the thousands separator of the Spanish edition
 
 # A number as the notebooks print it: optional sign, English thousands commas, a decimal part, an
@@ -223,13 +224,17 @@ def theme_strings(lang: str) -> dict[str, str]:
 # The bibliography's own words: the `note` and `howpublished` fields of references.bib.
 _BIB_FIELD = re.compile(r"(?P<head>\b(?:note|howpublished)\s*=\s*\{)(?P<value>(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
 _BIB_NAME_ONLY = re.compile(r"arXiv:[\d.v]+(?: \(\d{4}\))?")
+# A title or an author: translated only where the table holds it (a work written in the edition's language, a
+# collective author such as "ggml contributors").
+_BIB_TITLE = re.compile(r"(?P<head>\b(?:title|author)\s*=\s*\{)(?P<value>(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
 
 
 def translate_bibliography(text: str, lang: str) -> tuple[str, list[str]]:
     """references.bib with its `note`/`howpublished` words in the edition's language.
 
     Returns the new text and the fields with words that `locales/<lang>/bibliography.yml` lacks.
-    Titles, authors and venues are left as published.
+    Authors, titles and venues are left as published, except where the table holds the whole field: a work
+    published in the edition's language (the book's two Spanish sources' own titles), a collective author.
     """
     if lang == "en":
         return text, []
@@ -244,4 +249,8 @@ def translate_bibliography(text: str, lang: str) -> tuple[str, list[str]]:
             missing.append(value)
         return match.group(0)
 
-    return _BIB_FIELD.sub(field, text), missing
+    def title(match: re.Match) -> str:
+        value = " ".join(match.group("value").split())
+        return match.group("head") + table[value] + "}" if value in table else match.group(0)
+
+    return _BIB_TITLE.sub(title, _BIB_FIELD.sub(field, text)), missing

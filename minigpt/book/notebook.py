@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from minigpt.i18n import N_, _
 from minigpt.runtime.device import DEVICE_ENV, default_device
 
 __all__ = ["DEVICE_ENV", "GLUE_PREFIX", "glue", "in_colab", "kernel_note", "setup"]
@@ -60,15 +61,20 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
 
 
-KERNEL_NOTE = (
+KERNEL_NOTE = N_(
     "Moving these sliders needs a running kernel: open this chapter in Colab "
     "(the rocket button at the top of the page) or run it in Jupyter."
 )
 
 
 def kernel_note(text: str = KERNEL_NOTE) -> Any:
-    """An HTML note for a live widget: on the static site its controls move but nothing recomputes."""
+    """An HTML note for a live widget: on the static site its controls move but nothing recomputes.
+
+    In the language of ``MINIGPT_LANG`` (`minigpt.i18n`); the Spanish site translates the English one.
+    """
     from IPython.display import HTML
+
+    text = _(text)
 
     return HTML(
         '<div class="minigpt-kernel-note" style="border-left:4px solid #d39e00;padding:0.4em 0.8em;'

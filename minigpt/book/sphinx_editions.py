@@ -34,7 +34,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
 
-from minigpt.book import catalogs, editions
+from minigpt.book import catalogs, citations_es, editions
+from minigpt.book.sphinx_chrome import translate_chrome
 
 logger = logging.getLogger(__name__)
 
@@ -148,11 +149,11 @@ def add_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doc
     """The language switch: a link to the same page in the other edition, and hreflang in the head."""
     lang = app.config.language or "en"
     other, url = _other_edition(pagename, lang)
-    name = editions.LANG_NAMES[other]
+    name = editions.LANG_NAMES[lang][other]  # named in the page's language: "en inglés", "in Spanish"
     label = {"en": "Read this page in", "es": "Lee esta página en"}[lang]
     link = (
         f'<p class="minigpt-lang-switch" style="text-align:right;margin:0 0 0.5em 0;font-size:0.9em">'
-        f'{label} <a href="{html.escape(url)}" hreflang="{other}" lang="{other}">{name}</a></p>\n'
+        f'{label} <a href="{html.escape(url)}" hreflang="{other}">{name}</a></p>\n'
     )
     context["body"] = link + context.get("body", "")
     context["metatags"] = context.get("metatags", "") + (
@@ -178,6 +179,9 @@ def configure_edition(app: Sphinx, config: Any) -> None:
     config.html_theme_options = options
     if lang in EDITION_TITLES:
         config.html_title, config.author = EDITION_TITLES[lang]
+    if lang == "es" and config.bibtex_reference_style == "author_year":
+        citations_es.register()  # "Hashimoto y Liang, 2025", "s. f."
+        config.bibtex_reference_style = citations_es.STYLE
     # Sphinx re-reads every page when a config value changes: the tables count as configuration.
     tables = sorted((catalogs.LOCALES / lang).glob("*.yml"))
     config.minigpt_edition_tables = hashlib.sha256(b"".join(p.read_bytes() for p in tables)).hexdigest()
@@ -237,30 +241,6 @@ def sort_glossaries(document: nodes.Node, lang: str) -> None:
             items = list(entries.children)
             items.sort(key=lambda item: editions.collation_key(item.next_node(nodes.term).astext(), lang))
             entries.children = items
-
-
-def translate_chrome(app: Sphinx, exception: Exception | None) -> None:
-    """The theme's own strings in the built pages and scripts (`locales/<lang>/theme.yml`).
-
-    Titles, aria-labels, placeholders and button texts that the theme's catalog lacks or that its
-    templates and scripts hard-code; written over each page once it is built.
-    """
-    if exception is not None or app.builder.format != "html":
-        return
-    table = editions.theme_strings(app.config.language)
-    out = Path(app.outdir)
-    for path in [*out.rglob("*.html"), *(out / "_static").glob("*.js")]:
-        text = path.read_text(encoding="utf-8")
-        new = text
-        for english, spanish in table.items():
-            if path.suffix == ".js":
-                new = new.replace(f'"{english}"', f'"{spanish}"').replace(f"'{english}'", f"'{spanish}'")
-                continue
-            for attribute in ("title", "aria-label", "placeholder", "data-bs-title"):
-                new = new.replace(f'{attribute}="{html.escape(english)}"', f'{attribute}="{html.escape(spanish)}"')
-            new = new.replace(f">{html.escape(english, quote=False)}<", f">{html.escape(spanish, quote=False)}<")
-        if new != text:
-            path.write_text(new, encoding="utf-8")
 
 
 def add_ui_strings(app: Sphinx) -> None:

@@ -35,6 +35,17 @@ def _show(value: Any, literal: bool = False) -> str:
     return repr(value)[:200]
 
 
+def returned(value: Any) -> str:
+    """A value the student's function returned, echoed as Python writes it (`repr`) in every language: "3.5",
+    "12345", never the Spanish "3,5" (which reads as a tuple) or "12 345"; lists of at most 8 items, a tensor as
+    its shape and first values. The package's own numbers (the expected ones) are written the language's way."""
+    if isinstance(value, dict) and "$tensor" in value:
+        return _show(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(returned(v) for v in value[:8]) + (", ...]" if len(value) > 8 else "]")
+    return repr(value)[:200]
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -42,12 +53,13 @@ def _is_number(x: Any) -> bool:
 def exact_int(expected: Any, actual: Any) -> str | None:
     """The same integer (an integer-valued float is accepted only if it is exactly equal)."""
     if not _is_number(actual):
-        return _("expected the integer {expected}, got {actual}").format(expected=_show(expected), actual=_show(actual))
+        return _("expected the integer {expected}, got {actual}").format(expected=_show(expected),
+                                                                         actual=returned(actual))
     if isinstance(actual, float) and (not math.isfinite(actual) or not actual.is_integer()):
         return _("expected {expected}, got {actual} (not an integer)").format(expected=_show(expected),
-                                                                             actual=_show(actual))
+                                                                             actual=returned(actual))
     if int(actual) != expected:
-        return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=_show(int(actual)))
+        return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=returned(actual))
     return None
 
 
@@ -57,12 +69,12 @@ def close(rel: float = 1e-9, abs_: float = 0.0) -> Compare:
     def compare(expected: Any, actual: Any) -> str | None:
         if not _is_number(actual):
             return _("expected a number close to {expected}, got {actual}").format(expected=_show(expected),
-                                                                                  actual=_show(actual))
+                                                                                  actual=returned(actual))
         if not (isinstance(actual, int) or math.isfinite(actual)):
-            return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=_show(actual))
+            return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=returned(actual))
         if not math.isclose(float(actual), float(expected), rel_tol=rel, abs_tol=abs_):
             return _("expected {expected}, got {actual} (tolerance: relative {rel})").format(
-                expected=_show(expected), actual=_show(actual), rel=fmt_num(rel, "g"))
+                expected=_show(expected), actual=returned(actual), rel=fmt_num(rel, "g"))
         return None
 
     return compare
@@ -71,7 +83,7 @@ def close(rel: float = 1e-9, abs_: float = 0.0) -> Compare:
 def boolean(expected: Any, actual: Any) -> str | None:
     """The same truth value, as a bool."""
     if not isinstance(actual, bool):
-        return _("expected a bool ({expected}), got {actual}").format(expected=expected, actual=_show(actual))
+        return _("expected a bool ({expected}), got {actual}").format(expected=expected, actual=returned(actual))
     return None if actual == expected else _("expected {expected}, got {actual}").format(expected=expected,
                                                                                         actual=actual)
 
@@ -80,10 +92,10 @@ def int_list(expected: Any, actual: Any) -> str | None:
     """The same list of integers."""
     if not isinstance(actual, list) and not (isinstance(actual, dict) and "$tensor" in actual):
         return _("expected a list of ints {expected}, got {actual}").format(expected=_show(expected),
-                                                                           actual=_show(actual))
+                                                                           actual=returned(actual))
     values = actual["$tensor"] if isinstance(actual, dict) else actual
     if values != expected:
-        return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=_show(values))
+        return _("expected {expected}, got {actual}").format(expected=_show(expected), actual=returned(values))
     return None
 
 
@@ -98,7 +110,7 @@ def tensor(atol: float = 1e-5, rtol: float = 1e-5) -> Compare:
                 return _("expected a tensor, got a ragged list")
         if not isinstance(actual, dict) or "$tensor" not in actual:
             return _("expected a tensor of shape {shape}, got {actual}").format(shape=expected["shape"],
-                                                                               actual=_show(actual))
+                                                                               actual=returned(actual))
         if actual["shape"] != expected["shape"]:
             return _("expected a tensor of shape {shape}, got shape {got}").format(shape=expected["shape"],
                                                                                   got=actual["shape"])
@@ -112,7 +124,7 @@ def tensor(atol: float = 1e-5, rtol: float = 1e-5) -> Compare:
             message = _("values differ: at index {index} expected {expected}, got {actual} (tolerance {tolerance})")
             return message.format(
                 index=list(index), expected=fmt_num(e.flatten()[i].item(), ".6g"),
-                actual=fmt_num(a.flatten()[i].item(), ".6g"), tolerance=f"atol={atol:g}, rtol={rtol:g}")
+                actual=format(a.flatten()[i].item(), ".6g"), tolerance=f"atol={atol:g}, rtol={rtol:g}")
         return None
 
     return compare
@@ -124,7 +136,7 @@ def pair(first: Compare, second: Compare, names: tuple[str, str]) -> Compare:
     def compare(expected: Any, actual: Any) -> str | None:
         if not isinstance(actual, list) or len(actual) != 2:
             return _("expected a tuple ({first}, {second}), got {actual}").format(first=names[0], second=names[1],
-                                                                                 actual=_show(actual))
+                                                                                 actual=returned(actual))
         for name, cmp, e, a in zip(names, (first, second), expected, actual, strict=True):
             message = cmp(e, a)
             if message:
@@ -141,7 +153,7 @@ def argmax_of(tol: float = 1e-4) -> Compare:
         values = expected["$tensor"]
         best = max(range(len(values)), key=values.__getitem__)
         if isinstance(actual, bool) or not isinstance(actual, int):
-            return _("expected the token id {best} (an int), got {actual}").format(best=best, actual=_show(actual))
+            return _("expected the token id {best} (an int), got {actual}").format(best=best, actual=returned(actual))
         if not 0 <= actual < len(values):
             return _("expected the token id {best}, got {actual} (out of range {first}..{last})").format(
                 best=best, actual=actual, first=0, last=len(values) - 1)

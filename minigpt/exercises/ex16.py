@@ -53,12 +53,12 @@ def _transfer_check(expected: Any, actual: Any) -> str | None:
     if b != expected[0]:
         if b * 2 == expected[0]:
             return _("bytes {got} is half of {expected}: a token leaves a key AND a value in every layer").format(
-                got=fmt_num(b), expected=fmt_num(expected[0]))
+                got=repr(b), expected=fmt_num(expected[0]))
         if expected[0] and b % expected[0] == 0:
             return _("bytes {got} is {times}x too many: which heads keep their own K/V (H or H_kv)?").format(
-                got=fmt_num(b), times=b // expected[0])
+                got=repr(b), times=b // expected[0])
         return _("expected {expected} bytes, got {got}: per token, count every layer's keys and values in "
-                 "bf16").format(expected=fmt_num(expected[0]), got=fmt_num(b))
+                 "bf16").format(expected=fmt_num(expected[0]), got=repr(b))
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isclose(t, expected[1], rel_tol=1e-9):
         return _("bytes right; expected {expected} s, got {actual}: the latency is paid once, plus the bytes over "
                  "the link's bandwidth (bytes per second, one direction)").format(
@@ -222,7 +222,7 @@ def _wire_check(expected: Any, actual: Any) -> str | None:
     if actual != expected:
         return _("expected {expected} bytes, got {got}: which requests still need a decode worker once "
                  "their first token is out? Those, and only those, send their prompt's K/V (Question 1's "
-                 "bytes)").format(expected=fmt_num(expected), got=fmt_num(actual))
+                 "bytes)").format(expected=fmt_num(expected), got=repr(actual))
     return None
 
 

@@ -25,6 +25,7 @@ from minigpt.exercises.registry import EXERCISES
 from minigpt.grading.folder import UnsafeRefused, grade_folder
 from minigpt.grading.grader import BUDGET_S
 from minigpt.grading.notebook_code import SizeLimits
+from minigpt.i18n import _, fmt_num
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     except UnsafeRefused as err:
         print(err, file=sys.stderr)
         return 2
-    print(f"graded {len(results)} submission(s); scores in {args.out / 'scores.csv'}")
+    print(done_line(len(results), args.out / "scores.csv"))
     return 0
+
+
+def done_line(n: int, scores: Path) -> str:
+    """The last line of a run, in the language of ``MINIGPT_LANG``: how many submissions, where the scores are."""
+    message = _("graded 1 submission; scores in {path}") if n == 1 else _("graded {n} submissions; scores in {path}")
+    return message.format(n=fmt_num(n), path=scores)
 
 
 if __name__ == "__main__":

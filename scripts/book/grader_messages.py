@@ -38,7 +38,8 @@ DOMAIN = "minigpt"
 LANGUAGES = ("es",)
 KEYWORDS = {"_": None, "N_": None}
 # Where the feedback's messages live (paths relative to the package); everything else is not scanned.
-METHOD_MAP = [("exercises/*.py", "python"), ("grading/*.py", "python"), ("i18n.py", "python")]
+METHOD_MAP = [("exercises/*.py", "python"), ("grading/*.py", "python"), ("i18n.py", "python"),
+              ("book/notebook.py", "python")]  # book: the kernel note of live widgets
 HEADER = ("# The graded exercises' feedback ({lang}): check(), hints, grader verdicts.\n"
           "# Made by scripts/book/grader_messages.py from the _() and N_() messages of\n"
           "# the code: translate the msgstr lines, remove each fuzzy flag once\n"

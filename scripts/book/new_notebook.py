@@ -20,7 +20,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import base64
 import re
 import sys
 from pathlib import Path
@@ -30,9 +29,10 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from minigpt.book import colab_badge  # noqa: E402
 from minigpt.book import repository as repo  # noqa: E402
 
-BADGE_ALT = "Open In Colab"
+BADGE_ALT = colab_badge.badge_alt("en")
 #: Files besides the notebooks that write the repository's address (kept in step by --sync).
 MENTIONS = ("README.md", "intro.md", "appendices/notation.md")
 COLAB_FOLDER = "locales/en/notebooks"  # where the English Colab notebooks are generated
@@ -57,15 +57,9 @@ from minigpt.book import setup
 
 device = setup(seed=0)'''
 
-# A self-contained badge (no request to any server when the page is shown).
-_BADGE_SVG = (
-    '<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20" role="img" aria-label="Open in Colab">'
-    '<rect width="117" height="20" rx="3" fill="#555"/><rect x="55" width="62" height="20" rx="3" '
-    'fill="#f9ab00"/><rect x="55" width="6" height="20" fill="#f9ab00"/>'
-    '<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11">'
-    '<text x="7" y="14">Open in</text><text x="63" y="14">Colab</text></g></svg>'
-)
-BADGE_IMG = "data:image/svg+xml;base64," + base64.b64encode(_BADGE_SVG.encode()).decode()
+# The badge (a self-contained SVG: no request to any server when the page is shown), in English here; the
+# Spanish edition swaps it for its own (minigpt.book.colab_badge.localize).
+BADGE_IMG = colab_badge.badge_img("en")
 
 
 def repository() -> tuple[str, str]:
