@@ -126,25 +126,43 @@
       yLabels: tickLabels(yTicks, plot.y_fmt, C)};
   }
 
+  // The width of a text in the plot's font, measured on a canvas (a fixed width per character without one).
+  let canvas = null;
+  function textWidth(svg) {
+    if (canvas === null) canvas = (typeof document !== "undefined" && document.createElement("canvas").getContext("2d")) || false;
+    const font = "11px " + (getComputedStyle(svg).fontFamily || "sans-serif");
+    return (text) => {
+      if (!canvas) return 6.5 * text.length;
+      canvas.font = font;
+      return canvas.measureText(text).width;
+    };
+  }
+
   function drawPlot(svg, spec, values, C) {
     const plot = spec.plot;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    const W = 520, H = 280, m = {l: 84, r: 12, t: 10, b: 40};
     const model = plotModel(spec, values, C);
     if (model.empty) return;
     const {xs, series, lo, hi} = model;
+    const xText = model.xLabels.map((l) => E().localCompact(l)), yText = model.yLabels.map((l) => I18N().translated(l));
+    const labels = series.map((s) => I18N().tr(s.label)), width = textWidth(svg);
+    // Margins that fit the labels: the widest y tick label between the y axis title and the frame, half the
+    // last x tick label right of the frame.
+    const W = 520, H = 280, m = {l: Math.max(48, 26 + Math.max(0, ...yText.map(width))), r: 12, t: 10, b: 40};
+    if (xText.length) m.r = Math.max(m.r, width(xText[xText.length - 1]) / 2 + 3);
     const tx = (x) => plot.log_x ? Math.log10(x) : x, ty = (y) => plot.log_y ? Math.log10(y) : y;
     const X = (x) => m.l + (tx(x) - tx(plot.x_min)) / (tx(plot.x_max) - tx(plot.x_min)) * (W - m.l - m.r);
     const Y = (y) => H - m.b - (ty(y) - ty(lo)) / (ty(hi) - ty(lo)) * (H - m.t - m.b);
     const g = el("g", {"font-size": "11", fill: "currentColor"}, svg);
-    el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999"}, g);
+    el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999",
+      class: "mgx-frame"}, g);
     model.xTicks.forEach((t, i) => {
-      el("line", {x1: X(t), x2: X(t), y1: m.t, y2: H - m.b, stroke: "#ddd"}, g);
-      el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = E().localCompact(model.xLabels[i]);
+      el("line", {x1: X(t), x2: X(t), y1: m.t, y2: H - m.b, stroke: "#ddd", class: "mgx-grid"}, g);
+      el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = xText[i];
     });
     model.yTicks.forEach((t, i) => {
-      el("line", {x1: m.l, x2: W - m.r, y1: Y(t), y2: Y(t), stroke: "#ddd"}, g);
-      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = I18N().translated(model.yLabels[i]);
+      el("line", {x1: m.l, x2: W - m.r, y1: Y(t), y2: Y(t), stroke: "#ddd", class: "mgx-grid"}, g);
+      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = yText[i];
     });
     el("text", {x: (m.l + W - m.r) / 2, y: H - 6, "text-anchor": "middle"}, g).textContent = I18N().tr(plot.x_label);
     el("text", {x: 12, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
@@ -159,15 +177,20 @@
       });
       el("path", {d, fill: "none", stroke: colors[i % colors.length], "stroke-width": "2",
         "data-series": s.label}, g);
-      const ly = m.t + 14 + 14 * i;
-      el("line", {x1: m.l + 8, x2: m.l + 24, y1: ly - 4, y2: ly - 4, stroke: colors[i % colors.length], "stroke-width": "2"}, g);
-      el("text", {x: m.l + 28, y: ly}, g).textContent = I18N().tr(s.label);
     });
     const xc = Object.assign({}, spec.constants, values)[plot.x];
     if (typeof xc === "number" && xc >= plot.x_min && xc <= plot.x_max) {
       el("line", {x1: X(xc), x2: X(xc), y1: m.t, y2: H - m.b, stroke: "#555", "stroke-dasharray": "4 3",
-        "data-marker": plot.x}, g);
+        "data-marker": plot.x, class: "mgx-marker"}, g);
     }
+    // The legend on top, on a backing that keeps the curves under it from crossing its words.
+    el("rect", {x: m.l + 4, y: m.t + 3, width: 28 + Math.max(...labels.map(width)), height: 14 * labels.length + 4,
+      fill: "#fff", "fill-opacity": "0.85", class: "mgx-legend"}, g);
+    labels.forEach((label, i) => {
+      const ly = m.t + 14 + 14 * i, color = colors[i % colors.length];
+      el("line", {x1: m.l + 8, x2: m.l + 24, y1: ly - 4, y2: ly - 4, stroke: color, "stroke-width": "2"}, g);
+      el("text", {x: m.l + 28, y: ly}, g).textContent = label;
+    });
   }
 
   root.MiniGPTExplorerPlot = {plotModel, drawPlot, tickLabels, plotNeeds};
