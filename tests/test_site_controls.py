@@ -4,10 +4,12 @@ One visit per page with explorers. Each range slider and each select is focused 
 keyboard to its first position (Home) and its last (End), then set to its middle position; at each the
 slider must show the value its spec declares (its `min` and `max`, its first and last option, a middle
 value strictly between), the focused control must show a visible focus ring, and moving the control must
-change at least one output (or, for the slider a plot sweeps, the plot). The bugs this catches: a control
+change at least one output (or, for the slider a plot sweeps, the plot), and the plot's texts (tick labels,
+axis titles, legend) must lie inside the picture with no two overlapping. The bugs this catches: a control
 that does not move (a log slider whose step is wider than its range snaps every position to its minimum,
 Chapter 20's α once did), one that never reaches an end of its range, one wired to nothing, a control the
-keyboard cannot operate, and a focus ring removed by a style. MiniGPT live's form: every control is
+keyboard cannot operate, a focus ring removed by a style, and tick labels written over the axis title
+or cut off at the plot's edge (Chapters 1, 3 and 7 had both). MiniGPT live's form: every control is
 reached by Tab with a visible focus ring, and Generate works from the keyboard.
 
 The values each position computes are checked against Python by tests/test_site.py (EXPLORER_CHECKS).
@@ -48,7 +50,23 @@ STATE = """(control) => {
     const style = getComputedStyle(control);
     const ring = (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
         || style.boxShadow !== "none";
+    // The plot's texts (ticks, axis titles, legend) as drawn: each inside the picture, no two overlapping.
+    const labels = [];
+    if (svg) {
+        const frame = svg.getBoundingClientRect(), texts = [...svg.querySelectorAll("text")]
+            .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width);
+        for (const [text, r] of texts) {
+            if (r.left < frame.left - 0.5 || r.right > frame.right + 0.5 || r.top < frame.top - 0.5
+                || r.bottom > frame.bottom + 0.5) labels.push(`"${text}" is clipped by the plot's edge`);
+        }
+        texts.forEach(([a, r], i) => texts.slice(i + 1).forEach(([b, q]) => {
+            const w = Math.min(r.right, q.right) - Math.max(r.left, q.left);
+            const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+            if (w > 1 && h > 1) labels.push(`"${a}" overlaps "${b}"`);
+        }));
+    }
     return {
+        labels,
         outputs: [...box.querySelectorAll("[data-output]")].map(
             (o) => o.getAttribute("data-value") + "|" + (o.getAttribute("data-error") || "")),
         plot: svg ? svg.innerHTML : "",
@@ -120,6 +138,8 @@ def check_control(page, box, explorer_id: str, slider: dict) -> list[str]:
     if slider["options"] is None and not (isinstance(middle, int | float) and first < middle < last):
         problems.append(f"{where}: its middle position gives {middle!r}, not a value strictly inside "
                         f"({first!r}, {last!r})")
+    for key, state in states.items():
+        problems += [f"{where} at {key}: the plot's {label}" for label in state["labels"]]
     outputs = {json.dumps(s["outputs"]) for s in states.values()}
     plots = {s["plot"] for s in states.values()}
     if len(outputs) == 1 and len(plots) == 1:
@@ -141,6 +161,40 @@ def test_every_control_reaches_its_range_from_the_keyboard(name: str, server: st
             for slider in spec["sliders"]:
                 problems += check_control(visit.page, box, spec["id"], slider)
         assert problems == [], "\n".join(problems)
+        assert visit.errors == [], f"console errors: {visit.errors}"
+    finally:
+        visit.close()
+
+
+# The colours an explorer is read in: the first opaque background behind it, its text's colour, and the
+# stroke of its plot's gridlines, each as a relative luminance (WCAG: 0 black, 1 white).
+COLOURS = """(box) => {
+    const lum = (css) => {
+        const [r, g, b] = css.match(/[\\d.]+/g).slice(0, 3).map((v) => +v / 255)
+            .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    let e = box;
+    while (e && /rgba\\(.*, 0\\)|transparent/.test(getComputedStyle(e).backgroundColor)) e = e.parentElement;
+    const grid = box.querySelector("svg .mgx-grid");
+    return {background: lum(getComputedStyle(e || document.body).backgroundColor),
+            text: lum(getComputedStyle(box.querySelector(".mgx-out")).color),
+            grid: grid ? lum(getComputedStyle(grid).stroke) : null};
+}"""
+
+
+def test_explorers_follow_the_dark_theme(server: str, browser) -> None:
+    """In the dark theme an explorer sits on the page's dark background, its text light enough to read (a
+    contrast ratio of at least 4.5, WCAG AA) and its gridlines dim. The bug: the notebook output that holds
+    it kept the light background the theme gives HTML outputs, a light box in a dark page."""
+    visit = Visit(browser, f"{server}/chapters/03_decode_memory_bound.html", color_scheme="dark")
+    try:
+        assert visit.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        for box in visit.page.locator("div.mgx-explorer").all():
+            c = box.evaluate(COLOURS)
+            assert c["background"] < 0.1, f"the explorer's background is light (luminance {c['background']:.2f})"
+            assert (c["text"] + 0.05) / (c["background"] + 0.05) >= 4.5, c
+            assert c["grid"] is None or c["grid"] < 0.2, f"bright gridlines on a dark plot: {c}"
         assert visit.errors == [], f"console errors: {visit.errors}"
     finally:
         visit.close()

@@ -31,7 +31,8 @@ OVERFLOW = """(width) => {
     // draws no text nodes: the theme fits each equation in the column, clipping a long inline one.)
     const scrolls = (e) => {
         for (let s = e; s; s = s.parentElement) {
-            if (/(auto|scroll)/.test(getComputedStyle(s).overflowX)) return s.getBoundingClientRect().right <= width + 0.5;
+            const x = getComputedStyle(s).overflowX;
+            if (x === "auto" || x === "scroll") return s.getBoundingClientRect().right <= width + 0.5;
         }
         return false;
     };
@@ -52,8 +53,9 @@ OVERFLOW = """(width) => {
         for (const e of box.querySelectorAll(".mgx-row > *, .mgx-value, svg")) {
             const r = e.getBoundingClientRect();
             if (r.width && r.right > edge) {
-                found.push(`${box.dataset.explorer}: ${e.tagName.toLowerCase()}.${e.getAttribute("class") || ""} `
-                    + `"${e.textContent.trim().slice(0, 30)}" reaches ${Math.round(r.right)} px, past ${Math.round(edge)}`);
+                const what = `${e.tagName.toLowerCase()}.${e.getAttribute("class") || ""}`;
+                found.push(`${box.dataset.explorer}: ${what} "${e.textContent.trim().slice(0, 30)}" reaches `
+                    + `${Math.round(r.right)} px, past ${Math.round(edge)}`);
             }
         }
     }

@@ -158,13 +158,13 @@
       class: "mgx-frame"}, g);
     model.xTicks.forEach((t, i) => {
       el("line", {x1: X(t), x2: X(t), y1: m.t, y2: H - m.b, stroke: "#ddd", class: "mgx-grid"}, g);
-      el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = xText[i];
+      el("text", {x: X(t), y: H - m.b + 17, "text-anchor": "middle"}, g).textContent = xText[i];
     });
     model.yTicks.forEach((t, i) => {
       el("line", {x1: m.l, x2: W - m.r, y1: Y(t), y2: Y(t), stroke: "#ddd", class: "mgx-grid"}, g);
       el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = yText[i];
     });
-    el("text", {x: (m.l + W - m.r) / 2, y: H - 6, "text-anchor": "middle"}, g).textContent = I18N().tr(plot.x_label);
+    el("text", {x: (m.l + W - m.r) / 2, y: H - 4, "text-anchor": "middle"}, g).textContent = I18N().tr(plot.x_label);
     el("text", {x: 12, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
       transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")"}, g).textContent = I18N().tr(plot.y_label);
     const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
