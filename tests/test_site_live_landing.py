@@ -69,6 +69,11 @@ def test_the_landing_page_runs_minigpt_from_the_keyboard_paced_by_the_model(ship
         fill_and_generate(page, "Every day she", 100, pace="0")
         wait_done(page)
         assert box.get_attribute("data-output") == python_text(shipped, "Every day she", 100)
+        # Two frames later the status still tells the run's end: no redraw left over from the run writes the
+        # last step's line over it.
+        page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        status = box.locator(".mgl-status").text_content()
+        assert status.startswith("Done: 100 new tokens in ") and status.endswith(" s."), status
         draws, model_ms = page.evaluate(
             "() => [window.__draws, document.querySelector('div.mgl').live.steps.reduce((a, s) => a + s.ms, 0)]")
         # reset() writes data-steps once, the last draw once; in between, one draw per turn of the browser, and a

@@ -262,15 +262,14 @@
       this.steps.push(Object.assign({}, step, cost, { top: this.F.topCandidates(step.probs, 5) }));
     }
 
-    drawSoon() {
-      if (this.drawPending) return;
-      this.drawPending = true;
-      requestAnimationFrame(() => { this.drawPending = false; if (this.gen) this.draw(); });
+    drawSoon() {  // once, at the next frame; a draw before it (the last one of a run) takes its place
+      if (!this.drawPending) this.drawPending = requestAnimationFrame(() => this.draw());
     }
 
     // The page as the generation stands: the table's new rows, the text, the last step's status and
     // candidates, the cache and the plots.
     draw() {
+      cancelAnimationFrame(this.drawPending); this.drawPending = 0;
       while (this.shown < this.steps.length) this.addRow(this.steps[this.shown++]);
       const tok = this.model.tokenizer, gen = this.gen, step = this.steps[this.steps.length - 1];
       if (!step) return;
