@@ -155,6 +155,8 @@ def test_explorer_returns_ipython_html() -> None:
         (lambda: Slider("x", "x", 1, 0, value=0), "below"),
         (lambda: Slider("x", "x", 0, 10, value=11), "must lie"),
         (lambda: Slider("x", "x", 0, 10, value=1, log=True), "min > 0"),
+        # Chapter 20's α: a log slider over [1e-6, 1e-3] left with the default step 1 snapped to 1e-6.
+        (lambda: Slider("a", "a", 1e-6, 1e-3, value=1e-5, log=True), r"step 1 must lie in \[0, max - min"),
         (lambda: Slider("x", "x", options=[("a", 1)], value=2), "not one of"),
         (lambda: Slider("x", "x", 0, 10, value=1, fmt="x.toFixed(1)"), "formatter"),
         (lambda: Slider("x", "x", 0, 10, value=1, sets={"y": "bandwidth"}), "needs options"),

@@ -335,11 +335,13 @@ def test_export_command_writes_every_asset_and_no_temporary_file(tmp_path: Path)
         main([str(tmp_path / "other"), "--checkpoint", str(tmp_path / "missing")])
 
 
-def test_the_live_page_loads_the_scripts_the_export_writes() -> None:
-    """chapters/01_minigpt_live.md loads exactly LIVE_SCRIPTS' scripts, in order: a cost room minigpt_live.js
-    needs and the page forgets would only show in a browser."""
+@pytest.mark.parametrize("source, prefix", [("chapters/01_minigpt_live.md", "../minigpt-web/"),
+                                           ("intro.md", "minigpt-web/")])
+def test_the_live_page_loads_the_scripts_the_export_writes(source: str, prefix: str) -> None:
+    """The pages that run MiniGPT live (its own, and the landing page) load exactly LIVE_SCRIPTS' scripts, in order:
+    a cost room minigpt_live.js needs and a page forgets would only show in a browser."""
     from minigpt.book.web_export import LIVE_SCRIPTS as SCRIPTS
 
-    page = (Path(__file__).resolve().parents[1] / "chapters" / "01_minigpt_live.md").read_text(encoding="utf-8")
-    loaded = re.findall(r'<script src="\.\./minigpt-web/([^"]+)"></script>', page)
+    page = (Path(__file__).resolve().parents[1] / source).read_text(encoding="utf-8")
+    loaded = re.findall(r'<script src="' + re.escape(prefix) + r'([^"]+)"></script>', page)
     assert loaded == [s for s in SCRIPTS if s.endswith(".js")]

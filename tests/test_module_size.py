@@ -19,7 +19,6 @@ PATTERNS = ("minigpt/*.py", "minigpt/**/*.py", "minigpt/web/*.js", "scripts/*.py
 OVER = {
     "minigpt/web/minigpt_live.js": 510,
     "minigpt/web/minigpt_forward.js": 465,
-    "minigpt/web/explorer.js": 346,
 }
 
 

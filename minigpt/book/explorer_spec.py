@@ -148,6 +148,10 @@ class Slider:
             return
         if not self.min < self.max:
             raise ValueError(f"slider {self.name!r}: min {self.min} must be below max {self.max}")
+        if not 0 <= self.step <= self.max - self.min:
+            raise ValueError(f"slider {self.name!r}: step {self.step} must lie in [0, max - min = "
+                             f"{self.max - self.min}] (0: no rounding); a wider step pins every position "
+                             f"to the minimum")
         if self.log and self.min <= 0:
             raise ValueError(f"slider {self.name!r}: a log slider needs min > 0, got {self.min}")
         if self.value is None or not self.min <= self.value <= self.max:

@@ -30,7 +30,8 @@ and writes the formatted text into the HTML, so the page shows numbers before (o
 and nbval compares them with the committed output.
 
 **Where the JavaScript comes from.** The explorer's HTML carries no script of its own except its JSON
-spec. On the static site the cost scripts and `explorer.js` are files of the site (``_config.yml``:
+spec. On the static site the cost scripts and `explorer.js` (with `explorer_plot.js`, the plots, loaded before
+it) are files of the site (``_config.yml``:
 ``html_static_path`` adds ``minigpt/web``), and a page with explorers loads `explorer.js` and exactly the
 cost scripts its explorers call (`minigpt.book.sphinx_scripts`, from `cost_scripts.scripts_for`);
 `i18n.js` (the edition's strings) is on every page (``html_js_files``); `explorer.js` wires every
@@ -247,7 +248,8 @@ def explorer_html(
     scripts = ""
     if inline:
         scripts = (_script(cost_scripts.bundle())
-                   + _script(_asset("explorer.js")) + _script("globalThis.MiniGPTExplorer.initAll();"))
+                   + _script(_asset("explorer_plot.js") + _asset("explorer.js"))
+                   + _script("globalThis.MiniGPTExplorer.initAll();"))
     return (
         f"<style>{_CSS}</style>"
         f'<div class="mgx-explorer" id="mgx-{id}" data-explorer="{id}">'

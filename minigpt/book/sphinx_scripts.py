@@ -4,8 +4,9 @@ The explorers' HTML carries only a JSON spec (`minigpt.book.explorers`); the scr
 site (``html_static_path`` adds ``minigpt/web``, so ``_static/costs/flops.js`` and so on). When a page
 is written, this reads the functions its specs name and adds `cost_scripts.scripts_for` of them, then
 `explorer.js`, to that page only (Sphinx resets a page's added scripts after it); a page without an
-explorer loads none of them. The order is core, the rooms, then `explorer.js`, after the scripts of
-``html_js_files`` (`i18n.js`, the edition's strings).
+explorer loads none of them. The order is core, the rooms, `explorer_plot.js`, then `explorer.js`, after
+the scripts of ``html_js_files`` (`i18n.js`, the edition's strings). Every page also gets `screen.css`: the
+explorers' layout on a phone and in the dark theme, and long inline code that breaks inside the column.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from sphinx.application import Sphinx
 from minigpt.book.cost_scripts import page_functions, scripts_for
 
 EXPLORER_JS = "explorer.js"
+EXPLORER_PLOT_JS = "explorer_plot.js"  # the explorers' plots, loaded before explorer.js
+SCREEN_CSS = "screen.css"  # every page: explorers on a phone and in the dark theme, long inline code that breaks
 PRIORITY = 850  # after html_js_files (800): i18n.js is there before the explorers are wired
 
 
@@ -30,10 +33,11 @@ def add_explorer_scripts(app: Sphinx, pagename: str, templatename: str, context:
         scripts = scripts_for(functions)
     except ValueError as err:
         raise ValueError(f"page {pagename}: {err}") from err
-    for path in [*scripts, EXPLORER_JS]:
+    for path in [*scripts, EXPLORER_PLOT_JS, EXPLORER_JS]:
         app.add_js_file(path, priority=PRIORITY)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", add_explorer_scripts)
+    app.add_css_file(SCREEN_CSS)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -33,7 +33,8 @@ LIVE_COSTS = ("weight_bytes", "kv_bytes_per_token", "kv_cache_bytes", "prefill_f
               "decode_step_bytes", "fmt_flops", "fmt_bytes")
 # The browser-side files served next to the weights (sources in minigpt/web/), in the page's load order:
 # the cost scripts those functions need (chapters/01_minigpt_live.md loads the same list).
-LIVE_SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "minigpt_live.js", "minigpt_live.css")
+LIVE_SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "minigpt_live_charts.js", "minigpt_live.js",
+                "minigpt_live.css")
 # "Watch the engine" (decoder_ring/watch_engine.md): the cost twin's functions its step times and labels call,
 # the engine twin (minigpt/web/engine/, the scheduler without the page: what node runs in the tests), the page.
 ENGINE_COSTS = ("layer_flops", "lm_head_flops", "weight_bytes", "kv_bytes_per_token", "roofline_time",

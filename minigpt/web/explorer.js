@@ -1,10 +1,11 @@
-// MiniGPTExplorer: analytic explorers that recompute in the browser, with no kernel.
+// MiniGPTExplorer: analytic explorers that recompute in the browser, with no kernel. Their plots are drawn by
+// explorer_plot.js, which every page and kernel loads before this file.
 // minigpt/book/explorers.py writes the HTML (sliders, outputs with their initial values computed in
 // Python, an optional plot, and a JSON spec). Every output and series of the spec is a call of a
 // MiniGPTCosts function (costs/*.js) with named arguments: a string argument names a constant, a slider
 // or an earlier output ("m.L" reads a field), anything else is a literal. On the book's site this file
-// and the cost scripts its explorers call are loaded once per page and wire every explorer when the page has loaded; in a kernel
-// they are inlined after the explorer, which calls `MiniGPTExplorer.initAll()`.
+// and the cost scripts its explorers call are loaded once per page and wire every explorer when the page has loaded; in a
+// kernel they are inlined after the explorer, which calls `MiniGPTExplorer.initAll()`.
 // On a page of another edition (globalThis.MiniGPTStrings, the Spanish site, read by i18n.js) `init` shows
 // every text of the box through the edition's table (title, labels, options, note, plot axes and legend,
 // values, errors) and writes the numbers it prints the edition's way; without it (English, a kernel)
@@ -12,8 +13,7 @@
 (function (root) {
   "use strict";
   if (root.MiniGPTExplorer) return;  // several explorers on one page share one copy
-
-  const SVG = "http://www.w3.org/2000/svg";
+  if (!root.MiniGPTExplorerPlot && typeof module !== "undefined" && module.exports) require("./explorer_plot.js");
 
   const MISSING = undefined;
 
@@ -49,10 +49,12 @@
     return call.key !== null && call.key !== undefined ? result[call.key] : result;
   }
 
-  // Constants, slider values, then every output in order (an output may read earlier ones).
-  function evaluateAll(spec, values, C) {
+  // Constants, slider values, then every output in order (an output may read earlier ones); with `only` (a
+  // Set of names), only those outputs.
+  function evaluateAll(spec, values, C, only) {
     const env = Object.assign({}, spec.constants, values), errors = {};
     for (const o of spec.outputs) {
+      if (only && !only.has(o.name)) continue;
       try {
         env[o.name] = evaluate(o, env, C);
       } catch (err) {
@@ -113,141 +115,6 @@
     return Math.round(LOG_STEPS * Math.log(value / s.min) / Math.log(s.max / s.min));
   }
 
-  function niceTicks(lo, hi, log) {
-    if (log) {
-      const ticks = [];
-      let e = Math.ceil(Math.log10(lo) - 1e-9);
-      const last = Math.floor(Math.log10(hi) + 1e-9);
-      const stride = Math.max(1, Math.ceil((last - e + 1) / 6));
-      for (; e <= last; e += stride) ticks.push(Math.pow(10, e));
-      return ticks;
-    }
-    const span = hi - lo || Math.abs(hi) || 1;
-    const raw = span / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 5, 10].map((m) => m * mag).find((m) => m >= raw);
-    const ticks = [];
-    for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(+t.toPrecision(12));
-    return ticks;
-  }
-
-  function el(tag, attrs, parent) {
-    const node = document.createElementNS(SVG, tag);
-    for (const k in attrs) node.setAttribute(k, attrs[k]);
-    if (parent) parent.appendChild(node);
-    return node;
-  }
-
-  // Tick labels that tell the ticks apart: a formatter with `decimals` (fmt_fixed, fmt_percent) gets
-  // more of them when its own would print two ticks alike or a non-zero tick as zero ("1×, 1×, 0×").
-  function tickLabels(ticks, fmt, C) {
-    const label = (f) => ticks.map((t) => format(f, t, C));
-    let labels = label(fmt);
-    const readable = (ls, f) => new Set(ls).size === ls.length
-      && ticks.every((t, i) => t === 0 || ls[i] !== format(f, 0, C));
-    if (!fmt || !(fmt.fn === "fmt_fixed" || fmt.fn === "fmt_percent") || readable(labels, fmt)) return labels;
-    const base = fmt.args && fmt.args.decimals !== undefined ? fmt.args.decimals : 1;
-    for (let d = base + 1; d <= base + 8; d++) {
-      const f = {fn: fmt.fn, args: Object.assign({}, fmt.args, {decimals: d})};
-      labels = label(f);
-      if (readable(labels, f)) return labels;
-    }
-    return labels;
-  }
-
-  // Ticks of an axis from lo to hi: powers of ten on a log axis that spans two, else round steps.
-  function axisTicks(lo, hi, log) {
-    if (!log) return niceTicks(lo, hi, false);
-    const ticks = niceTicks(lo, hi, true);
-    return ticks.length >= 2 ? ticks : niceTicks(lo, hi, false).filter((t) => t > 0);
-  }
-
-  // What a plot shows at these slider values, without drawing it: the x samples, every series' y
-  // (null where undefined), the y range and both axes' ticks with their labels.
-  function plotModel(spec, values, C) {
-    const plot = spec.plot, sliders = spec.sliders;
-    const n = plot.points;
-    // Sample x; when x is a slider, snap to its step (an integer slider gets integer x).
-    const xSlider = sliders.find((s) => s.name === plot.x && !s.options);
-    const xs = [];
-    for (let i = 0; i < n; i++) {
-      const f = i / (n - 1);
-      let x = plot.log_x ? plot.x_min * Math.pow(plot.x_max / plot.x_min, f) : plot.x_min + f * (plot.x_max - plot.x_min);
-      if (xSlider) x = snap(x, {min: Math.min(xSlider.min, plot.x_min), max: Math.max(xSlider.max, plot.x_max), step: xSlider.step});
-      if (!xs.length || x !== xs[xs.length - 1]) xs.push(x);
-    }
-    // Every output is recomputed at each x: a series may read outputs that depend on x.
-    const envs = xs.map((x) => {
-      const at = Object.assign({}, values);
-      at[plot.x] = x;
-      return evaluateAll(spec, at, C).env;
-    });
-    const series = plot.series.map((s) => {
-      const ys = xs.map((x, j) => {
-        let y;
-        try {
-          if (s.until && !(x <= lookup(s.until, envs[j]))) return null;
-          y = +evaluate(s, envs[j], C);
-        } catch (err) { return null; }
-        return Number.isFinite(y) && (!plot.log_y || y > 0) ? y : null;
-      });
-      return {label: s.label, ys};
-    });
-    const all = [].concat(...series.map((s) => s.ys)).filter((y) => y !== null);
-    if (!all.length) return {xs, series, empty: true};
-    let lo = plot.y_min !== null ? plot.y_min : Math.min(...all);
-    let hi = plot.y_max !== null ? plot.y_max : Math.max(...all);
-    if (!plot.log_y && plot.y_min === null) lo = Math.min(lo, 0);
-    if (hi === lo) hi = lo + (lo ? Math.abs(lo) : 1);
-    const xTicks = niceTicks(plot.x_min, plot.x_max, plot.log_x);
-    const yTicks = axisTicks(lo, hi, plot.log_y).filter((t) => t >= lo && t <= hi);
-    return {xs, series, lo, hi, xTicks, xLabels: xTicks.map(compact), yTicks,
-      yLabels: tickLabels(yTicks, plot.y_fmt, C)};
-  }
-
-  function drawPlot(svg, spec, values, C) {
-    const plot = spec.plot;
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
-    const W = 520, H = 280, m = {l: 84, r: 12, t: 10, b: 40};
-    const model = plotModel(spec, values, C);
-    if (model.empty) return;
-    const {xs, series, lo, hi} = model;
-    const tx = (x) => plot.log_x ? Math.log10(x) : x, ty = (y) => plot.log_y ? Math.log10(y) : y;
-    const X = (x) => m.l + (tx(x) - tx(plot.x_min)) / (tx(plot.x_max) - tx(plot.x_min)) * (W - m.l - m.r);
-    const Y = (y) => H - m.b - (ty(y) - ty(lo)) / (ty(hi) - ty(lo)) * (H - m.t - m.b);
-    const g = el("g", {"font-size": "11", fill: "currentColor"}, svg);
-    el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999"}, g);
-    model.xTicks.forEach((t, i) => {
-      el("line", {x1: X(t), x2: X(t), y1: m.t, y2: H - m.b, stroke: "#ddd"}, g);
-      el("text", {x: X(t), y: H - m.b + 14, "text-anchor": "middle"}, g).textContent = localCompact(model.xLabels[i]);
-    });
-    model.yTicks.forEach((t, i) => {
-      el("line", {x1: m.l, x2: W - m.r, y1: Y(t), y2: Y(t), stroke: "#ddd"}, g);
-      el("text", {x: m.l - 4, y: Y(t) + 4, "text-anchor": "end"}, g).textContent = I18N().translated(model.yLabels[i]);
-    });
-    el("text", {x: (m.l + W - m.r) / 2, y: H - 6, "text-anchor": "middle"}, g).textContent = I18N().tr(plot.x_label);
-    el("text", {x: 12, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
-      transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")"}, g).textContent = I18N().tr(plot.y_label);
-    const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
-    series.forEach((s, i) => {
-      let d = "", pen = false;
-      s.ys.forEach((y, j) => {
-        if (y === null || y < lo || y > hi) { pen = false; return; }
-        d += (pen ? "L" : "M") + X(xs[j]).toFixed(1) + "," + Y(y).toFixed(1);
-        pen = true;
-      });
-      el("path", {d, fill: "none", stroke: colors[i % colors.length], "stroke-width": "2",
-        "data-series": s.label}, g);
-      const ly = m.t + 14 + 14 * i;
-      el("line", {x1: m.l + 8, x2: m.l + 24, y1: ly - 4, y2: ly - 4, stroke: colors[i % colors.length], "stroke-width": "2"}, g);
-      el("text", {x: m.l + 28, y: ly}, g).textContent = I18N().tr(s.label);
-    });
-    const xc = Object.assign({}, spec.constants, values)[plot.x];
-    if (typeof xc === "number" && xc >= plot.x_min && xc <= plot.x_max) {
-      el("line", {x1: X(xc), x2: X(xc), y1: m.t, y2: H - m.b, stroke: "#555", "stroke-dasharray": "4 3",
-        "data-marker": plot.x}, g);
-    }
-  }
-
   // The box's own texts in the edition's language, once (title, labels, options, note, the static line);
   // the values and the plot are written in it at each update. English pages: nothing to do.
   function translateBox(box) {
@@ -300,13 +167,15 @@
           node.removeAttribute("data-error");
         }
       }
-      if (svg && spec.plot) drawPlot(svg, spec, current, C);
+      if (svg && spec.plot) root.MiniGPTExplorerPlot.drawPlot(svg, spec, current, C);
     }
 
     for (const s of spec.sliders) {
       const control = input(s.name);
       const moved = () => {
-        current[s.name] = s.options ? s.options[+control.value][1] : valueAt(s, +control.value);
+        const next = s.options ? s.options[+control.value][1] : valueAt(s, +control.value);
+        if (next === current[s.name]) return;  // a "change" after its "input": nothing new to compute
+        current[s.name] = next;
         const chosen = current[s.name];
         // A select that sets other sliders (a chip: bandwidth, peak) moves them to its option's fields.
         if (s.options && chosen !== null && typeof chosen === "object") {
@@ -336,8 +205,11 @@
     document.querySelectorAll("div.mgx-explorer").forEach(init);
   }
 
-  root.MiniGPTExplorer = {init, initAll, compact, format, valueAt, positionOf, evaluate, evaluateAll, plotModel,
-    tickLabels, localCompact};
+  // The plot's half (explorer_plot.js, loaded before this file; under node, required here) is reached through
+  // this object too, as the tests do.
+  const plot = () => root.MiniGPTExplorerPlot;
+  root.MiniGPTExplorer = {init, initAll, compact, format, valueAt, positionOf, lookup, snap, evaluate, evaluateAll,
+    localCompact, i18n: I18N, plotModel: (...a) => plot().plotModel(...a), tickLabels: (...a) => plot().tickLabels(...a)};
   // On the book's site this file is loaded in the page's head: wire the explorers once the page is parsed.
   if (typeof document !== "undefined") {
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initAll);

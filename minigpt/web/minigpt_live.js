@@ -1,6 +1,6 @@
 // MiniGPT live: the page that runs MiniGPT in the reader's browser and draws its KV cache filling.
-// Needs MiniGPTForward (minigpt_forward.js), MiniGPTCosts (costs/*.js: web_export.SCRIPTS) and MiniGPTI18N (i18n.js) loaded
-// first; loads the weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
+// Needs MiniGPTForward (minigpt_forward.js), MiniGPTCosts (costs/*.js: web_export.SCRIPTS), MiniGPTI18N (i18n.js) and
+// MiniGPTLiveCharts (minigpt_live_charts.js, its two plots) loaded first; loads the weights script (minigpt_weights.js, written at build time by minigpt.book.web_export) from its own folder.
 // Every count beside a step comes from MiniGPTCosts, the browser twin of minigpt.costs.
 // Every string the reader sees goes through `tr` (the edition's table, MiniGPTStrings, on the Spanish site;
 // templates with {0}, {1}, ... where a string is built from values); MiniGPT's own words stay English.
@@ -29,7 +29,10 @@
 
   const group = (n) => Math.round(n).toLocaleString("en-US");
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  // The next task, with no timer's clamp: the browser paints and hears Stop in between.
+  const nextTask = () => new Promise((resolve) => {
+    const channel = new MessageChannel(); channel.port1.onmessage = () => resolve(); channel.port2.postMessage(null); });
+  const SLICE_MS = 12;  // the least model time between two turns of the browser when there is no pause
 
   // The edition's strings: MiniGPTI18N (i18n.js), loaded before this file like the cost scripts and minigpt_forward.js.
   const I18N = root.MiniGPTI18N;
@@ -207,7 +210,7 @@
     }
 
     reset() {
-      this.gen = null; this.steps = []; this.tbody.textContent = ""; this.dist.textContent = "";
+      this.gen = null; this.steps = []; this.shown = 0; this.tbody.textContent = ""; this.dist.textContent = "";
       this.text.textContent = ""; this.totals.textContent = ""; this.status.textContent = "";
       this.box.setAttribute("data-steps", "0");
       this.box.removeAttribute("data-output");
@@ -225,13 +228,24 @@
       this.go.disabled = true; this.stop.disabled = false;
       this.box.setAttribute("data-state", "running");
       try {
-        const pace = Number(this.pace.value);
+        // The model sets the pace: each step is recorded, the page redrawn at most once per animation frame
+        // (drawSoon), and the browser given its turn after each pause or, with none, every SLICE_MS.
+        // A slice of model time lasts at least 3 times what the browser took at its last turn (a redraw and a
+        // paint), so the drawing takes at most a quarter of the wall clock however slow it is.
+        const pace = Number(this.pace.value), now = () => performance.now();
+        let slice = this.started = now(), budget = SLICE_MS;
         while (!gen.done && !this.stopRequested) {
-          const step = gen.step();
-          this.show(step);
-          await frame();
+          this.record(gen.step());
+          this.drawSoon();
           if (pace) await sleep(pace);
+          else if (now() - slice >= budget) {
+            const away = now();
+            await nextTask();
+            if (now() - away > 1) budget = Math.max(SLICE_MS, 3 * (now() - away));  // the browser drew
+            slice = now();
+          }
         }
+        this.draw();
         this.status.textContent = this.stopRequested ? tr("Stopped after {0} of D = {1} tokens.", [gen.tokens.length, gen.D])
           : this.summary();
       } catch (e) {
@@ -242,18 +256,23 @@
       }
     }
 
-    show(step) {
-      const c = this.c, C = this.C, tok = this.model.tokenizer, gen = this.gen;
-      const cost = stepCosts(C, c, this.model.N_params, step, gen.useCache);
-      const top = this.F.topCandidates(step.probs, 5);
-      this.steps.push(Object.assign({}, step, cost, { top }));
-      const row = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
-      const cells = [L(String(step.index)), step.phase === "prefill" ? tr("prefill") : tr("decode"), L(String(step.T)),
-        L(String(step.S)), L(C.fmt_flops(cost.flops)), L(C.fmt_bytes(cost.weights)), L(C.fmt_bytes(cost.cacheRead)),
-        L(C.fmt_bytes(cost.cacheWritten)), L(C.fmt_bytes(cost.bytes)), L(step.ms.toFixed(2)) + " ms", tok.vocab[step.token],
-        top.slice(0, 3).map((x) => tok.vocab[x.id] + " " + L((100 * x.p).toFixed(0)) + "%").join(" · ")];
-      cells.forEach((x, i) => row.appendChild(h("td", { text: x, class: i === 10 ? "mgl-word" : "" })));
-      this.tbody.appendChild(row);
+    // One step of the generation: its counts and candidates, kept for the next draw.
+    record(step) {
+      const cost = stepCosts(this.C, this.c, this.model.N_params, step, this.gen.useCache);
+      this.steps.push(Object.assign({}, step, cost, { top: this.F.topCandidates(step.probs, 5) }));
+    }
+
+    drawSoon() {  // once, at the next frame; a draw before it (the last one of a run) takes its place
+      if (!this.drawPending) this.drawPending = requestAnimationFrame(() => this.draw());
+    }
+
+    // The page as the generation stands: the table's new rows, the text, the last step's status and
+    // candidates, the cache and the plots.
+    draw() {
+      cancelAnimationFrame(this.drawPending); this.drawPending = 0;
+      while (this.shown < this.steps.length) this.addRow(this.steps[this.shown++]);
+      const tok = this.model.tokenizer, gen = this.gen, step = this.steps[this.steps.length - 1];
+      if (!step) return;
       const scroll = this.tbody.parentNode.parentNode;
       scroll.scrollTop = scroll.scrollHeight;
       // The text: prompt, then the new words.
@@ -268,9 +287,20 @@
         : gen.useCache ? tr("Decode step {0}: one token against S = {1} cached tokens, one row appended per layer.",
           [step.index, step.S])
           : tr("Step {0} without a cache: a full forward over all {1} tokens again.", [step.index, step.T]);
-      this.drawDistribution(top);
+      this.drawDistribution(step.top, step.token);
       this.drawCache();
       this.drawPlots();
+    }
+
+    addRow(step) {
+      const C = this.C, tok = this.model.tokenizer, cost = step, top = step.top;
+      const row = h("tr", { class: "mgl-" + step.phase, "data-flops": String(cost.flops), "data-bytes": String(cost.bytes) });
+      const cells = [L(String(step.index)), step.phase === "prefill" ? tr("prefill") : tr("decode"), L(String(step.T)),
+        L(String(step.S)), L(C.fmt_flops(cost.flops)), L(C.fmt_bytes(cost.weights)), L(C.fmt_bytes(cost.cacheRead)),
+        L(C.fmt_bytes(cost.cacheWritten)), L(C.fmt_bytes(cost.bytes)), L(step.ms.toFixed(2)) + " ms", tok.vocab[step.token],
+        top.slice(0, 3).map((x) => tok.vocab[x.id] + " " + L((100 * x.p).toFixed(0)) + "%").join(" · ")];
+      cells.forEach((x, i) => row.appendChild(h("td", { text: x, class: i === 10 ? "mgl-word" : "" })));
+      this.tbody.appendChild(row);
     }
 
     summary() {
@@ -285,10 +315,10 @@
           total.concat([L((decodeMs / decode.length).toFixed(2))]))
         : tr("Total: {0} counted in {1} ms (prefill {2} ms).", total)) + " " +
         (gen.useCache ? tr("Without the cache: {0} ({1}× more).", ratio) : tr("With the cache: {0} ({1}× fewer).", ratio));
-      return tr("Done: {0} new tokens.", [gen.tokens.length]);
+      return tr("Done: {0} new tokens in {1} s.", [gen.tokens.length, L(((performance.now() - this.started) / 1e3).toFixed(2))]);
     }
 
-    drawDistribution(top) {
+    drawDistribution(top, chosen) {
       const tok = this.model.tokenizer, T = this.gen.sampling.temperature;
       this.dist.textContent = "";
       const topK = this.gen.sampling.topK, seed = L(this.seed.value);
@@ -296,7 +326,6 @@
         ? (topK ? tr("sampled from softmax(logits / {0}) over the top {1}, seed {2}", [T, topK, seed])
           : tr("sampled from softmax(logits / {0}), seed {1}", [T, seed]))
         : tr("greedy: the most likely word is taken; probabilities are softmax(logits)") }));
-      const chosen = this.gen.tokens[this.gen.tokens.length - 1];
       for (const { id, p } of top) {
         const bar = h("span", { class: "mgl-bar" });
         bar.style.width = (100 * p).toFixed(1) + "%";
@@ -331,8 +360,10 @@
       const rows = Math.max(S, 1);
       const dpr = root.devicePixelRatio || 1;
       const W = labelW + cols * cell + gaps + 4, Hpx = top + rows * rowH + 2;
-      this.canvas.width = Math.round(W * dpr); this.canvas.height = Math.round(Hpx * dpr);
-      this.canvas.style.width = W + "px"; this.canvas.style.height = Hpx + "px";
+      if (this.canvas.width !== Math.round(W * dpr) || this.canvas.height !== Math.round(Hpx * dpr)) {
+        this.canvas.width = Math.round(W * dpr); this.canvas.height = Math.round(Hpx * dpr);
+        this.canvas.style.width = W + "px"; this.canvas.style.height = Hpx + "px";
+      }
       const g = this.canvas.getContext("2d");
       g.setTransform(dpr, 0, 0, dpr, 0, 0);
       g.clearRect(0, 0, W, Hpx);
@@ -366,6 +397,19 @@
         }
         const lastStep = this.steps[this.steps.length - 1];
         const firstNew = lastStep ? S - (lastStep.phase === "prefill" ? lastStep.T : 1) : S;
+        // The values go into one image of the heat map's pixels, put once: a rectangle per value drawn
+        // through the canvas took most of a step's time at S = 100.
+        const X0 = Math.round(labelW * dpr), Y0 = Math.round(top * dpr);
+        const img = g.createImageData(Math.max(1, this.canvas.width - X0), Math.max(1, Math.round(S * rowH * dpr)));
+        const px = img.data, IW = img.width;
+        const paint = (x, y, w, hgt, R, G, B) => {  // a rectangle of the heat map, in CSS pixels
+          const xa = Math.round(x * dpr) - X0, xb = Math.round((x + w) * dpr) - X0;
+          for (let yy = Math.round(y * dpr) - Y0, yb = Math.round((y + hgt) * dpr) - Y0; yy < yb; yy++) {
+            for (let o = 4 * (yy * IW + xa), end = 4 * (yy * IW + xb); o < end; o += 4) {
+              px[o] = R; px[o + 1] = G; px[o + 2] = B; px[o + 3] = 255;
+            }
+          }
+        };
         for (let r = 0; r < S; r++) {
           const y = top + r * rowH;
           g.fillStyle = r < gen.P ? "#dbe9f7" : "#fde7cf";
@@ -380,17 +424,16 @@
               for (let i = 0; i < c.d_h; i++) {
                 const v = Math.max(-1, Math.min(1, a[o + i] / scale[l]));
                 const t = Math.round(255 * (1 - Math.abs(v)));
-                g.fillStyle = v >= 0 ? "rgb(255," + t + "," + t + ")" : "rgb(" + t + "," + t + ",255)";
-                g.fillRect(hx + i * cell, y, cell, rowH - 1);
+                if (v >= 0) paint(hx + i * cell, y, cell, rowH - 1, 255, t, t);
+                else paint(hx + i * cell, y, cell, rowH - 1, t, t, 255);
               }
             }
           }
-          if (r >= firstNew) {
-            g.strokeStyle = "#e67e00"; g.lineWidth = 1.5;
-            g.strokeRect(labelW - 2, y + 0.5, W - labelW - 1, rowH - 2);
-          }
           drawn += 1;
         }
+        g.putImageData(img, X0, Y0);
+        g.strokeStyle = "#e67e00"; g.lineWidth = 1.5;
+        for (let r = firstNew; r < S; r++) g.strokeRect(labelW - 2, top + r * rowH + 0.5, W - labelW - 1, rowH - 2);
       }
       this.cacheBox.setAttribute("data-rows", String(drawn));
       this.scroller.scrollTop = this.scroller.scrollHeight;
@@ -411,60 +454,16 @@
       const run = gen.useCache ? "cached" : "uncached";
       this.flopPlot.setAttribute("data-cached", String(a));
       this.flopPlot.setAttribute("data-uncached", String(b));
-      this.lineChart(this.flopPlot, n, [
+      const charts = root.MiniGPTLiveCharts, legend = (s) => tr("— {0}: {1} for D = {2}",
+        [s.label, L(C.fmt_flops(s.ys[s.ys.length - 1])), n]);
+      charts.lineChart(this.flopPlot, n, [
         { ys: uncached, color: "#c0392b", label: run === "uncached" ? tr("no cache (this run)") : tr("no cache (formula)"),
           upto: run === "uncached" ? steps.length : n },
         { ys: cached, color: "#1f6fb2", label: run === "cached" ? tr("KV cache (this run)") : tr("KV cache (formula)"),
           upto: run === "cached" ? steps.length : n }],
-      tr("step (0 = prefill)"), tr("cumulative FLOPs"), (v) => L(C.fmt_flops(v).replace(/ ?FLOP$/, "")));
-      this.barChart(this.timePlot, n, steps.map((s) => s.ms), tr("step (0 = prefill)"), tr("measured ms per step"));
-    }
-
-    axes(g, W, H, m, n, yMax, xLabel, yLabel, fmt) {
-      svg("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999" }, g);
-      for (let i = 0; i <= 4; i++) {
-        const v = (yMax * i) / 4, y = H - m.b - ((H - m.t - m.b) * i) / 4;
-        svg("line", { x1: m.l, x2: W - m.r, y1: y, y2: y, stroke: "#eee" }, g);
-        svg("text", { x: m.l - 4, y: y + 4, "text-anchor": "end" }, g).textContent = fmt(v);
-      }
-      const stride = Math.max(1, Math.ceil(n / 8));
-      for (let t = 0; t < n; t += stride) {
-        const x = m.l + ((t + 0.5) / n) * (W - m.l - m.r);
-        svg("text", { x, y: H - m.b + 13, "text-anchor": "middle" }, g).textContent = L(String(t));
-      }
-      svg("text", { x: (m.l + W - m.r) / 2, y: H - 4, "text-anchor": "middle" }, g).textContent = xLabel;
-      svg("text", { x: 10, y: (m.t + H - m.b) / 2, "text-anchor": "middle",
-        transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")" }, g).textContent = yLabel;
-    }
-
-    lineChart(plot, n, series, xLabel, yLabel, fmt) {
-      const W = 520, H = 250, m = { l: 64, r: 10, t: 36, b: 34 };
-      const yMax = Math.max(...series.map((s) => s.ys[s.ys.length - 1]));
-      const g = svg("g", { "font-size": "11", fill: "currentColor" }, plot);
-      this.axes(g, W, H, m, n, yMax, xLabel, yLabel, fmt);
-      const X = (t) => m.l + ((t + 0.5) / n) * (W - m.l - m.r), Y = (v) => H - m.b - (v / yMax) * (H - m.t - m.b);
-      series.forEach((s, i) => {
-        const pts = s.ys.map((v, t) => X(t).toFixed(1) + "," + Y(v).toFixed(1));
-        svg("polyline", { points: pts.join(" "), fill: "none", stroke: s.color, "stroke-dasharray": "4 3",
-          "stroke-width": 1 }, g);
-        svg("polyline", { points: pts.slice(0, s.upto).join(" "), fill: "none", stroke: s.color, "stroke-width": 2.5,
-          "data-series": s.label }, g);
-        svg("text", { x: m.l, y: 12 + 14 * i, fill: s.color }, g).textContent = tr("— {0}: {1} for D = {2}",
-          [s.label, L(this.C.fmt_flops(s.ys[s.ys.length - 1])), n]);
-      });
-    }
-
-    barChart(plot, n, ms, xLabel, yLabel) {
-      const W = 520, H = 200, m = { l: 64, r: 10, t: 12, b: 34 };
-      const yMax = Math.max(...ms, 0.01);
-      const g = svg("g", { "font-size": "11", fill: "currentColor" }, plot);
-      this.axes(g, W, H, m, n, yMax, xLabel, yLabel, (v) => L(v.toFixed(v < 1 ? 2 : 1)));
-      const bw = (W - m.l - m.r) / n;
-      ms.forEach((v, t) => {
-        const y = H - m.b - (v / yMax) * (H - m.t - m.b);
-        svg("rect", { x: m.l + t * bw + bw * 0.15, y, width: Math.max(bw * 0.7, 1), height: H - m.b - y,
-          fill: t === 0 ? "#1f6fb2" : this.gen.useCache ? "#e67e00" : "#c0392b" }, g);
-      });
+      tr("step (0 = prefill)"), tr("cumulative FLOPs"), (v) => L(C.fmt_flops(v).replace(/ ?FLOP$/, "")), legend);
+      charts.barChart(this.timePlot, n, steps.map((s) => s.ms), tr("step (0 = prefill)"), tr("measured ms per step"),
+        (t) => (t === 0 ? "#1f6fb2" : gen.useCache ? "#e67e00" : "#c0392b"));
     }
   }
 

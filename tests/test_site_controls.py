@@ -1,0 +1,200 @@
+"""Every control of every explorer, driven from the keyboard in headless Chromium on the built site.
+
+One visit per page with explorers. Each range slider and each select is focused and taken with the
+keyboard to its first position (Home) and its last (End), then set to its middle position; at each the
+slider must show the value its spec declares (its `min` and `max`, its first and last option, a middle
+value strictly between), the focused control must show a visible focus ring, and moving the control must
+change at least one output (or, for the slider a plot sweeps, the plot), and the plot's texts (tick labels,
+axis titles, legend) must lie inside the picture with no two overlapping. The bugs this catches: a control
+that does not move (a log slider whose step is wider than its range snaps every position to its minimum,
+Chapter 20's α once did), one that never reaches an end of its range, one wired to nothing, a control the
+keyboard cannot operate, a focus ring removed by a style, and tick labels written over the axis title
+or cut off at the plot's edge (Chapters 1, 3 and 7 had both). MiniGPT live's form: every control is
+reached by Tab with a visible focus ring, and Generate works from the keyboard.
+
+The values each position computes are checked against Python by tests/test_site.py (EXPLORER_CHECKS).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from site_browser import CHROMIUM, Visit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = [
+    pytest.mark.site,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
+                       "(apt-get install chromium; .ci/run does)"),
+]
+
+
+def explorer_pages() -> list[str]:
+    """The pages (docnames) whose committed notebook outputs hold an explorer."""
+    return sorted(
+        str(nb.relative_to(ROOT).with_suffix(""))
+        for folder in ("chapters", "exercises", "decoder_ring")
+        for nb in (ROOT / folder).glob("*.ipynb")
+        if 'class=\\"mgx-explorer\\"' in nb.read_text(encoding="utf-8")
+    )
+
+
+# The state of one explorer: every output's value (or error), the plot's drawing, and every slider's value.
+# Also whether the focused element is the control and shows a focus ring (an outline or a box shadow).
+STATE = """(control) => {
+    const box = control.closest("div.mgx-explorer"), svg = box.querySelector("svg.mgx-plot");
+    const style = getComputedStyle(control);
+    const ring = (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
+        || style.boxShadow !== "none";
+    // The plot's texts (ticks, axis titles, legend) as drawn: each inside the picture, no two overlapping.
+    const labels = [];
+    if (svg) {
+        const frame = svg.getBoundingClientRect(), texts = [...svg.querySelectorAll("text")]
+            .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width);
+        for (const [text, r] of texts) {
+            if (r.left < frame.left - 0.5 || r.right > frame.right + 0.5 || r.top < frame.top - 0.5
+                || r.bottom > frame.bottom + 0.5) labels.push(`"${text}" is clipped by the plot's edge`);
+        }
+        texts.forEach(([a, r], i) => texts.slice(i + 1).forEach(([b, q]) => {
+            const w = Math.min(r.right, q.right) - Math.max(r.left, q.left);
+            const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+            if (w > 1 && h > 1) labels.push(`"${a}" overlaps "${b}"`);
+        }));
+    }
+    return {
+        labels,
+        outputs: [...box.querySelectorAll("[data-output]")].map(
+            (o) => o.getAttribute("data-value") + "|" + (o.getAttribute("data-error") || "")),
+        plot: svg ? svg.innerHTML : "",
+        value: control.closest("[data-slider]").getAttribute("data-value"),
+        focused: document.activeElement === control && control.matches(":focus-visible"),
+        ring,
+    };
+}"""
+
+# After End: the state there, then at the control's middle position (set as the reader's drag would), then the
+# control put back where it started.
+END_MIDDLE_BACK = """(control, [start]) => {
+    const state = """ + STATE + """;
+    const set = (position) => {
+        control.value = String(position);
+        control.dispatchEvent(new Event("input", {bubbles: true}));
+        control.dispatchEvent(new Event("change", {bubbles: true}));
+    };
+    const end = state(control);
+    if (control.tagName === "SELECT") set(Math.floor(control.options.length / 2));
+    else {
+        const lo = +control.min, hi = +control.max, step = +control.step || 1;
+        set(lo + Math.round((hi - lo) / 2 / step) * step);
+    }
+    const middle = state(control);
+    set(start);
+    return [end, middle];
+}"""
+
+
+def _value(raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw  # a string option is written as itself
+
+
+def _close(a: object, b: object) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=1e-9)
+    return a == b
+
+
+def check_control(page, box, explorer_id: str, slider: dict) -> list[str]:
+    """Drive one control: Home, End (keyboard), the middle; what is wrong with it, as sentences."""
+    name = slider["name"]
+    where = f"{explorer_id}.{name}"
+    control = box.locator(f'[data-slider="{name}"]').locator("input, select")
+    start = control.evaluate("c => { c.focus(); return c.value; }")
+    states = {}
+    page.keyboard.press("Home")
+    states["Home"] = control.evaluate(STATE)
+    page.keyboard.press("End")
+    states["End"], states["middle"] = control.evaluate(END_MIDDLE_BACK, [start])
+    problems = []
+    if slider["options"] is None:
+        first, last = slider["min"], slider["max"]
+    else:
+        first, last = slider["options"][0][1], slider["options"][-1][1]
+    for key, want in (("Home", first), ("End", last)):
+        got = _value(states[key]["value"])
+        if not _close(got, want):
+            problems.append(f"{where}: {key} gives {got!r}, not its {'min' if key == 'Home' else 'max'} {want!r}")
+        if not states[key]["focused"]:
+            problems.append(f"{where}: not focused (:focus-visible) after {key}")
+        elif not states[key]["ring"]:
+            problems.append(f"{where}: focused but shows no focus ring (outline or box-shadow)")
+    middle = _value(states["middle"]["value"])
+    if slider["options"] is None and not (isinstance(middle, int | float) and first < middle < last):
+        problems.append(f"{where}: its middle position gives {middle!r}, not a value strictly inside "
+                        f"({first!r}, {last!r})")
+    for key, state in states.items():
+        problems += [f"{where} at {key}: the plot's {label}" for label in state["labels"]]
+    outputs = {json.dumps(s["outputs"]) for s in states.values()}
+    plots = {s["plot"] for s in states.values()}
+    if len(outputs) == 1 and len(plots) == 1:
+        problems.append(f"{where}: min, middle and max show the same outputs and plot: the control moves nothing")
+    return problems
+
+
+@pytest.mark.parametrize("name", explorer_pages())
+def test_every_control_reaches_its_range_from_the_keyboard(name: str, server: str, browser) -> None:
+    """One visit: every control of every explorer of the page (see the module docstring)."""
+    visit = Visit(browser, f"{server}/{name}.html")
+    try:
+        boxes = visit.page.locator("div.mgx-explorer").all()
+        assert boxes, f"{name}: no explorer on the page"
+        problems: list[str] = []
+        for box in boxes:
+            assert box.get_attribute("data-ready") == "1", "explorer script did not run"
+            spec = json.loads(box.locator("script.mgx-spec").text_content())
+            for slider in spec["sliders"]:
+                problems += check_control(visit.page, box, spec["id"], slider)
+        assert problems == [], "\n".join(problems)
+        assert visit.errors == [], f"console errors: {visit.errors}"
+    finally:
+        visit.close()
+
+
+# The colours an explorer is read in: the first opaque background behind it, its text's colour, and the
+# stroke of its plot's gridlines, each as a relative luminance (WCAG: 0 black, 1 white).
+COLOURS = """(box) => {
+    const lum = (css) => {
+        const [r, g, b] = css.match(/[\\d.]+/g).slice(0, 3).map((v) => +v / 255)
+            .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    let e = box;
+    while (e && /rgba\\(.*, 0\\)|transparent/.test(getComputedStyle(e).backgroundColor)) e = e.parentElement;
+    const grid = box.querySelector("svg .mgx-grid");
+    return {background: lum(getComputedStyle(e || document.body).backgroundColor),
+            text: lum(getComputedStyle(box.querySelector(".mgx-out")).color),
+            grid: grid ? lum(getComputedStyle(grid).stroke) : null};
+}"""
+
+
+def test_explorers_follow_the_dark_theme(server: str, browser) -> None:
+    """In the dark theme an explorer sits on the page's dark background, its text light enough to read (a
+    contrast ratio of at least 4.5, WCAG AA) and its gridlines dim. The bug: the notebook output that holds
+    it kept the light background the theme gives HTML outputs, a light box in a dark page."""
+    visit = Visit(browser, f"{server}/chapters/03_decode_memory_bound.html", color_scheme="dark")
+    try:
+        assert visit.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        for box in visit.page.locator("div.mgx-explorer").all():
+            c = box.evaluate(COLOURS)
+            assert c["background"] < 0.1, f"the explorer's background is light (luminance {c['background']:.2f})"
+            assert (c["text"] + 0.05) / (c["background"] + 0.05) >= 4.5, c
+            assert c["grid"] is None or c["grid"] < 0.2, f"bright gridlines on a dark plot: {c}"
+        assert visit.errors == [], f"console errors: {visit.errors}"
+    finally:
+        visit.close()
