@@ -209,6 +209,7 @@ def _build_tiny_book(tmp_path: Path, reference: str) -> subprocess.CompletedProc
     shutil.copy(ROOT / "_config.yml", book / "_config.yml")
     shutil.copy(ROOT / "references.bib", book / "references.bib")
     shutil.copytree(ROOT / "minigpt" / "web", book / "minigpt" / "web")  # the config's html_static_path
+    shutil.copytree(ROOT / "_theme", book / "_theme")  # and its templates, stylesheet and favicon
     (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: chapters/01_a\n")
     (book / "chapters").mkdir()
     (book / "intro.md").write_text(f"# Intro\n\nSee {reference}.\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -79,10 +80,19 @@ def function_fingerprints(source: str) -> list[tuple[int, str]]:
     return found
 
 
-@lru_cache(maxsize=1)
+_LOCK = threading.Lock()  # CPython 3.11's ast.parse is not safe in two threads at once (a SystemError)
+
+
 def package_fingerprints(root: Path | None = None) -> dict[str, str]:
     """fingerprint -> the package function it belongs to (``minigpt.runtime.model.attention``), over every module
-    of the installed package (the parent's trusted copy). Where two functions share one, the first by path."""
+    of the installed package (the parent's trusted copy). Where two functions share one, the first by path.
+    Computed once; `grade_folder` calls it before its threads start, and the lock covers any other first call."""
+    with _LOCK:
+        return _package_fingerprints(root)
+
+
+@lru_cache(maxsize=2)
+def _package_fingerprints(root: Path | None) -> dict[str, str]:
     root = root or Path(__file__).resolve().parent.parent
     found: dict[str, str] = {}
     for path in sorted(root.rglob("*.py")):
@@ -100,4 +110,7 @@ def copied_from(hex_digest: str) -> str | None:
     """The package function a child's reported fingerprint belongs to, or None (also for a malformed one)."""
     if type(hex_digest) is not str or not HEX.fullmatch(hex_digest):
         return None
-    return package_fingerprints().get(hex_digest)
+    try:
+        return package_fingerprints().get(hex_digest)
+    except (SyntaxError, ValueError, SystemError, RecursionError, OSError):  # advisory: never costs a grade
+        return None

@@ -32,6 +32,7 @@ from minigpt.exercises.registry import exercise as get_exercise
 from minigpt.grading import cgroups, sandbox, seccomp, staging
 from minigpt.grading.cases import SECRET_BITS, submission_seed
 from minigpt.grading.child_command import Isolation
+from minigpt.grading.fingerprints import package_fingerprints
 from minigpt.grading.grader import BUDGET_S, grade_notebook, read_submission
 from minigpt.grading.notebook_code import DEFAULT_SIZES, SizeLimits
 from minigpt.grading.results import SubmissionResult, TestResult, atomic_write, write_tables
@@ -185,6 +186,7 @@ def _grade_all(exercise_id: str, seed: int, isolation: Isolation, notes: dict[st
         **notes}, indent=1))
     colliding = {s.lower() for c in collisions for s in [c.split(":")[0]]}
     copies = copies_of(submissions, paths, names)
+    package_fingerprints()  # parsed once, before the grading threads (the review's copies of package code)
     done: dict[str, SubmissionResult] = {}
     lock = threading.Lock()
     results_root = (out / "results").resolve()
