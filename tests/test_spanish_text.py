@@ -265,3 +265,23 @@ def test_the_article_check_fails_without_the_article(bad):
 )
 def test_the_article_check_passes_an_article(good):
     assert not shares_without_article(good)
+
+
+def test_every_catalog_loads_as_gettext_reads_it() -> None:
+    """Each page's catalog compiled to a .mo is read by gettext (as Sphinx's translator reads it) and translates
+    its page title. Bug caught: a header broken by an edit of the messages (a no-break space written into
+    `Plural-Forms: ... n % 1000000 ...` made gettext refuse three catalogs, whose pages kept English titles)."""
+    import gettext
+    import io
+
+    from babel.messages.mofile import write_mo
+
+    for page in PAGES:
+        with open(catalogs.catalog_path(page, LANG), "rb") as f:
+            catalog = read_po(f, locale=LANG)
+        buffer = io.BytesIO()
+        write_mo(buffer, catalog)
+        buffer.seek(0)
+        translations = gettext.GNUTranslations(buffer)  # raises on a header gettext cannot parse
+        first = next(m for m in catalog if m.id and m.string)
+        assert translations.gettext(first.id) == first.string, page
