@@ -97,12 +97,21 @@ class Visit:
         self.errors: list[str] = []
         self.external: list[str] = []
         self.failed: list[str] = []
+        #: The bytes of every response the page loaded, by URL (raw, as served), until the network was idle.
+        self.sizes: dict[str, int] = {}
+        self.page.on("response", self._count)
         self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
         self.page.on("pageerror", lambda err: self.errors.append(f"uncaught: {err}"))
         self.page.on("requestfailed", lambda req: self.failed.append(req.url))
         self.page.route("**/*", self.handler)
         self.page.goto(url, wait_until="load")
         self.page.wait_for_load_state("networkidle")
+
+    def _count(self, response) -> None:
+        try:
+            self.sizes[response.url] = len(response.body())
+        except Exception as err:  # noqa: BLE001 (a redirect has no body: say so)
+            self.failed.append(f"{response.url} (no body: {err})")
 
     def handler(self, route) -> None:
         url = route.request.url

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 import pytest
+import site_checks
 import yaml
 from site_browser import CHROMIUM, Visit, screenshot
 
@@ -90,8 +91,9 @@ def book_pages() -> list[str]:
 @pytest.mark.parametrize("name", book_pages())
 def test_page(name: str, server: str, browser) -> None:
     """One visit per page with all its checks: maths typeset, saved widgets drawn, one search box, the
-    explorers' scripts from the site and wired, a screenshot, then every EXPLORER_CHECKS row of the page;
-    nothing from outside, no missing file, no console error."""
+    explorers' scripts from the site and wired, a screenshot, then every EXPLORER_CHECKS row of the page,
+    every explorer control driven, the page's weight, its errata and figures, its width on a phone
+    (tests/site_checks.py); nothing from outside, no missing file, no console error."""
     visit = Visit(browser, f"{server}/{name}.html")
     page = visit.page
     try:
@@ -127,10 +129,16 @@ def test_page(name: str, server: str, browser) -> None:
                 assert out.get_attribute("data-error") is None, out.get_attribute("data-error")
                 assert out.get_attribute("data-value"), f"{out.get_attribute('data-output')} has no value"
         screenshot(page, name.replace("/", "__"))
-        # Then the page's explorers recompute as Python does (after the screenshot: the sliders move).
+        # Then (after the screenshot: the sliders move) every control reaches its range from the keyboard, the
+        # page's explorers recompute as Python does, the page weighs what it should and reads well, and last,
+        # narrowed to a phone's width, nothing sticks out (tests/site_checks.py).
+        problems = site_checks.control_problems(page)  # each control put back where it started
         for check in EXPLORER_CHECKS:
             if check[0] == name:
                 check_explorer(page, *check[1:])
+        problems += site_checks.reader_view(page) + site_checks.weight_problems(visit.sizes)
+        problems += site_checks.phone_problems(page)
+        assert problems == [], f"{name}:\n" + "\n".join(problems)
         assert visit.external == [], f"requests left localhost: {visit.external}"
         assert visit.failed == [], f"requests failed (missing files?): {visit.failed}"
         assert visit.errors == [], f"console errors: {visit.errors}"

@@ -1,14 +1,12 @@
 """The Spanish site (_build/html/es) in headless Chromium: the explorers and MiniGPT live speak Spanish.
 
-The explorers of six pages (one per family of formulas) show their title, labels, options, plot axes and
-legend from locales/es/ui.yml, their values with Spanish numbers (decimal comma, a narrow no-break space
-from five digits on), and recompute in Spanish when a slider moves (every explorer's strings are checked
-against the table without a browser, in tests/test_ui_strings.py); MiniGPT live (es/chapters/01_minigpt_live)
-generates what Python generates with its buttons, headings, status lines, messages and plots in Spanish.
-An English page still has no table and shows the English. The table itself: tests/test_ui_strings.py.
-
-Every Spanish page whose maths differ from the English loads offline with its maths typeset and no
-console error (`test_spanish_maths_typesets`; the English pages: tests/test_site.py).
+The explorers of every Spanish page show their title, labels, options, plot axes and legend from
+locales/es/ui.yml, their values with Spanish numbers (decimal comma, a narrow no-break space from five digits
+on); on six pages (one per family of formulas) they recompute in Spanish when a slider moves
+(`check_spanish_explorers`, run in each page's one visit by tests/test_site_es_english.py; every explorer's
+strings are checked against the table without a browser, in tests/test_ui_strings.py). MiniGPT live
+(es/chapters/01_minigpt_live) generates what Python generates with its buttons, headings, status lines,
+messages and plots in Spanish. An English page still has no table and shows the English.
 
 Runs after `make book` (which builds both editions); skipped only without Debian's /usr/bin/chromium.
 """
@@ -19,7 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-from site_browser import CHROMIUM, SCREENSHOTS, Visit, new_context
+from site_browser import CHROMIUM, SCREENSHOTS, Visit
 from test_site import EXPLORER_CHECKS, check_explorer
 from test_ui_strings import explorer_boxes, spec_of, translated, ui_table
 
@@ -90,49 +88,43 @@ def _typeset(page) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("page", BROWSER_PAGES)
-def test_explorers_show_spanish_and_recompute(page: str, server: str, browser) -> None:
-    """Title, labels, options, axes and legend from the table; values in Spanish (the table's template
-    and Spanish numbers applied to what Python printed for the notebook); no English label left. Then the
-    page's sliders move and the outputs recompute in Spanish (`_recompute`); its maths is typeset."""
+def check_spanish_explorers(visit, page: str) -> None:
+    """On a loaded Spanish page with explorers (its one visit: tests/test_site_es_english.py): title, labels,
+    options, axes and legend from the table; values in Spanish (the table's template and Spanish numbers
+    applied to what Python printed for the notebook); no English label left. Then, on the pages of
+    RECOMPUTE, the sliders move and the outputs recompute in Spanish (`_recompute`)."""
     table = ui_table()
     spanish = set(table.values())
-    visit = Visit(browser, f"{server}/es/{page}.html")
-    try:
-        assert _typeset(visit.page) == []
-        assert visit.page.evaluate("() => globalThis.MiniGPTStrings && MiniGPTStrings.lang") == "es"
-        boxes = visit.page.locator("div.mgx-explorer").all()
-        assert boxes, f"no explorer on es/{page}"
-        for box in boxes:
-            explorer_id = box.get_attribute("data-explorer")
-            english = _english_box(page, explorer_id)
-            spec = spec_of(english)
-            got = box.evaluate(BOX_TEXTS)
-            assert got["ready"] == "1" and got["static"] == 0, f"{explorer_id}: explorer.js did not run"
-            fixed = [got["title"], *got["labels"]]
-            untranslated = [t for t in fixed if t not in spanish]
-            assert not untranslated, f"{explorer_id}: labels not from the table: {untranslated}"
-            assert [t for t in got["options"] if re.search(r"[A-Za-z]", t) and t not in spanish] == []
-            assert got["title"] != re.search(r'<div class="mgx-title">(.*?)</div>', english).group(1) \
-                or table.get(got["title"]) == got["title"], f"{explorer_id}: the title stayed English"
-            # Each output as Python printed it in the notebook, translated as explorer.js does.
-            for name, text in _english_shown(english).items():
-                shown = got["outputs"][name][1]
-                assert shown == translated(text, table), (explorer_id, name, text, shown)
-            for text in got["values"] + [v[1] for v in got["outputs"].values()] + got["svg"]:
-                assert not ENGLISH_NUMBER.search(EQUATION.sub("", text)), f"{explorer_id}: English number in {text!r}"
-            if spec["plot"]:
-                plot = spec["plot"]
-                for label in (plot["x_label"], plot["y_label"], *(s["label"] for s in plot["series"])):
-                    assert table[label] in got["svg"], f"{explorer_id}: plot label {label!r} not shown in Spanish"
-        if page == "chapters/01_prefill_vs_decode":
-            _thin_space(visit)
-        for case in RECOMPUTE:
-            if case[0] == page:
-                _recompute(visit, table, *case[1:6])
-        assert visit.errors == [] and visit.external == []
-    finally:
-        visit.close()
+    assert visit.page.evaluate("() => globalThis.MiniGPTStrings && MiniGPTStrings.lang") == "es"
+    boxes = visit.page.locator("div.mgx-explorer").all()
+    assert boxes, f"no explorer on es/{page}"
+    for box in boxes:
+        explorer_id = box.get_attribute("data-explorer")
+        english = _english_box(page, explorer_id)
+        spec = spec_of(english)
+        got = box.evaluate(BOX_TEXTS)
+        assert got["ready"] == "1" and got["static"] == 0, f"{explorer_id}: explorer.js did not run"
+        fixed = [got["title"], *got["labels"]]
+        untranslated = [t for t in fixed if t not in spanish]
+        assert not untranslated, f"{explorer_id}: labels not from the table: {untranslated}"
+        assert [t for t in got["options"] if re.search(r"[A-Za-z]", t) and t not in spanish] == []
+        assert got["title"] != re.search(r'<div class="mgx-title">(.*?)</div>', english).group(1) \
+            or table.get(got["title"]) == got["title"], f"{explorer_id}: the title stayed English"
+        # Each output as Python printed it in the notebook, translated as explorer.js does.
+        for name, text in _english_shown(english).items():
+            shown = got["outputs"][name][1]
+            assert shown == translated(text, table), (explorer_id, name, text, shown)
+        for text in got["values"] + [v[1] for v in got["outputs"].values()] + got["svg"]:
+            assert not ENGLISH_NUMBER.search(EQUATION.sub("", text)), f"{explorer_id}: English number in {text!r}"
+        if spec["plot"]:
+            plot = spec["plot"]
+            for label in (plot["x_label"], plot["y_label"], *(s["label"] for s in plot["series"])):
+                assert table[label] in got["svg"], f"{explorer_id}: plot label {label!r} not shown in Spanish"
+    if page == "chapters/01_prefill_vs_decode":
+        _thin_space(visit)
+    for case in RECOMPUTE:
+        if case[0] == page:
+            _recompute(visit, table, *case[1:6])
 
 
 def _recompute(visit, table, explorer_id, slider, fraction, output, fn) -> None:
@@ -250,31 +242,3 @@ def test_minigpt_live_generates_with_a_spanish_interface(shipped, server, browse
         assert visit.errors == [] and visit.external == [] and visit.failed == []
     finally:
         visit.close()
-
-
-def test_spanish_maths_typesets(built_site, server, browser):
-    """Every Spanish page whose maths differ from the English page's (the words of a `\\text{}` that is
-    not a subscript are translated; `catalogs.pages_with_own_maths`): typeset without a TeX error,
-    explorers wired, no console error, nothing from outside, no missing file. Elsewhere the maths is the
-    English page's character for character (tests/test_translations.py), typeset by tests/test_site.py.
-    One browser context for all pages, to keep the check within CI's budget."""
-    from minigpt.book.catalogs import pages_with_own_maths
-
-    own = pages_with_own_maths("es")
-    assert own, "no page with translated maths: the check would check nothing"
-    PAGES = [p for p in own if p not in BROWSER_PAGES]  # noqa: N806 - those are typeset in the explorers' test
-
-    assert (built_site / "es" / "index.html").is_file(), "`make book` builds the Spanish edition too"
-    context = new_context(browser)
-    problems: list[str] = []
-    try:
-        for name in PAGES:
-            visit = Visit(browser, f"{server}/es/{name}.html", context=context)
-            problems += [f"{name}: {p}" for p in _typeset(visit.page)]
-            if visit.page.locator("div.mgx-explorer:not([data-ready])").count():
-                problems.append(f"{name}: an explorer's script did not run")
-            problems += [f"{name}: {p}" for p in visit.problems()]
-            visit.close()
-    finally:
-        context.close()
-    assert not problems, "\n".join(problems)

@@ -1,4 +1,5 @@
-"""No English on screen in the Spanish edition: every Spanish page in headless Chromium, after its scripts ran.
+"""Every Spanish page in headless Chromium, once (`test_spanish_page`): no English on screen after its scripts
+ran, and the other checks of the page's one visit (its docstring).
 
 What a reader of `_build/html/es` sees, or hears from a screen reader, is read from the live page: the text of
 every element (hidden ones too: the "Hide ..." half of a toggle, a `<noscript>` message) and the attributes
@@ -21,9 +22,15 @@ tests/test_editions_site.py; the explorers and MiniGPT live in Spanish in tests/
 
 from __future__ import annotations
 
+import functools
+
 import pytest
+import site_checks
 from site_browser import CHROMIUM, Visit
 from test_site import book_pages
+from test_site_es import _typeset, check_spanish_explorers
+
+from minigpt.book.catalogs import pages_with_own_maths
 
 pytestmark = [
     pytest.mark.site,
@@ -122,13 +129,32 @@ def english_on(page, name: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_spanish_page_shows_no_english(name: str, server: str, browser) -> None:
+def test_spanish_page(name: str, server: str, browser) -> None:
+    """One visit per Spanish page with all its checks: no English on screen (above); its maths typeset where
+    it differs from the English page's (`catalogs.pages_with_own_maths`: the words of a `\\text{}` that is not
+    a subscript are translated; elsewhere the maths is the English page's character for character,
+    tests/test_translations.py, typeset by tests/test_site.py); its explorers in Spanish, recomputing
+    (tests/test_site_es.py); its weight, errata and figures, and its width on a phone (tests/site_checks.py);
+    nothing from outside, no missing file, no console error."""
     visit = Visit(browser, f"{server}/es/{name}.html")
     try:
         found = english_on(visit.page, name)
+        assert not found, f"es/{name}: English on screen ({len(found)}): {found[:6]}"
+        problems = _typeset(visit.page) if name in _own_maths() else []
+        if visit.page.locator("div.mgx-explorer").count():
+            check_spanish_explorers(visit, name)
+        problems += site_checks.reader_view(visit.page) + site_checks.weight_problems(visit.sizes)
+        problems += site_checks.phone_problems(visit.page) + visit.problems()
     finally:
         visit.close()
-    assert not found, f"es/{name}: English on screen ({len(found)}): {found[:6]}"
+    assert problems == [], f"es/{name}:\n" + "\n".join(problems)
+
+
+@functools.cache
+def _own_maths() -> frozenset[str]:
+    own = pages_with_own_maths("es")
+    assert own, "no page with translated maths: the typesetting check would check nothing"
+    return frozenset(own)
 
 
 def _inject(page, markup: str) -> None:

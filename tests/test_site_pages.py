@@ -1,24 +1,20 @@
 """Every page of both editions as a reader gets it: no Markdown left raw, one numbering, what it weighs,
 its figures described.
 
-Static checks of `_build/html` and `_build/html/es` (`make book` builds both), and one browser visit per
-page and edition that counts the bytes the page loads (tests/site_browser.py: the site served locally,
-nothing from outside). The other browser checks of each page are in tests/test_site.py and
-tests/test_site_es.py.
+Static checks of `_build/html` and `_build/html/es` (`make book` builds both). The browser checks of each
+page, what it weighs included, run in its one visit per edition (tests/test_site.py and
+tests/test_site_es_english.py, with tests/site_checks.py).
 """
 
 from __future__ import annotations
 
 import re
-import statistics
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
 from bs4 import BeautifulSoup
-from site_browser import CHROMIUM, LOCAL_HOSTS, new_context
 from test_site import book_pages
 
 from minigpt.book import sphinx_icons
@@ -138,84 +134,6 @@ def test_labels_follow_the_files() -> None:
 
 # --- Weight --------------------------------------------------------------------------------------------
 
-#: The median page of an edition loads at most this many bytes (raw, as served: no compression), everything
-#: included; no page loads more than MAX_BYTES.
-TYPICAL_BYTES = 2_000_000
-MAX_BYTES = 4_000_000
-
-
-def loaded_bytes(browser, url: str, check=None) -> tuple[dict[str, int], list[str]]:
-    """The bytes of every response a page loads until the network is idle, by URL; and the requests that
-    failed or tried to leave localhost (aborted). `check(page)` runs on the loaded page."""
-    sizes: dict[str, int] = {}
-    problems: list[str] = []
-
-    def count(response) -> None:
-        try:
-            sizes[response.url] = len(response.body())
-        except Exception as err:  # noqa: BLE001 (a redirect has no body; say so)
-            problems.append(f"{response.url}: {err}")
-
-    def local_only(route) -> None:
-        if urlsplit(route.request.url).hostname in LOCAL_HOSTS or route.request.url.startswith("data:"):
-            route.continue_()
-        else:
-            problems.append(f"left localhost: {route.request.url}")
-            route.abort()
-
-    context = new_context(browser)
-    try:
-        page = context.new_page()
-        page.on("response", count)
-        page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
-        page.route("**/*", local_only)
-        page.goto(url, wait_until="load")
-        page.wait_for_load_state("networkidle")
-        if check:
-            check(page)
-    finally:
-        context.close()
-    return sizes, problems
-
-
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium")
-@pytest.mark.parametrize("edition", EDITIONS)
-def test_page_weight(server: str, browser, edition: str) -> None:
-    """Everything each page loads, counted in the browser (scripts, styles, fonts, images, MathJax's parts):
-    the median page at most 2 MB and none over 4 MB, so a 1.5 MB icon script on every page, or a 3.6 MB
-    widget manager for one control, fails. One visit per page, which also checks `reader_view`."""
-    weights, failures = {}, []
-    for page in PAGES:
-        try:
-            sizes, problems = loaded_bytes(browser, f"{server}/{edition}{page}.html", check=reader_view)
-        except AssertionError as err:
-            failures.append(f"{edition}{page}: {err}")
-            continue
-        weights[page] = sum(sizes.values())
-        failures += [f"{edition}{page}: {problem}" for problem in problems]
-        if weights[page] > MAX_BYTES:
-            biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:4]
-            failures.append(f"{edition}{page}: {weights[page] / 1e6:.2f} MB; biggest: {biggest}")
-    typical = statistics.median(weights.values())
-    report = ", ".join(f"{page} {size / 1e6:.2f}" for page, size in sorted(weights.items(), key=lambda kv: -kv[1])[:5])
-    assert typical <= TYPICAL_BYTES, f"{edition}: the median page loads {typical / 1e6:.2f} MB; heaviest: {report}"
-    assert not failures, "\n".join(failures)
-
-
-def reader_view(page) -> None:
-    """On a loaded page: each erratum box shows its title only (its text one click away), and each figure's
-    image is a link to the image itself."""
-    for box in page.locator(".admonition.erratum").all():
-        assert box.locator(".admonition-title").is_visible(), "an erratum box without its title"
-        body = box.locator(":scope > :not(.admonition-title):not(button)")
-        assert body.count() and not any(part.is_visible() for part in body.all()), \
-            f"an erratum box is open: {box.locator('.admonition-title').text_content()[:80]!r}"
-    for image in page.locator("main figure img").all():
-        link = image.locator("xpath=ancestor::a[1]")
-        assert link.count() == 1 and link.get_attribute("href") == image.get_attribute("src"), \
-            f"figure {image.get_attribute('src')} does not open at full size"
-
-
 # --- Figures and favicon ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("edition", EDITIONS)
@@ -266,3 +184,18 @@ def test_icon_fonts_hold_every_icon_shown(site: Path, edition: str) -> None:
     assert len(shown) >= 10 and not missing, f"{edition}: icons missing from the subset fonts: {sorted(missing)}"
     css = (root / "_static" / sphinx_icons.ICONS_CSS).read_text(encoding="utf-8")
     assert css.count("@font-face") == len(sphinx_icons.FACES) and ".subset.woff" in css
+
+
+def test_the_weight_check_can_fail() -> None:
+    """The per-page weight check of every visit (tests/site_checks.py): a 1.5 MB script added to a typical
+    page fails it, a page's own figures and MiniGPT's weights do not count against the shell, and a page
+    over 4 MB in all fails whatever it holds."""
+    from site_checks import weight_problems
+
+    typical = {"http://127.0.0.1:1/_static/theme.css": 400_000, "http://127.0.0.1:1/_static/mathjax.js": 900_000}
+    assert weight_problems(typical) == []
+    assert weight_problems({**typical, "http://127.0.0.1:1/_static/icons.js": 1_500_000})
+    content = {"http://127.0.0.1:1/_images/fig%201.png": 1_200_000,
+               "http://127.0.0.1:1/minigpt-web/minigpt_weights.js": 1_300_000}
+    assert weight_problems({**typical, **content}) == []
+    assert weight_problems({**typical, **content, "http://127.0.0.1:1/_images/big.png": 1_000_000})

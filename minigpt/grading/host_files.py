@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -59,8 +60,11 @@ def _requirements(name: str) -> list[str]:
     return found
 
 
-def distribution_entries(names: tuple[str, ...] = RUNTIME_DISTRIBUTIONS) -> list[Path]:
-    """The top-level site-packages entries (packages, modules, .libs, .dist-info) of `names` and their dependencies."""
+@functools.cache
+def distribution_entries(names: tuple[str, ...] = RUNTIME_DISTRIBUTIONS) -> tuple[Path, ...]:
+    """The top-level site-packages entries (packages, modules, .libs, .dist-info) of `names` and their dependencies.
+    Read once per process (half a second of metadata: every grading run stages them), so a distribution
+    installed or removed while a grader runs is seen by the next grader process."""
     seen: set[str] = set()
     todo = list(names)
     entries: set[Path] = set()
@@ -79,5 +83,5 @@ def distribution_entries(names: tuple[str, ...] = RUNTIME_DISTRIBUTIONS) -> list
             if f.parts and f.parts[0] not in ("..", "__pycache__") and not f.name.endswith(".pth"):
                 entries.add(base / f.parts[0])
         todo.extend(_requirements(name))
-    return sorted(p for p in entries if p.exists() and "__editable__" not in p.name)
+    return tuple(sorted(p for p in entries if p.exists() and "__editable__" not in p.name))
 

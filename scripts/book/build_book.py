@@ -12,7 +12,11 @@ what depends on it (README, "The Spanish edition").
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from jupyter_book.sphinx import build_sphinx
@@ -57,6 +61,41 @@ def build(lang: str, builder: str = "html", *, strict: bool = True) -> int:
     return 1 if isinstance(result, Exception) else int(result)
 
 
+def _build_logged(lang: str, strict: bool) -> tuple[int, str]:
+    """`build` in a process of its own, its output kept (returned) so that two editions' logs do not mix."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as log:
+        sys.stdout = sys.stderr = log
+        try:
+            status = build(lang, strict=strict)
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        log.seek(0)
+        return status, log.read()
+
+
+def build_editions(langs: tuple[str, ...], *, strict: bool = True) -> int:
+    """Build `langs`, at the same time when there are cores for it (each edition is one Sphinx build of its own
+    output and doctree folders; on two cores both take about as long as one). Each edition's log is printed
+    whole when it is done, in the order of `langs`; the status is every build's, or-ed."""
+    if len(langs) == 1 or (os.cpu_count() or 1) < 2:
+        return _or(build(lang, strict=strict) for lang in langs)
+    with ProcessPoolExecutor(len(langs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_build_logged, lang, strict) for lang in langs]
+        status = 0
+        for lang, future in zip(langs, futures, strict=True):
+            code, log = future.result()
+            print(f"===== the {lang} edition: Sphinx exited with {code}\n{log}", flush=True)
+            status |= code
+    return status
+
+
+def _or(statuses) -> int:
+    status = 0
+    for code in statuses:
+        status |= code
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lang", choices=(*LANGS, "all"), default="all", help="which edition (default: all)")
@@ -66,10 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.gettext:
         return build("en", "gettext", strict=False)
     langs = LANGS if args.lang == "all" else (args.lang,)
-    status = 0
-    for lang in langs:
-        status |= build(lang, strict=not args.no_strict)
-    return status
+    return build_editions(langs, strict=not args.no_strict)
 
 
 if __name__ == "__main__":

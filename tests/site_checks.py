@@ -1,0 +1,133 @@
+"""The checks of one loaded page that the per-page visits run (tests/test_site.py for the English pages,
+tests/test_site_es_english.py for the Spanish ones): one visit per page and edition does them all, so that
+the site tests fit CI's budget (CONTRIBUTING.md, "The suite's budget").
+
+- `weight_problems`: everything the page loaded, counted in the browser (scripts, styles, fonts, images,
+  MathJax's parts, raw as served). A page loads at most `MAX_BYTES`, and at most `SHELL_BYTES` apart from
+  its own content, the images of its figures and MiniGPT's weights where MiniGPT runs (what is left is the
+  theme, the scripts, the fonts, MathJax: what every page pays), so that a 1.5 MB icon script on every
+  page, or a 3.6 MB widget manager for one control, fails on the first page it reaches.
+- `reader_view`: each erratum box shows its title only (its text one click away), and each figure's image
+  is a link to the image itself.
+- `control_problems`: every control of every explorer, driven from the keyboard (Home, End) and set to its
+  middle (tests/test_site_controls.py says what it catches).
+- `phone_problems`, last (it narrows the window): at 390 px nothing makes the page scroll sideways, and
+  every explorer's controls and readouts lie inside its box. The bugs: a long inline code span or URL that
+  cannot break (an install line once widened the landing page to 560 px), and an explorer whose rows keep
+  their desktop layout (a 12em label, a track and a 7em readout) on a phone, pushing every readout past the
+  right edge, where the output's own scroller hides it. The window is narrowed, not reloaded as a phone:
+  the theme's and the explorers' layouts follow the width (CSS media queries), which is the same; MiniGPT
+  live's own phone layout, touch included, is tested by tests/test_minigpt_live_site.py and the engine
+  page's by tests/test_watch_engine_site.py.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import unquote, urlsplit
+
+#: No page loads more than this many bytes (raw, as served: no compression), everything included.
+MAX_BYTES = 4_000_000
+#: Nor more than this apart from its content: the images of its figures, MiniGPT's weights.
+SHELL_BYTES = 2_000_000
+CONTENT = ("/_images/", "/minigpt-web/minigpt_weights.js")
+#: The phone's width in CSS pixels.
+PHONE_WIDTH = 390
+
+
+def weight_problems(sizes: dict[str, int]) -> list[str]:
+    """What is wrong with the bytes a page loaded (`Visit.sizes`: URL -> bytes)."""
+    total = sum(sizes.values())
+    shell = sum(size for url, size in sizes.items() if not any(c in unquote(urlsplit(url).path) for c in CONTENT))
+    biggest = [(url.rsplit("/", 1)[-1], size) for url, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:4]]
+    problems = []
+    if total > MAX_BYTES:
+        problems.append(f"the page loads {total / 1e6:.2f} MB, over {MAX_BYTES / 1e6:.0f} MB; biggest: {biggest}")
+    if shell > SHELL_BYTES:
+        problems.append(f"apart from its figures the page loads {shell / 1e6:.2f} MB, over "
+                        f"{SHELL_BYTES / 1e6:.0f} MB; biggest: {biggest}")
+    return problems
+
+
+def reader_view(page) -> list[str]:
+    """Erratum boxes closed with their title shown; every figure's image a link to itself."""
+    problems = []
+    for box in page.locator(".admonition.erratum").all():
+        title = box.locator(".admonition-title")
+        if not title.is_visible():
+            problems.append("an erratum box without its title")
+            continue
+        body = box.locator(":scope > :not(.admonition-title):not(button)")
+        if not body.count() or any(part.is_visible() for part in body.all()):
+            problems.append(f"an erratum box is open: {title.text_content()[:80]!r}")
+    for image in page.locator("main figure img").all():
+        link = image.locator("xpath=ancestor::a[1]")
+        if link.count() != 1 or link.get_attribute("href") != image.get_attribute("src"):
+            problems.append(f"figure {image.get_attribute('src')} does not open at full size")
+    return problems
+
+
+def control_problems(page) -> list[str]:
+    """Every control of every explorer on the page, driven (test_site_controls.check_control)."""
+    from test_site_controls import check_control
+
+    problems: list[str] = []
+    for box in page.locator("div.mgx-explorer").all():
+        if box.get_attribute("data-ready") != "1":
+            problems.append(f"{box.get_attribute('data-explorer')}: explorer script did not run")
+            continue
+        spec = json.loads(box.locator("script.mgx-spec").text_content())
+        for slider in spec["sliders"]:
+            problems += check_control(page, box, spec["id"], slider)
+    return problems
+
+
+# What sticks out past the screen's right edge: the text that does (a word that cannot break), and every
+# explorer control or readout past its box's right edge or the screen's.
+OVERFLOW = """(width) => {
+    const found = [];
+    // Inside a sideways scroller of its own that fits the screen (a table's, a code block's)? (Typeset maths
+    // draws no text nodes: the theme fits each equation in the column, clipping a long inline one.)
+    const scrolls = (e) => {
+        for (let s = e; s; s = s.parentElement) {
+            const x = getComputedStyle(s).overflowX;
+            if (x === "auto" || x === "scroll") return s.getBoundingClientRect().right <= width + 0.5;
+        }
+        return false;
+    };
+    const article = document.querySelector(".bd-article") || document.body;
+    const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode() && found.length < 5) {
+        const node = walker.currentNode, range = document.createRange();
+        // MathJax's hidden copy for screen readers (mjx-assistive-mml) is clipped to nothing.
+        if (!node.textContent.trim() || node.parentElement.closest("mjx-assistive-mml")) continue;
+        range.selectNodeContents(node);
+        const right = Math.max(0, ...[...range.getClientRects()].map((r) => r.right));
+        if (right > width + 0.5 && !scrolls(node.parentElement)) {
+            found.push(`text "${node.textContent.trim().slice(0, 40)}" reaches ${Math.round(right)} px`);
+        }
+    }
+    for (const box of document.querySelectorAll("div.mgx-explorer")) {
+        const edge = Math.min(width, box.getBoundingClientRect().right) + 0.5;
+        for (const e of box.querySelectorAll(".mgx-row > *, .mgx-value, svg")) {
+            const r = e.getBoundingClientRect();
+            if (r.width && r.right > edge) {
+                const what = `${e.tagName.toLowerCase()}.${e.getAttribute("class") || ""}`;
+                found.push(`${box.dataset.explorer}: ${what} "${e.textContent.trim().slice(0, 30)}" reaches `
+                    + `${Math.round(r.right)} px, past ${Math.round(edge)}`);
+            }
+        }
+    }
+    return {scroll: document.documentElement.scrollWidth, found};
+}"""
+
+
+def phone_problems(page) -> list[str]:
+    """The page narrowed to a phone's width, once its layout settled: what sticks out."""
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    got = page.evaluate(OVERFLOW, PHONE_WIDTH)
+    problems = [f"at {PHONE_WIDTH} px: {what}" for what in got["found"]]
+    if got["scroll"] > PHONE_WIDTH:
+        problems.append(f"at {PHONE_WIDTH} px the page is {got['scroll']} px wide")
+    return problems
