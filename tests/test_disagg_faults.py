@@ -37,8 +37,12 @@ pytestmark = DISTRIBUTED
 
 
 def _spawned_children() -> list[int]:
-    """Live processes this test process started with multiprocessing's spawn (the workers), zombies excluded."""
-    me, out = os.getpid(), []
+    """Live worker processes of this test process's runs, zombies excluded: its descendants but the
+    multiprocessing helpers that outlive a run by design (the forkserver the workers are forked from, which
+    holds only its imports, and the resource tracker)."""
+    me = os.getpid()
+    parent: dict[int, int] = {}
+    helpers: set[int] = set()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -48,9 +52,18 @@ def _spawned_children() -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == me and fields[0] != "Z" and b"spawn_main" in cmd:
-            out.append(int(d.name))
-    return out
+        if fields[0] == "Z":
+            continue
+        parent[int(d.name)] = int(fields[1])
+        if int(fields[1]) == me and (b"multiprocessing.forkserver" in cmd or b"resource_tracker" in cmd):
+            helpers.add(int(d.name))
+
+    def descends(pid: int) -> bool:
+        while pid in parent and pid != me:
+            pid = parent[pid]
+        return pid == me
+
+    return [pid for pid in parent if pid != me and pid not in helpers and descends(pid)]
 
 
 def _colocated(requests: list[Request]) -> dict[str, list[int]]:

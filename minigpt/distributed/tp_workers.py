@@ -3,8 +3,8 @@ one rank of a W-rank group, `fn(rank, W, ...)`, and returns plain data: arrays c
 arrays, because a torch tensor crosses `launch`'s queue as a shared-memory handle that dies with the
 worker that made it.
 
-They live in a module, not in a notebook, because `launch` starts workers with spawn: a fresh
-interpreter that imports the function by name.
+They live in a module, not in a notebook, because `launch` starts workers as fresh processes (forked
+from its forkserver) that import the function by name.
 """
 
 from __future__ import annotations
