@@ -67,10 +67,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not site_items or CHROMIUM.exists():
         return
     if not _browser_skipped_by_choice():
-        raise pytest.UsageError(
-            f"the browser check needs Debian's chromium at {CHROMIUM} (apt-get install chromium; .ci/run does). "
-            f"To run without it, set {SKIP_BROWSER_ENV}=1: its {len(site_items)} tests are then skipped."
-        )
+        _refuse(config, site_items,
+                f"the browser check needs Debian's chromium at {CHROMIUM} (apt-get install chromium; .ci/run does). "
+                f"To run without it, set {SKIP_BROWSER_ENV}=1: its {len(site_items)} tests are then skipped.")
+        return
     skip = pytest.mark.skip(reason=f"chromium is absent and {SKIP_BROWSER_ENV}=1")
     for item in site_items:
         item.add_marker(skip)
@@ -78,6 +78,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _SKIPPED = pytest.StashKey[int]()
+_REFUSED = pytest.StashKey[str]()
+
+
+def _refuse(config: pytest.Config, items: list[pytest.Item], message: str) -> None:
+    """Stop the run because a tool these tests need is missing. A UsageError says so before any test runs;
+    but raised in a pytest-xdist worker it shows only as an INTERNALERROR without the message ("no tests
+    ran"), so there each of these tests fails with the message instead (`pytest_runtest_setup`)."""
+    if not hasattr(config, "workerinput"):
+        raise pytest.UsageError(message)
+    for item in items:
+        item.stash[_REFUSED] = message
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    message = item.stash.get(_REFUSED, None)
+    if message is not None:
+        pytest.fail(message, pytrace=False)
+
+
 _SANDBOX_SKIPPED = pytest.StashKey[tuple[int, str]]()
 
 
@@ -92,8 +111,9 @@ def _skip_sandbox_if_told(config: pytest.Config, items: list[pytest.Item]) -> No
     if why is None:
         return
     if os.environ.get(SKIP_SANDBOX_ENV, "") != "1":
-        raise pytest.UsageError(f"the grader's tests need a bubblewrap sandbox: {why}. To run without it, set "
-                                f"{SKIP_SANDBOX_ENV}=1: its {len(sandbox_items)} tests are then skipped.")
+        _refuse(config, sandbox_items, f"the grader's tests need a bubblewrap sandbox: {why}. To run without it, "
+                f"set {SKIP_SANDBOX_ENV}=1: its {len(sandbox_items)} tests are then skipped.")
+        return
     skip = pytest.mark.skip(reason=f"no bubblewrap sandbox here and {SKIP_SANDBOX_ENV}=1")
     for item in sandbox_items:
         item.add_marker(skip)
@@ -114,9 +134,10 @@ def _skip_llamacpp_if_told(config: pytest.Config, items: list[pytest.Item]) -> N
     if why is None:
         return
     if os.environ.get(SKIP_LLAMACPP_ENV, "") != "1":
-        raise pytest.UsageError(f"the llama.cpp tests need llama_cpp ({why[:200]}); `make install` installs it "
-                                f"from wheels/. To run without it, set {SKIP_LLAMACPP_ENV}=1: its {len(marked)} "
-                                "tests are then skipped.")
+        _refuse(config, marked, f"the llama.cpp tests need llama_cpp ({why[:200]}); `make install` installs it "
+                f"from wheels/. To run without it, set {SKIP_LLAMACPP_ENV}=1: its {len(marked)} tests are then "
+                "skipped.")
+        return
     skip = pytest.mark.skip(reason=f"llama_cpp unavailable and {SKIP_LLAMACPP_ENV}=1")
     for item in marked:
         item.add_marker(skip)
