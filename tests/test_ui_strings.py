@@ -290,12 +290,13 @@ def template(text: str) -> str:
 def translated(text: str, table: dict[str, str]) -> str:
     """explorer.js `translated` in Python: what the Spanish page shows for a text computed in English."""
     if text in table:
-        return table[text]
+        return editions.spaced_percent(table[text])
     numbers = [m.group(0) for m in editions.NUMBER.finditer(text)]
     key = template(text)
     if numbers and key in table:
-        return re.sub(r"\{(\d+)\}", lambda m: editions.localize_numbers(numbers[int(m.group(1))], "es"), table[key])
-    return editions.localize_numbers(text, "es")
+        return editions.spaced_percent(
+            re.sub(r"\{(\d+)\}", lambda m: editions.localize_numbers(numbers[int(m.group(1))], "es"), table[key]))
+    return editions.spaced_percent(editions.localize_numbers(text, "es"))
 
 
 # Units that stand as they are in every language, besides those of editions.needs_words ("kB", "EFLOP").
@@ -394,7 +395,8 @@ def test_live_shows_no_text_that_bypasses_tr() -> None:
 
 # ---- The number rule: JavaScript against Python ----
 
-I18N_FUNCTIONS = ("edition", "lang", "localizeNumbers", "templateOf", "tr", "translated", "translateElement")
+I18N_FUNCTIONS = ("edition", "lang", "localizeNumbers", "spacedPercent", "templateOf", "tr", "translated",
+                  "translateElement")
 
 
 def test_the_strings_have_one_source() -> None:
@@ -407,6 +409,10 @@ def test_the_strings_have_one_source() -> None:
         own = [name for name in (*I18N_FUNCTIONS, "number", "spanish", "fill") if f"function {name}(" in code]
         assert not own, f"{script} defines its own {own}: the edition's strings live in i18n.js"
         assert "MiniGPTI18N" in code and "THIN" not in code and "\\p{Nd}" not in code, script
+
+
+#: Percentages as the notebooks print them, and what must stay: the % of an expression ("n % 1000000").
+PERCENT_CASES = ["1,5%", "24%-39%", "100 %", "3\u202f%", "7\u00a0%", "n % 1000000", "a%", "x = 50% of 2"]
 
 
 @pytest.mark.skipif(NODE is None, reason="needs node")
@@ -429,10 +435,15 @@ def test_js_numbers_match_localize_numbers() -> None:
         templates: cases.map((t) => I.templateOf(t)), translated: cases.map((t) => I.translated(t)),
         tr: [I.tr("Done: {{0}} new tokens.", [32768]), I.tr("Done: {{0}} new tokens.", ["3.5"]),
              I.tr("unknown {{0}}", [1.5])],
-        lang: I.lang(), en,
+        lang: I.lang(), en, percent: {json.dumps(PERCENT_CASES)}.map((t) => I.spacedPercent(t)),
+        translatedPercent: I.translated("hit rate 0.5%"),
       }}));
     """
     got = run_node(js, json.dumps(NUMBER_CASES))
+    # The percent rule (a no-break space before %, after a digit only) and its twin; applied to what is shown.
+    assert got["percent"] == [editions.spaced_percent(t) for t in PERCENT_CASES]
+    assert got["percent"][:3] == ["1,5\u00a0%", "24\u00a0%-39\u00a0%", "100\u00a0%"]
+    assert got["translatedPercent"] == "hit rate 0,5\u00a0%" == translated("hit rate 0.5%", table)
     expected = [editions.localize_numbers(t, "es") for t in NUMBER_CASES]
     wrong = [(t, js_, py) for t, js_, py in zip(NUMBER_CASES, got["es"], expected, strict=True) if js_ != py]
     assert not wrong, "JS and Python write these numbers differently (case, JS, Python): " + repr(wrong)

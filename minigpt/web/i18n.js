@@ -42,6 +42,12 @@
     return sign + out + (frac === undefined ? "" : "," + frac) + (exp || "");
   }
   // Every number of a string written the edition's way ("32,768" -> "32 768", "3.95" -> "3,95").
+  // "1,5%" -> "1,5 %" with a no-break space, as the Spanish edition writes a percentage: the twin of
+  // minigpt.book.editions.PERCENT and spaced_percent (tests/test_ui_strings.py checks both on the same cases).
+  const PERCENT = /(?<=\p{Nd})[ \u202f\u00a0]?%/gu;
+  function spacedPercent(text) {
+    return String(text).replace(PERCENT, "\u00a0%");
+  }
   function localizeNumbers(text, to) {
     to = to === undefined ? lang() : to;
     if (to === "en") return String(text);
@@ -60,7 +66,8 @@
   function tr(text, args) {
     const e = edition();
     const out = e && own(e.strings, text) ? e.strings[text] : text;
-    return args ? fill(out, args.map((x) => (typeof x === "number" ? localizeNumbers(String(x)) : String(x)))) : out;
+    const filled = args ? fill(out, args.map((x) => (typeof x === "number" ? localizeNumbers(String(x)) : String(x)))) : out;
+    return e ? spacedPercent(filled) : filled;
   }
   // A text computed in English with numbers in it (a formatted value, an error message): the table's entry
   // for the whole text, else for its template (numbers as {0}, {1}, ...) with its own numbers written the
@@ -69,10 +76,12 @@
     const e = edition();
     text = String(text);
     if (!e) return text;
-    if (own(e.strings, text)) return e.strings[text];
+    if (own(e.strings, text)) return spacedPercent(e.strings[text]);
     const numbers = [], template = templateOf(text, numbers);
-    if (numbers.length && own(e.strings, template)) return fill(e.strings[template], numbers.map((n) => localizeNumbers(n)));
-    return localizeNumbers(text);
+    if (numbers.length && own(e.strings, template)) {
+      return spacedPercent(fill(e.strings[template], numbers.map((n) => localizeNumbers(n))));
+    }
+    return spacedPercent(localizeNumbers(text));
   }
   // An element of the page in the edition's language: the table's entry for its HTML (as the browser
   // serializes it: innerHTML), else its text with the numbers rewritten.
@@ -84,9 +93,9 @@
       return;
     }
     const walk = document.createTreeWalker(node, 4);  // NodeFilter.SHOW_TEXT
-    for (let t = walk.nextNode(); t; t = walk.nextNode()) t.nodeValue = localizeNumbers(t.nodeValue);
+    for (let t = walk.nextNode(); t; t = walk.nextNode()) t.nodeValue = spacedPercent(localizeNumbers(t.nodeValue));
   }
-  const I18N = { edition, lang, localizeNumbers, templateOf, tr, translated, translateElement };
+  const I18N = { edition, lang, localizeNumbers, spacedPercent, templateOf, tr, translated, translateElement };
   root.MiniGPTI18N = I18N;
   if (typeof module !== "undefined" && module.exports) module.exports = I18N;
 })(typeof globalThis !== "undefined" ? globalThis : this);
