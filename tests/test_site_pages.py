@@ -199,3 +199,17 @@ def test_the_weight_check_can_fail() -> None:
                "http://127.0.0.1:1/minigpt-web/minigpt_weights.js": 1_300_000}
     assert weight_problems({**typical, **content}) == []
     assert weight_problems({**typical, **content, "http://127.0.0.1:1/_images/big.png": 1_000_000})
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_bibliography_shows_no_latex(site: Path, edition: str) -> None:
+    """The reference list as printed: no LaTeX command left as text (pybtex keeps an unknown one, "\\texttt",
+    as words), and a command-line flag keeps its two hyphens ("--page-size"; pybtex turns "--" into an en
+    dash unless each hyphen is braced, `{-}{-}`, in references.bib)."""
+    soup = parsed(site / f"{edition}appendices/references.html")
+    entries = [e.get_text(" ", strip=True) for e in soup.select("div.citation, [role=doc-biblioentry]")]
+    assert len(entries) > 50, f"{edition}: {len(entries)} entries found: the check would read nothing"
+    latex = [e[:120] for e in entries if re.search(r"\\[A-Za-z]+", e)]
+    assert not latex, f"{edition}: LaTeX shown as text: {latex}"
+    dashed = [e[:120] for e in entries if re.search(r"[–—](?:page-size|block-size|kv-cache-dtype|schedule)", e)]
+    assert not dashed, f"{edition}: a flag's '--' printed as a dash: {dashed}"
