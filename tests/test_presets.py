@@ -71,14 +71,28 @@ def test_kv_bytes_per_token_bf16(name, per_token):
     assert costs.kv_bytes_per_token(L=m.L, H_kv=m.H_kv, d_h=m.d_h, s=2) == per_token
 
 
+#: Every GPU preset's capacity as `nvidia-smi` reports it (memory.total, MiB), with where it was read; the
+#: others are not NVIDIA GPUs (TPU v5e: 16 GiB per chip, Google's documentation), an illustrative card
+#: (the guide's 8 GB laptop GPU), or not checked against a printout (RTX 4090: 24 GiB, its datasheet's).
+#: The bug this catches: a datasheet's "16 GB" taken for what the card offers; a Colab T4 has 15,360 MiB,
+#: 1 GiB less, and an H100 80GB 81,559 MiB, 361 MiB less than 80 GiB.
+NVIDIA_SMI_MIB = {"T4": 15_360, "A100 40GB": 40_960, "A100 80GB": 81_920, "H100 SXM": 81_559, "H200": 143_771}
+UNREPORTED = {"TPU v5e": 16 * 1024, "Laptop GPU 8 GB": 8 * 1024, "RTX 4090": 24 * 1024}
+
+
+def test_capacities_are_what_nvidia_smi_reports():
+    assert set(NVIDIA_SMI_MIB) | set(UNREPORTED) == set(HARDWARE), "a new preset: pin its capacity here"
+    for name, mib in {**NVIDIA_SMI_MIB, **UNREPORTED}.items():
+        assert HARDWARE[name].memory_bytes == mib * MiB, f"{name}: {HARDWARE[name].memory_bytes / MiB:,.0f} MiB"
+    for name in ("T4", "H100 SXM"):
+        assert "nvidia-smi reports" in HARDWARE[name].source
+
+
 def test_hardware_figures():
     h100 = HARDWARE["H100 SXM"]
     assert costs.ridge_point(peak_flops=h100.peak_flops, bandwidth=h100.bandwidth) == pytest.approx(
         295.2, abs=0.1
     )
-    # Binary capacities, as nvidia-smi reports them: 81,920 MiB for an A100 80GB, about 143,771 MiB for an H200.
-    assert HARDWARE["A100 80GB"].memory_bytes == 81_920 * MiB
-    assert HARDWARE["H200"].memory_bytes == 143_771 * MiB
     laptop = HARDWARE["Laptop GPU 8 GB"]
     assert "illustrative" in laptop.source
     # The course page: 8 GB of weights (decimal, as it writes them) on ~400 GB/s is a 50 tok/s ceiling.

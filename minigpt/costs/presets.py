@@ -1,9 +1,11 @@
 """Model and hardware presets for the book's worked examples, each with its public source.
 
-Memory capacities are binary, as the hardware has them: HBM and GDDR come in GiB (an "80 GB" A100
-holds 80 GiB = 81,920 MiB, as `nvidia-smi` and `torch.cuda.mem_get_info` report; the "141 GB" H200
-reports about 143,771 MiB). Usable memory is lower still: the driver, the CUDA context and the
-framework's allocator reserve some, so a budget leaves a `reserve` (`costs.max_batch`). Bandwidths
+Memory capacities are what `nvidia-smi` (memory.total) and `torch.cuda.mem_get_info` report, in binary
+units: an "80 GB" A100 reports 81,920 MiB = 80 GiB, but an "80GB" H100 81,559 MiB and a "16 GB" T4 with
+ECC on (as in Colab and the clouds) 15,360 MiB, and the "141 GB" H200 about 143,771 MiB
+(`NVIDIA_SMI_SOURCE`; tests/test_presets.py pins each). Usable memory is lower still: the driver, the
+CUDA context and the framework's allocator reserve some, so a budget leaves a `reserve`
+(`costs.max_batch`). Bandwidths
 are bytes/s (SI, as datasheets state them) and peak rates FLOP/s, dense (no structured sparsity).
 The records' types are in `minigpt.costs.preset_types`. ``minigpt/web/costs/presets.js`` carries a copy for the
 browser sliders; ``tests/test_costs_js.py`` checks the two are equal.
@@ -17,6 +19,11 @@ from minigpt.costs.preset_types import HardwarePreset, LatentPreset, LinkPreset,
 
 MiB = 2**20
 GiB = 2**30
+#: Where the reported capacities come from: nvidia-smi's totals as printed on those GPUs.
+NVIDIA_SMI_SOURCE = ("nvidia-smi memory.total as reported: H100 81559MiB, A100 80GB 81920MiB, A100 40GB 40960MiB, "
+                     "T4 15360MiB (modal-labs/modal-client pull request 2797, 2025-01-23, "
+                     "https://github.com/modal-labs/modal-client/pull/2797; H100 also NVIDIA/nccl issue 1264, "
+                     "https://github.com/NVIDIA/nccl/issues/1264)")
 
 
 def _minigpt() -> ModelPreset:
@@ -123,9 +130,10 @@ HARDWARE: dict[str, HardwarePreset] = {
     preset.name: preset
     for preset in (
         HardwarePreset(
-            "T4", memory_bytes=16 * GiB, bandwidth=320e9, peak_flops=65e12, peak_flops_dtype="fp16",
+            "T4", memory_bytes=15_360 * MiB, bandwidth=320e9, peak_flops=65e12, peak_flops_dtype="fp16",
             source="NVIDIA T4 Tensor Core GPU datasheet (mixed-precision FP16/FP32 tensor cores); "
-            "https://www.nvidia.com/en-us/data-center/tesla-t4/",
+            "https://www.nvidia.com/en-us/data-center/tesla-t4/; 16 GB GDDR6 of which nvidia-smi reports "
+            "15,360 MiB with ECC on",
         ),
         HardwarePreset(
             "A100 40GB", memory_bytes=40 * GiB, bandwidth=1555e9, peak_flops=312e12,
@@ -140,10 +148,10 @@ HARDWARE: dict[str, HardwarePreset] = {
             "https://www.nvidia.com/en-us/data-center/a100/",
         ),
         HardwarePreset(
-            "H100 SXM", memory_bytes=80 * GiB, bandwidth=3.35e12, peak_flops=989e12,
+            "H100 SXM", memory_bytes=81_559 * MiB, bandwidth=3.35e12, peak_flops=989e12,
             peak_flops_dtype="bf16",
             source="NVIDIA H100 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
-            "989 dense); https://www.nvidia.com/en-us/data-center/h100/",
+            "989 dense); https://www.nvidia.com/en-us/data-center/h100/; nvidia-smi reports 81,559 MiB",
         ),
         HardwarePreset(
             "H200", memory_bytes=143_771 * MiB, bandwidth=4.8e12, peak_flops=989e12,
