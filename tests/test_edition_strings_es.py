@@ -14,6 +14,7 @@ The built pages in a browser: tests/test_site_es_english.py.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,6 +26,7 @@ from sphinxcontrib.bibtex.style.template import SphinxReferenceInfo
 
 from minigpt import i18n
 from minigpt.book import (
+    bibliography_es,
     citations_es,
     colab_badge,
     edition_notebooks,
@@ -70,9 +72,36 @@ def test_spanish_citations_say_y_and_s_f() -> None:
 
 def test_the_spanish_edition_chooses_the_spanish_style() -> None:
     config = SimpleNamespace(language="es", html_theme_options={}, bibtex_reference_style="author_year",
-                             bibtex_bibfiles=[], html_title="", author="")
+                             bibtex_default_style="plain", bibtex_bibfiles=[], html_title="", author="")
     sphinx_editions.configure_edition(SimpleNamespace(srcdir=str(ROOT)), config)
     assert config.bibtex_reference_style == citations_es.STYLE
+    assert config.bibtex_default_style == bibliography_es.STYLE
+
+
+def test_the_spanish_reference_list_writes_its_own_words_in_spanish() -> None:
+    """pybtex's `plain` writes words of its own between an entry's fields ("A, B, and C", "and others", "In"
+    before a proceedings' title, "October 2023"); the Spanish edition's style writes them in Spanish. The
+    titles stay as published (English), so the check reads what the style adds, around the fields."""
+    from pybtex.database import parse_string
+    from pybtex.style.formatting.plain import Style
+
+    text, missing = editions.translate_bibliography((ROOT / "references.bib").read_text(encoding="utf-8"), "es")
+    assert missing == []
+    entries = parse_string(text, "bibtex").entries
+    spanish = {e.key: e.text.render_as("text") for e in bibliography_es.SpanishPlainStyle().format_entries(
+        entries.values())}
+    english = {e.key: e.text.render_as("text") for e in Style().format_entries(entries.values())}
+    assert len(spanish) == len(entries) > 50
+    for key, shown in spanish.items():
+        title = entries[key].fields.get("title", "")  # a title may say ", and " ("easy, fast, and cheap")
+        assert (", and " not in shown or ", and " in title) and " and others" not in shown, (key, shown[:160])
+        assert not re.search(r"\b(January|February|March|April|May|June|July|August|September|October|"
+                             r"November|December) \d{4}", shown), (key, shown[:160])
+    proceedings = [k for k, e in entries.items() if e.type == "inproceedings"]
+    assert proceedings and all(". En " in spanish[k] and ". In " in english[k] for k in proceedings)
+    assert "Amanda Askell y otros." in spanish["brown2020gpt3"]
+    assert "octubre de 2023" in spanish["dao2023flashdecoding"]
+    assert any(" y " in spanish[k] and ", and " in english[k] for k in spanish)
 
 
 def test_spanish_sources_keep_their_spanish_titles() -> None:

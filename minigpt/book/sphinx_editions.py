@@ -34,7 +34,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
 
-from minigpt.book import catalogs, citations_es, editions
+from minigpt.book import bibliography_es, catalogs, citations_es, editions
 from minigpt.book.sphinx_chrome import translate_chrome
 
 logger = logging.getLogger(__name__)
@@ -182,6 +182,9 @@ def configure_edition(app: Sphinx, config: Any) -> None:
     if lang == "es" and config.bibtex_reference_style == "author_year":
         citations_es.register()  # "Hashimoto y Liang, 2025", "s. f."
         config.bibtex_reference_style = citations_es.STYLE
+    if lang == "es" and getattr(config, "bibtex_default_style", None) == "plain":
+        bibliography_es.register()  # the reference list: "A, B y C", "En", "octubre de 2023"
+        config.bibtex_default_style = bibliography_es.STYLE
     # Sphinx re-reads every page when a config value changes: the tables count as configuration.
     tables = sorted((catalogs.LOCALES / lang).glob("*.yml"))
     config.minigpt_edition_tables = hashlib.sha256(b"".join(p.read_bytes() for p in tables)).hexdigest()
