@@ -69,7 +69,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not _browser_skipped_by_choice():
         _refuse(config, site_items,
                 f"the browser check needs Debian's chromium at {CHROMIUM} (apt-get install chromium; .ci/run does). "
-                f"To run without it, set {SKIP_BROWSER_ENV}=1: its {len(site_items)} tests are then skipped.")
+                f"To run without it, set {SKIP_BROWSER_ENV}=1: {_count(site_items)} then skipped.")
         return
     skip = pytest.mark.skip(reason=f"chromium is absent and {SKIP_BROWSER_ENV}=1")
     for item in site_items:
@@ -78,6 +78,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _SKIPPED = pytest.StashKey[int]()
+
+
+def _count(items: list[pytest.Item]) -> str:
+    return "its test is" if len(items) == 1 else f"its {len(items)} tests are"
+
+
 _REFUSED = pytest.StashKey[str]()
 
 
@@ -112,7 +118,7 @@ def _skip_sandbox_if_told(config: pytest.Config, items: list[pytest.Item]) -> No
         return
     if os.environ.get(SKIP_SANDBOX_ENV, "") != "1":
         _refuse(config, sandbox_items, f"the grader's tests need a bubblewrap sandbox: {why}. To run without it, "
-                f"set {SKIP_SANDBOX_ENV}=1: its {len(sandbox_items)} tests are then skipped.")
+                f"set {SKIP_SANDBOX_ENV}=1: {_count(sandbox_items)} then skipped.")
         return
     skip = pytest.mark.skip(reason=f"no bubblewrap sandbox here and {SKIP_SANDBOX_ENV}=1")
     for item in sandbox_items:
@@ -135,8 +141,7 @@ def _skip_llamacpp_if_told(config: pytest.Config, items: list[pytest.Item]) -> N
         return
     if os.environ.get(SKIP_LLAMACPP_ENV, "") != "1":
         _refuse(config, marked, f"the llama.cpp tests need llama_cpp ({why[:200]}); `make install` installs it "
-                f"from wheels/. To run without it, set {SKIP_LLAMACPP_ENV}=1: its {len(marked)} tests are then "
-                "skipped.")
+                f"from wheels/. To run without it, set {SKIP_LLAMACPP_ENV}=1: {_count(marked)} then skipped.")
         return
     skip = pytest.mark.skip(reason=f"llama_cpp unavailable and {SKIP_LLAMACPP_ENV}=1")
     for item in marked:
