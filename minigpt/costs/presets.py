@@ -1,15 +1,14 @@
 """Model and hardware presets for the book's worked examples, each with its public source.
 
-Memory capacities are what `nvidia-smi` (memory.total) and `torch.cuda.mem_get_info` report, in binary
-units: an "80 GB" A100 reports 81,920 MiB = 80 GiB, but an "80GB" H100 81,559 MiB and a "16 GB" T4 with
-ECC on (as in Colab and the clouds) 15,360 MiB, and the "141 GB" H200 about 143,771 MiB
-(`NVIDIA_SMI_SOURCE`; tests/test_presets.py pins each). Usable memory is lower still: the driver, the
-CUDA context and the framework's allocator reserve some, so a budget leaves a `reserve`
-(`costs.max_batch`). Bandwidths
-are bytes/s (SI, as datasheets state them) and peak rates FLOP/s, dense (no structured sparsity).
-The records' types are in `minigpt.costs.preset_types`. ``minigpt/web/costs/presets.js`` carries a copy for the
-browser sliders; ``tests/test_costs_js.py`` checks the two are equal.
-"""
+Memory capacities are what `nvidia-smi` (memory.total) and `torch.cuda.mem_get_info` report, in binary units:
+an "80 GB" A100 reports 81,920 MiB = 80 GiB, but an "80GB" H100 81,559 MiB and a "16 GB" T4 with ECC on (as in
+Colab and the clouds) 15,360 MiB, and the "141 GB" H200 about 143,771 MiB (the A100, H100 and T4 totals as
+nvidia-smi prints them: modal-labs/modal-client pull request 2797, 2025-01-23; for the H100 also NVIDIA/nccl
+issue 1264; tests/test_presets.py pins each). Usable memory is lower still: the driver, the CUDA context and
+the framework's allocator reserve some, so a budget leaves a `reserve` (`costs.max_batch`). Bandwidths are
+bytes/s (SI, as datasheets state them) and peak rates FLOP/s, dense (no structured sparsity). The records'
+types are in `minigpt.costs.preset_types`. ``minigpt/web/costs/presets.js`` carries a copy for the browser
+sliders; ``tests/test_costs_js.py`` checks the two are equal. """
 
 from __future__ import annotations
 

@@ -12,7 +12,9 @@ what depends on it (README, "The Spanish edition").
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
+import operator
 import os
 import sys
 import tempfile
@@ -78,7 +80,7 @@ def build_editions(langs: tuple[str, ...], *, strict: bool = True) -> int:
     output and doctree folders; on two cores both take about as long as one). Each edition's log is printed
     whole when it is done, in the order of `langs`; the status is every build's, or-ed."""
     if len(langs) == 1 or (os.cpu_count() or 1) < 2:
-        return _or(build(lang, strict=strict) for lang in langs)
+        return functools.reduce(operator.or_, (build(lang, strict=strict) for lang in langs), 0)
     with ProcessPoolExecutor(len(langs), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_build_logged, lang, strict) for lang in langs]
         status = 0
@@ -86,13 +88,6 @@ def build_editions(langs: tuple[str, ...], *, strict: bool = True) -> int:
             code, log = future.result()
             print(f"===== the {lang} edition: Sphinx exited with {code}\n{log}", flush=True)
             status |= code
-    return status
-
-
-def _or(statuses) -> int:
-    status = 0
-    for code in statuses:
-        status |= code
     return status
 
 
