@@ -88,18 +88,20 @@ def new_context(browser, **context_options):
 class Visit:
     """One page load with its console errors, its failed requests and the requests that tried to leave
     localhost (aborted). In its own context unless given one (`context=`, shared by several visits and closed
-    by its owner); `context_options` go to `new_context` (e.g. a phone's viewport and is_mobile)."""
+    by its owner); `context_options` go to `new_context` (e.g. a phone's viewport and is_mobile). With
+    `count_bytes`, the bytes of every response are counted (`sizes`: reading each body costs a round trip)."""
 
-    def __init__(self, browser, url: str, *, context=None, **context_options) -> None:
+    def __init__(self, browser, url: str, *, context=None, count_bytes: bool = False, **context_options) -> None:
         self._owns_context = context is None
         self.context = new_context(browser, **context_options) if context is None else context
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.external: list[str] = []
         self.failed: list[str] = []
-        #: The bytes of every response the page loaded, by URL (raw, as served), until the network was idle.
+        #: With `count_bytes`: the bytes of every response the page loaded, by URL (raw, as served).
         self.sizes: dict[str, int] = {}
-        self.page.on("response", self._count)
+        if count_bytes:
+            self.page.on("response", self._count)
         self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
         self.page.on("pageerror", lambda err: self.errors.append(f"uncaught: {err}"))
         self.page.on("requestfailed", lambda req: self.failed.append(req.url))

@@ -37,6 +37,8 @@ PHONE_WIDTH = 390
 
 def weight_problems(sizes: dict[str, int]) -> list[str]:
     """What is wrong with the bytes a page loaded (`Visit.sizes`: URL -> bytes)."""
+    if not sizes:  # a visit without count_bytes: the check would pass having weighed nothing
+        return ["no response was counted (Visit(..., count_bytes=True))"]
     total = sum(sizes.values())
     shell = sum(size for url, size in sizes.items() if not any(c in unquote(urlsplit(url).path) for c in CONTENT))
     biggest = [(url.rsplit("/", 1)[-1], size) for url, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:4]]

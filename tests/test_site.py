@@ -94,7 +94,7 @@ def test_page(name: str, server: str, browser) -> None:
     explorers' scripts from the site and wired, a screenshot, then every EXPLORER_CHECKS row of the page,
     every explorer control driven, the page's weight, its errata and figures, its width on a phone
     (tests/site_checks.py); nothing from outside, no missing file, no console error."""
-    visit = Visit(browser, f"{server}/{name}.html")
+    visit = Visit(browser, f"{server}/{name}.html", count_bytes=True)
     page = visit.page
     try:
         if page.locator(".math").count():

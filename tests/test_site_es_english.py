@@ -136,7 +136,7 @@ def test_spanish_page(name: str, server: str, browser) -> None:
     tests/test_translations.py, typeset by tests/test_site.py); its explorers in Spanish, recomputing
     (tests/test_site_es.py); its weight, errata and figures, and its width on a phone (tests/site_checks.py);
     nothing from outside, no missing file, no console error."""
-    visit = Visit(browser, f"{server}/es/{name}.html")
+    visit = Visit(browser, f"{server}/es/{name}.html", count_bytes=True)
     try:
         found = english_on(visit.page, name)
         assert not found, f"es/{name}: English on screen ({len(found)}): {found[:6]}"

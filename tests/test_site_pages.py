@@ -194,6 +194,7 @@ def test_the_weight_check_can_fail() -> None:
 
     typical = {"http://127.0.0.1:1/_static/theme.css": 400_000, "http://127.0.0.1:1/_static/mathjax.js": 900_000}
     assert weight_problems(typical) == []
+    assert weight_problems({}), "a visit that counted nothing passes"
     assert weight_problems({**typical, "http://127.0.0.1:1/_static/icons.js": 1_500_000})
     content = {"http://127.0.0.1:1/_images/fig%201.png": 1_200_000,
                "http://127.0.0.1:1/minigpt-web/minigpt_weights.js": 1_300_000}
