@@ -18,8 +18,6 @@ The values each position computes are checked against Python by tests/test_site.
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 
 import pytest
@@ -42,110 +40,6 @@ def explorer_pages() -> list[str]:
         for nb in (ROOT / folder).glob("*.ipynb")
         if 'class=\\"mgx-explorer\\"' in nb.read_text(encoding="utf-8")
     )
-
-
-# The state of one explorer: every output's value (or error), the plot's drawing, and every slider's value.
-# Also whether the focused element is the control and shows a focus ring (an outline or a box shadow).
-STATE = """(control) => {
-    const box = control.closest("div.mgx-explorer"), svg = box.querySelector("svg.mgx-plot");
-    const style = getComputedStyle(control);
-    const ring = (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
-        || style.boxShadow !== "none";
-    // The plot's texts (ticks, axis titles, legend) as drawn: each inside the picture, no two overlapping.
-    const labels = [];
-    if (svg) {
-        const frame = svg.getBoundingClientRect(), texts = [...svg.querySelectorAll("text")]
-            .map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => r.width);
-        for (const [text, r] of texts) {
-            if (r.left < frame.left - 0.5 || r.right > frame.right + 0.5 || r.top < frame.top - 0.5
-                || r.bottom > frame.bottom + 0.5) labels.push(`"${text}" is clipped by the plot's edge`);
-        }
-        texts.forEach(([a, r], i) => texts.slice(i + 1).forEach(([b, q]) => {
-            const w = Math.min(r.right, q.right) - Math.max(r.left, q.left);
-            const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
-            if (w > 1 && h > 1) labels.push(`"${a}" overlaps "${b}"`);
-        }));
-    }
-    return {
-        labels,
-        outputs: [...box.querySelectorAll("[data-output]")].map(
-            (o) => o.getAttribute("data-value") + "|" + (o.getAttribute("data-error") || "")),
-        plot: svg ? svg.innerHTML : "",
-        value: control.closest("[data-slider]").getAttribute("data-value"),
-        focused: document.activeElement === control && control.matches(":focus-visible"),
-        ring,
-    };
-}"""
-
-# After End: the state there, then at the control's middle position (set as the reader's drag would), then the
-# control put back where it started.
-END_MIDDLE_BACK = """(control, [start]) => {
-    const state = """ + STATE + """;
-    const set = (position) => {
-        control.value = String(position);
-        control.dispatchEvent(new Event("input", {bubbles: true}));
-        control.dispatchEvent(new Event("change", {bubbles: true}));
-    };
-    const end = state(control);
-    if (control.tagName === "SELECT") set(Math.floor(control.options.length / 2));
-    else {
-        const lo = +control.min, hi = +control.max, step = +control.step || 1;
-        set(lo + Math.round((hi - lo) / 2 / step) * step);
-    }
-    const middle = state(control);
-    set(start);
-    return [end, middle];
-}"""
-
-
-def _value(raw: str) -> object:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw  # a string option is written as itself
-
-
-def _close(a: object, b: object) -> bool:
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return math.isclose(a, b, rel_tol=1e-9)
-    return a == b
-
-
-def check_control(page, box, explorer_id: str, slider: dict) -> list[str]:
-    """Drive one control: Home, End (keyboard), the middle; what is wrong with it, as sentences."""
-    name = slider["name"]
-    where = f"{explorer_id}.{name}"
-    control = box.locator(f'[data-slider="{name}"]').locator("input, select")
-    start = control.evaluate("c => { c.focus(); return c.value; }")
-    states = {}
-    page.keyboard.press("Home")
-    states["Home"] = control.evaluate(STATE)
-    page.keyboard.press("End")
-    states["End"], states["middle"] = control.evaluate(END_MIDDLE_BACK, [start])
-    problems = []
-    if slider["options"] is None:
-        first, last = slider["min"], slider["max"]
-    else:
-        first, last = slider["options"][0][1], slider["options"][-1][1]
-    for key, want in (("Home", first), ("End", last)):
-        got = _value(states[key]["value"])
-        if not _close(got, want):
-            problems.append(f"{where}: {key} gives {got!r}, not its {'min' if key == 'Home' else 'max'} {want!r}")
-        if not states[key]["focused"]:
-            problems.append(f"{where}: not focused (:focus-visible) after {key}")
-        elif not states[key]["ring"]:
-            problems.append(f"{where}: focused but shows no focus ring (outline or box-shadow)")
-    middle = _value(states["middle"]["value"])
-    if slider["options"] is None and not (isinstance(middle, int | float) and first < middle < last):
-        problems.append(f"{where}: its middle position gives {middle!r}, not a value strictly inside "
-                        f"({first!r}, {last!r})")
-    for key, state in states.items():
-        problems += [f"{where} at {key}: the plot's {label}" for label in state["labels"]]
-    outputs = {json.dumps(s["outputs"]) for s in states.values()}
-    plots = {s["plot"] for s in states.values()}
-    if len(outputs) == 1 and len(plots) == 1:
-        problems.append(f"{where}: min, middle and max show the same outputs and plot: the control moves nothing")
-    return problems
 
 
 def test_every_explorer_page_is_visited() -> None:
