@@ -146,7 +146,7 @@ def _workdir(slug: str, only: list[str], tests: list[str]) -> Path:
         f"only_mutate = {json.dumps(only)}\n"
         'also_copy = ["exercises", "chapters", "appendices", "scripts", "intro.md", "references.bib"]\n'
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-m", '
+        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-p", "mutmut_child_hits", "-m", '
         '"not site and not source_text and not compiles", "-q"]\n'
         # A mutant that hangs (a loop that never ends) is killed after 4x its tests' clean time in CPU
         # seconds, plus 1 s, doubled (mutmut's default, 15x, let one mutant of kv_cache.py run 15 minutes).
@@ -170,8 +170,14 @@ def _mutmut(work: Path, *args: str) -> int:
     ran the tests, and a fork of a process whose OpenMP pool has started waits forever at the pool's
     first barrier (gdb: `gomp_team_barrier_wait_end` in a LayerNorm); every mutant whose tests run
     a model then hung until its wall limit and counted as a timeout (killed), whatever its tests
-    said."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    said.
+
+    Its processes find `mutmut_children/` on their path: the pytest plugin and the `sitecustomize` with
+    which the worker processes a test starts report the functions they reach in mutmut's first pass, so
+    a mutant of a function only Part IV's ranks call runs the tests that start them."""
+    children = work / "scripts" / "maintenance" / "mutmut_children"  # see its sitecustomize.py
+    path = os.pathsep.join(filter(None, [str(children), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": path}
     with open(work / "mutmut.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mutmut", *args], cwd=work, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
