@@ -119,3 +119,13 @@ def test_goodput_bound_counts_the_decode_chips_d_minus_1_tokens_by_hand() -> Non
     assert costs.mixed_step_time(T=4, **chip) == pytest.approx(1.0)
     assert costs.disagg_goodput_bound(**run, D=2) == pytest.approx(1 / 1.01 / 2, rel=1e-9)
     assert costs.disagg_goodput_bound(**run, D=3) == pytest.approx(1 / 2.02 / 2, rel=1e-9)
+
+
+def test_a_disaggregated_replay_defaults_to_one_chip_on_each_side() -> None:
+    """Guards the defaults of `replay_disaggregated` (prefill=1, decode=1): a default of two prefill chips
+    would halve the prefill queue of every caller that names no split."""
+    m, hw, link = MODELS["Llama-2-7B"], HARDWARE["H100 SXM"], KV_LINKS["100 GbE"]
+    reqs = [Request(f"r{i}", tuple(range(3000)), 4, arrival_s=0.0) for i in range(4)]  # a queue at prefill
+    default = G.replay_disaggregated(reqs, m, hw, link)
+    assert default == G.replay_disaggregated(reqs, m, hw, link, prefill=1, decode=1)
+    assert default != G.replay_disaggregated(reqs, m, hw, link, prefill=2, decode=1)

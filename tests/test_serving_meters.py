@@ -1,6 +1,7 @@
-"""The engine's meters and log as a reader sees them: `latency_summary`'s keys and means, the log line that
-`Engine(echo=True)` prints. The bugs they catch: a summary key cut one character short ("ttf_mean_s"), and an
-`echo` flag that never reaches the log (nothing printed)."""
+"""The engine's meters and log as a reader sees them, and what one step schedules and records:
+`latency_summary`'s keys and means, the log line that `Engine(echo=True)` prints, the token budget of a
+step, the prefix blocks a step caches. The bugs they catch are named in each test: a summary key cut one
+character short ("ttf_mean_s"), an `echo` flag that never reaches the log (nothing printed), and others."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from tiny_engine import engine
 
 from minigpt.serving import Request, latency_summary
-from minigpt.serving.log import EngineLog
+from minigpt.serving.log import EngineLog, Interval
+from minigpt.serving.prefix_cache import block_hashes
 
 
 def test_the_summary_names_each_series_and_its_mean() -> None:
@@ -55,3 +57,26 @@ def test_a_step_never_schedules_more_tokens_than_its_budget(chunk_size: int) -> 
     e.run([Request(f"r{i}", list(range(1, 12 + 3 * i)), 3) for i in range(4)])
     assert totals and max(totals) <= chunk_size, totals
     assert max(totals) == chunk_size  # the budget is used, not only respected
+
+
+def test_the_log_line_reads_each_figure_as_a_percentage_of_one() -> None:
+    """The line a reader compares with vLLM's: usage and hit rate as percentages of fractions (0.25 is 25.0%).
+    Guards a wrong scale on either."""
+    line = Interval(0.0, 2.0, 1234.5, 67.8, 3, 2, 1, 0, kv_usage=0.25, prefix_hit_rate=0.125)
+    assert str(line) == ("[    2.000 s] Avg prompt throughput: 1,234.5 tokens/s, Avg generation throughput: 67.8 "
+                         "tokens/s, Running: 2 reqs, Preempted: 0 reqs, Pending: 1 reqs, KV cache usage: 25.0%, "
+                         "Prefix cache hit rate: 12.5%")
+
+
+def test_a_step_caches_the_full_blocks_of_every_chunk_it_ran() -> None:
+    """Prefix caching registers each chunk's completed blocks, whatever the chunks before it completed. Guards a
+    loop that stops at the first chunk with no new full block (a short prompt admitted first would keep every
+    later prompt of the step out of the cache)."""
+    e = engine(block_size=4, prefix_caching=True)
+    short, long = Request("short", (1, 2), 3), Request("long", tuple(range(3, 11)), 3)
+    e.submit(short)
+    e.submit(long)
+    chunks = e.step()
+    assert [c.tracked.request.id for c in chunks] == ["short", "long"]
+    assert all(key in e.prefix_cache for key in block_hashes(long.prompt, 4))
+    assert len(e.prefix_cache) == 2

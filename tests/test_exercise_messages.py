@@ -1,0 +1,115 @@
+"""What `check()` and the grader tell a student, word for word where a word matters, and the comparisons
+that decide a pass, called as a question builds them (a comparison factory runs once, when its exercise
+is defined; these tests build their own, so a wrong factory fails here and not only in a grade).
+
+Each test names the bug it catches; they were written against the survivors of a mutation sample
+(`mutation/report.md`): a message that drops the student's value or the hint, a tolerance with no
+absolute part, a nested-list answer refused as ragged, a method check that needs both of its signs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from minigpt.exercises import ex08, ex11, ex14, ex17, ex18, run_check
+from minigpt.exercises.case_inputs import describe
+from minigpt.exercises.comparisons import boolean, exact_int, int_list, returned, tensor
+from minigpt.exercises.wire_shapes import conforms
+
+
+def _tensor(values: list) -> dict:
+    """A tensor as the wire carries it."""
+    shape, x = [], values
+    while isinstance(x, list):
+        shape.append(len(x))
+        x = x[0]
+    return {"$tensor": values, "shape": shape}
+
+
+def test_a_nested_list_is_a_tensor_answer_and_a_ragged_one_is_named() -> None:
+    """Guards a list answer whose shape is never read (every nested-list answer refused as ragged)."""
+    compare = tensor()
+    assert compare(_tensor([[1.0, 2.0], [3.0, 4.0]]), [[1.0, 2.0], [3.0, 4.0]]) is None
+    assert compare(_tensor([[1.0, 2.0], [3.0, 4.0]]), [[1.0, 2.0], [3.0]]) == "expected a tensor, got a ragged list"
+    assert "got shape [4]" in compare(_tensor([[1.0, 2.0], [3.0, 4.0]]), [1.0, 2.0, 3.0, 4.0])
+
+
+def test_the_tensor_tolerance_has_an_absolute_part() -> None:
+    """Guards `allclose` called without `atol`: torch's 1e-8 default would fail a correct answer whose zeros
+    come out as 1e-7 (rounding in another order), which the question's stated atol=1e-5 accepts."""
+    compare = tensor()
+    assert compare(_tensor([0.0, 1.0]), [1e-7, 1.0]) is None
+    assert "at index [0]" in compare(_tensor([0.0, 1.0]), [1e-3, 1.0])
+
+
+def test_a_returned_tensor_is_shown_by_its_shape_and_first_values_to_five_places() -> None:
+    assert returned(_tensor([[0.123456789, 2.0]])) == "tensor of shape [1, 2], first values [0.12346, 2.0]"
+
+
+def test_wrong_values_are_shown_next_to_the_expected_ones() -> None:
+    """Guards messages that drop the returned value or mangle the list brackets."""
+    assert int_list([1, 2], [1, 3]) == "expected [1, 2], got [1, 3]"
+    assert boolean(True, False) == "expected True, got False"
+    assert exact_int(5, "5") == "expected the integer 5, got '5'"
+    assert ex08.name_or_none(None, "llama") == "expected None (no model reaches the threshold), got 'llama'"
+    assert ex17._records([["all_reduce", 8]], "x") == "expected a list of [kind, nbytes] pairs, got str"
+    assert ex14._tokens([1, 2, 3], [1, 2, 4]) == (
+        "expected [1, 2, 3], got [1, 2, 4]: the kept drafts agree; the last token does not (it is drawn with u[γ] "
+        "from the distribution the round ends on)")
+
+
+def test_a_trace_is_compared_operation_by_operation() -> None:
+    """Guards a trace comparison that never walks the states (it raised on every answer of the right length)."""
+    compare = ex11._trace_compare(("tables", "free"))
+    assert compare([[[0], [1]], [[0, 1], []]], [[[0], [1]], [[0, 1], []]]) is None
+    assert compare([[[0], [1]], [[0, 1], []]], [[[0], [1]], [[1, 0], []]]) == \
+        "after operation 1: tables expected [0, 1], got [1, 0]"
+
+
+def test_inputs_are_described_as_the_student_would_build_them() -> None:
+    """Guards the descriptions of a configuration, a model, a long list and a large structure in a FAIL line."""
+    assert describe({"$config": {"L": 1, "H": 2}}) == "ModelConfig(L=1, H=2)"
+    assert describe({"$model": {"L": 1, "H": 2}}) == "MiniGPT(L=1, H=2)"
+    assert describe(list(range(10))) == "[0, 1, 2, 3, 4, 5, 6, 7, ...]"
+    wide = {f"key{i}": list(range(40)) for i in range(7)}
+    assert describe(wide) == "{" + ", ".join(f"'key{i}': [40 items]" for i in range(6)) + ", ...}"
+
+
+def _raises(**_: object) -> int:
+    raise ValueError("boom")
+
+
+def _returns_a_set(**_: object) -> set:
+    return {1}
+
+
+def test_a_function_that_raises_is_named_with_its_error_and_the_hint() -> None:
+    """Guards a FAIL line without the exception's type or without the question's hint."""
+    result = run_check("ex01.q1", _raises, seed=3)
+    assert result.status == "fail" and result.seed == 3
+    first, hint = result.message.split("\n")
+    assert first.startswith("FAIL ex01.q1 prefill_flops: prefill_flops(") and first.endswith("raised ValueError: boom")
+    assert hint.startswith("  hint: seed convention (1 FLOP per multiply-add)")
+
+
+def test_an_answer_the_wire_cannot_carry_fails_with_its_seed() -> None:
+    """Guards the unsupported-output path (a set returned): a FAIL that keeps the seed to replay it."""
+    result = run_check("ex01.q1", _returns_a_set, seed=11)
+    assert result.status == "fail" and result.seed == 11
+    assert "set" in result.message and "\n  hint: " in result.message
+
+
+def test_a_list_answer_conforms_to_a_tensor_of_its_shape() -> None:
+    """Guards the shape check reading a list answer's data (every list answer to a tensor question refused)."""
+    assert conforms([[1.0, 2.0]], _tensor([[0.0, 0.0]])) is None
+    assert conforms([[1.0, 2.0, 3.0]], _tensor([[0.0, 0.0]])) is not None
+
+
+@pytest.mark.parametrize("largest,flops", [(10**9, 0), (0, 10**12)])
+def test_either_sign_of_rebuilt_keys_fails_the_absorbed_question(largest: int, flops: int) -> None:
+    """ex18 Q1's method: a tensor of S·H·d_h elements, or the FLOPs of rebuilding it, each alone is enough.
+    Guards a check that needs both (an answer that rebuilds K with a gather and no product would pass)."""
+    case = {"c": {"$randn": [300, 4]}, "w_uk": {"$randn": [2, 16, 4]}}
+    problem = ex18._decompressed(case, {"largest": largest, "flops": flops})
+    assert problem is not None and problem.startswith("the keys or values were rebuilt from the latents")
+    assert ex18._decompressed(case, {"largest": 0, "flops": 0}) is None
