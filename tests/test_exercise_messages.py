@@ -10,8 +10,9 @@ absolute part, a nested-list answer refused as ragged, a method check that needs
 from __future__ import annotations
 
 import pytest
+import torch
 
-from minigpt.exercises import ex08, ex11, ex14, ex17, ex18, run_check
+from minigpt.exercises import ex08, ex11, ex13, ex14, ex15, ex16, ex17, ex18, run_check
 from minigpt.exercises.case_inputs import describe
 from minigpt.exercises.comparisons import boolean, exact_int, int_list, returned, tensor
 from minigpt.exercises.wire_shapes import conforms
@@ -113,3 +114,53 @@ def test_either_sign_of_rebuilt_keys_fails_the_absorbed_question(largest: int, f
     problem = ex18._decompressed(case, {"largest": largest, "flops": flops})
     assert problem is not None and problem.startswith("the keys or values were rebuilt from the latents")
     assert ex18._decompressed(case, {"largest": 0, "flops": 0}) is None
+
+
+def test_a_triple_and_a_one_element_tensor_are_read_as_the_questions_say() -> None:
+    """Factories a question builds once: ex13's (m, l, o) triple walks the answer's three items, and ex14's
+    accept-probability takes a one-element tensor (a student's `p[x] / q[x]`) as its number. Guards a triple
+    that never reads the answer and a number that takes two-element tensors instead."""
+    triple = ex13._triple(("m", "l", "o"), (int_list, int_list, int_list))
+    assert triple([[1], [2], [3]], [[1], [2], [3]]) is None
+    assert triple([[1], [2], [3]], [[1], [5], [3]]) == "l: expected [2], got [5]"
+    number = ex14._number(exact_int)
+    assert number(3, _tensor([3.0])) is None
+    assert number(3, _tensor([3.0, 3.0])) is not None
+
+
+def test_the_disaggregation_checks_say_what_was_returned() -> None:
+    """ex16's checks quote the student's value and the expected one (guards a message with None in place)."""
+    assert ex16._transfer_check((8, 0.5), "x") == "expected a pair (bytes, seconds), got 'x'"
+    assert ex16._ratio_check((1, 3), (2, 3)) == "N and M must be >= 1 and add up to 4 chips, got 2 + 3"
+    assert ex16._wire_check(1024, 512).startswith("expected 1,024 bytes, got 512: which requests still need")
+    assert ex15._which("traffic", "overhead").startswith("expected 'traffic', got 'overhead': compare the floor "
+                                                         "n_ops·t_op with the step's traffic time, the larger")
+    assert ex14._tokens([1, 2, 3], [1, 2]).startswith("expected [1, 2, 3], got [1, 2]: the final token is missing")
+
+
+def test_a_shape_mismatch_names_the_shape_returned() -> None:
+    assert "[3]" in conforms({"$tensor": [1, 2, 3], "shape": [3]}, _tensor([[0.0, 0.0]]))
+    assert "?" in conforms({"$tensor": [1, 2, 3], "shape": "3"}, _tensor([[0.0, 0.0]]))
+
+
+def test_the_recent_window_edge_counts_a_recent_token_at_the_window_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ex18 Q2's edge: a recent token among the top (budget - recent) scores, the first recent position included
+    (guards `>` for `>=`, which misses a top score at position n - recent). Scores given as tensors."""
+    monkeypatch.setattr(ex18, "build", lambda value: value)
+    case = {"positions": list(range(6)), "budget": 4, "recent": 2}
+    case["scores"] = torch.tensor([0.0, 0.0, 0.0, 0.0, 9.0, 0.0])  # the top score at position n - recent = 4
+    assert ex18._recent_in_top(case)
+    case["scores"] = torch.tensor([9.0, 8.0, 0.0, 0.0, 0.0, 0.0])
+    assert not ex18._recent_in_top(case)
+
+
+@pytest.mark.parametrize("S,d_c,expected", [(300, 4, True), (56, 4, False), (300, 16, False), (20, 4, False)])
+def test_the_absorbed_method_check_applies_only_where_the_sizes_tell(S: int, d_c: int, expected: bool) -> None:
+    """ex18 Q1's method check speaks only where rebuilding the keys outweighs the absorbed step: S = 300 with
+    d_c = 4 < d_h = 16. At S = 56 the rebuild's FLOPs (256·S) stay under twice the absorbed step's
+    (2·(4d² + 4·H·S·d_c + 8·d·H·d_c) = 12,288 + 64·S), with d_c = d_h latents are no smaller than the heads,
+    and at S = 20 the rebuilt tensor is smaller than d²: there only the values count. Guards the absorbed
+    FLOPs mis-priced (4·H·S/d_c) and the conditions joined by `or`."""
+    case = {"c": {"$randn": [S, d_c]}, "w_uk": {"$randn": [2, 16, d_c]}}
+    rebuilt = {"largest": S * 32, "flops": 2 * S * d_c * 32}
+    assert (ex18._decompressed(case, rebuilt) is not None) is expected

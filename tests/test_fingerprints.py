@@ -23,6 +23,7 @@ from minigpt.runtime.quantized_cache import quantize, quantize_per_channel
 from minigpt.runtime.speculative import accept_drafts
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.source_text  # fingerprints the package's source, which a mutation run rewrites
 PRINTED = [attention, quantize, quantize_per_channel, combine_chunks, accept_drafts]
 
 
