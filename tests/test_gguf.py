@@ -167,6 +167,13 @@ def test_f16_keeps_the_greedy_continuation(files, shipped) -> None:
         assert generate(model, prompt, 16).tokens == generate(shipped.model, prompt, 16).tokens
 
 
+def test_the_reference_gelu_returns_float32_as_ggml_does() -> None:
+    """The exact GELU of the reference computes in float64 and returns float32, the dtype ggml's activations have
+    (guards the float64 result kept: every later product of the reference would run in double)."""
+    x = np.array([-1.0, 0.0, 0.5], dtype=np.float32)
+    assert gguf_reference._gelu_erf(x).dtype == np.float32
+
+
 def test_gelu_is_the_one_difference_of_form(files, ids, logits) -> None:
     """llama.cpp's GPT-2 GELU (tanh form, fp16 table) moves MiniGPT's logits by ~1e-3: far above f32
     rounding, so an f32 comparison with llama.cpp must allow for it or compute it (`gelu="ggml"`)."""

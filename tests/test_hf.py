@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from minigpt import ModelConfig, generate, load_pretrained
-from minigpt.interop.hf import export_gpt2, load_gpt2, load_gpt2_tokenizer
+from minigpt.interop.hf import export_gpt2, from_gpt2_state, load_gpt2, load_gpt2_tokenizer, to_gpt2_state
 from minigpt.measure import sweeps
 
 transformers = pytest.importorskip("transformers", reason="transformers is in requirements.txt (make install)")
@@ -39,6 +39,8 @@ def test_directory_holds_standard_files(exported: Path) -> None:
     config = json.loads((exported / "config.json").read_text())
     assert config["model_type"] == "gpt2" and config["activation_function"] == "gelu"
     assert config["n_positions"] == 128 and config["layer_norm_epsilon"] == 1e-5
+    tokenizer = json.loads((exported / "tokenizer_config.json").read_text())
+    assert tokenizer["tokenizer_class"] == "PreTrainedTokenizerFast"  # the class transformers resolves by name
 
 
 def test_logits_equal(shipped, hf_model) -> None:
@@ -103,8 +105,21 @@ def test_what_gpt2_cannot_hold_is_a_clear_error(tmp_path: Path) -> None:
     (out / "config.json").write_text(json.dumps({**config, "layer_norm_epsilon": 1e-6}))
     with pytest.raises(ValueError, match=r"layer_norm_epsilon must be 1e-05"):
         load_gpt2(out)
+    (out / "config.json").write_text(json.dumps({**config, "scale_attn_weights": False}))
+    with pytest.raises(ValueError, match=r"scale_attn_weights must be True for MiniGPT, got False$"):
+        load_gpt2(out)  # the GELU hint belongs to the activation only
     with pytest.raises(FileNotFoundError, match=r"config.json does not exist"):
         load_gpt2(tmp_path / "nothing")
+
+
+def test_an_untied_head_is_refused_by_name() -> None:
+    """Guards the LM head looked up under another name (an untied head would be dropped without a word)."""
+    cfg = ModelConfig(L=1, H=2, H_kv=2, d_h=8, d_ffn=32, V=20, S_max=16)
+    state = to_gpt2_state(sweeps.random_model(cfg))
+    assert from_gpt2_state({**state, "lm_head.weight": state["transformer.wte.weight"].clone()}, cfg).keys() == \
+        from_gpt2_state(state, cfg).keys()
+    with pytest.raises(ValueError, match="lm_head.weight differs from transformer.wte.weight"):
+        from_gpt2_state({**state, "lm_head.weight": state["transformer.wte.weight"] + 1}, cfg)
 
 
 def test_import_minigpt_stays_light() -> None:

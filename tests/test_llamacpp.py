@@ -126,6 +126,8 @@ def test_meters_count_prompt_and_steps(exact, llamacpp, shipped) -> None:
 def test_bad_input_names_the_parameter(files, llamacpp, exact) -> None:
     with pytest.raises(ValueError, match="kv_type must be"):
         llamacpp.open_gguf(files["f32"], kv_type="q8_0")
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.gguf does not exist"):
+        llamacpp.open_gguf(files["f32"].parent / "nowhere.gguf")
     with pytest.raises(ValueError, match="ids must be"):
         llamacpp.logits(exact, [600])
     with pytest.raises(ValueError, match="at least 2 tokens"):
