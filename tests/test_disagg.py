@@ -20,7 +20,7 @@ from limits import DISTRIBUTED, HANG_S
 from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.distributed import disagg
-from minigpt.distributed.kv_transfer import export_kv, import_kv
+from minigpt.distributed.kv_transfer import HEADER, export_kv, import_kv
 from minigpt.runtime.checkpoint import load_pretrained
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving import Engine, EngineConfig, Request
@@ -108,6 +108,9 @@ def test_transfer_bytes_are_eq_2_1_times_P_counted_on_both_sides(plain_run) -> N
     sent = run.workers[1]["kv_bytes_sent"]
     received = run.workers[2]["kv_bytes_received"]
     assert sent == received == expected == run.kv_bytes
+    headers = sum(8 * (HEADER + r.P) for r in requests if r.max_new_tokens > 1)  # int64 header and prompt ids
+    assert run.workers[1]["meta_bytes_sent"] == headers and run.workers[1]["transfers"] == len(
+        [r for r in requests if r.max_new_tokens > 1])
     assert sum(line.transfer_bytes for line in run.log) == expected
     assert sum(line.prompt_tok_s * (line.end_s - line.start_s) for line in run.log) == pytest.approx(
         sum(r.P for r in requests))

@@ -1,5 +1,5 @@
 """Part IV's tools around the engines: the command line that serves a trace disaggregated
-(`python -m minigpt.distributed.serve`), the α-β fit of Eq. (20.4), the timing workers of
+(`python -m minigpt.distributed.serve`) and its driver's log, the α-β fit of Eq. (20.4), the timing workers of
 `scripts/sweeps/sweep_tp.py`, and where a disaggregated rank computes.
 
 Each test names the bug it catches. Times are never asserted: the timing workers run under a clock
@@ -15,11 +15,12 @@ import torch
 from limits import DISTRIBUTED, HANG_S
 
 from minigpt import costs
-from minigpt.distributed import launch, tp_workers
+from minigpt.distributed import disagg, launch, tp_workers
 from minigpt.distributed.collectives import fit_alpha_beta
 from minigpt.distributed.disagg import _device
 from minigpt.distributed.serve import main
 from minigpt.runtime.checkpoint import load_pretrained
+from minigpt.serving import Request
 
 
 def test_the_fit_recovers_alpha_and_beta_from_exact_times() -> None:
@@ -92,3 +93,32 @@ def test_the_command_line_refuses_a_trace_longer_than_the_model(capsys: pytest.C
         main(["--prompt", "8", "100", "--output", "8", "40"])
     assert stop.value.code == 2
     assert "--prompt HI + --output HI - 1 must be <= S_max = 128" in capsys.readouterr().err
+
+
+def test_the_driver_logs_a_last_interval_only_if_something_happened_in_it() -> None:
+    """The driver's log, without processes: at the end of a run (`force`), an interval shorter than
+    `log_interval_s` is logged if it counted anything, prompt tokens alone included, and not if it counted
+    nothing. Guards a forced line for an empty interval, a line needing both prompt and generated tokens,
+    and a counter that does not start at zero."""
+    c = load_pretrained().config
+    requests = [Request("a", (1, 2, 3), 2), Request("b", (4, 5), 3, arrival_s=0.1)]
+    driver = disagg.Driver(disagg.DisaggConfig(log_interval_s=1.0), requests, False, S_max=c.S_max, V=c.V)
+    driver.tick(0.2, force=True)
+    assert driver.log == []  # nothing counted yet
+    driver._interval[0] += 3  # a prompt of 3 tokens prefilled
+    driver.tick(0.4)
+    assert driver.log == []  # not forced, shorter than the interval
+    driver.tick(0.5, force=True)
+    assert len(driver.log) == 1 and driver.log[0].prompt_tok_s == pytest.approx(3 / 0.5)
+    assert driver.log[0].generation_tok_s == 0 and driver.log[0].transfer_bytes == 0
+    driver.tick(0.7, force=True)
+    assert len(driver.log) == 1
+
+
+def test_the_help_says_each_options_unit_and_constraint(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` of the command line: the SLOs in seconds, NCCL only with CUDA workers."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--ttft-slo TTFT_SLO seconds" in text and "--tpot-slo TPOT_SLO seconds" in text
+    assert "nccl needs --device cuda" in text and "cuda: one GPU per worker" in text

@@ -34,18 +34,27 @@ def _run(model, tp, prompt: torch.Tensor, steps: int) -> dict:
                 pair_record=list(tp.comm.record))
 
 
+def _prompt(V: int, W: int, B: int, P: int, seed: int) -> torch.Tensor:
+    """Random token ids, the first row starting with the first id of each rank's vocabulary shard (k·V/W: where
+    a rank's local index is 0, the edge of its "outside my shard" test)."""
+    prompt = torch.randint(0, V, (B, P), generator=torch.Generator().manual_seed(seed))
+    starts = torch.arange(W) * (V // W)
+    prompt[0, : min(P, W)] = starts[: min(P, W)]
+    return prompt
+
+
 def equivalence(rank: int, W: int, cases: list[tuple[str, int, int, int, int]], mutants: bool) -> list[dict]:
     """For each case (checkpoint, B, P, steps, seed): the comparison of `_run`. With `mutants`, the
     first case again with one extra all-reduce in the MLP, and with the MLP's all-reduce forgotten."""
     out = []
     for name, B, P, steps, seed in cases:
         model = load_pretrained(name=name).model
-        prompt = torch.randint(0, model.config.V, (B, P), generator=torch.Generator().manual_seed(seed))
+        prompt = _prompt(model.config.V, W, B, P, seed)
         out.append(_run(model, TensorParallelMiniGPT(model, Collectives(rank, W)), prompt, steps))
     if mutants:
         name, B, P, steps, seed = cases[0]
         model = load_pretrained(name=name).model
-        prompt = torch.randint(0, model.config.V, (B, P), generator=torch.Generator().manual_seed(seed))
+        prompt = _prompt(model.config.V, W, B, P, seed)
         for kind in ("extra", "forgotten"):
             tp = TensorParallelMiniGPT(model, Collectives(rank, W))
             tp.block = _mutated_block(tp, kind)
