@@ -129,3 +129,17 @@ def test_a_disaggregated_replay_defaults_to_one_chip_on_each_side() -> None:
     default = G.replay_disaggregated(reqs, m, hw, link)
     assert default == G.replay_disaggregated(reqs, m, hw, link, prefill=1, decode=1)
     assert default != G.replay_disaggregated(reqs, m, hw, link, prefill=2, decode=1)
+
+
+def test_the_p90s_read_a_disaggregated_runs_records_too() -> None:
+    """`latencies` and `p90` take any record with a "finished" status, arrival and token times (a
+    disaggregated run's), and count the others as missing the objectives. Guards the status read from
+    nothing (every record then counts as failed)."""
+    from types import SimpleNamespace
+
+    done = SimpleNamespace(status="finished", arrival_s=1.0, token_s=[1.5, 1.7, 1.9])
+    lost = SimpleNamespace(status="failed", arrival_s=2.0, token_s=[])
+    lat = G.latencies([done, lost])
+    assert lat[0].ttft_s == pytest.approx(0.5) and lat[0].tpot_s == pytest.approx(0.2)
+    assert lat[1].ttft_s == math.inf
+    assert G.p90([done, lost]) == pytest.approx({"ttft_p90_s": 0.5, "tpot_p90_s": 0.2})

@@ -10,9 +10,12 @@ import math
 import pytest
 from tiny_engine import engine
 
-from minigpt.serving import Request, latency_summary
+from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.serving import Engine, EngineConfig, Request, latency_summary
 from minigpt.serving.log import EngineLog, Interval
-from minigpt.serving.prefix_cache import block_hashes
+from minigpt.serving.prefix_cache import ROOT, block_hashes, block_key
+from minigpt.serving.request import Tracked
+from minigpt.serving.trace import poisson_trace
 
 
 def test_the_summary_names_each_series_and_its_mean() -> None:
@@ -30,11 +33,11 @@ def test_echo_prints_each_interval_and_its_absence_prints_nothing(capsys: pytest
     for echo in (True, False):
         log = EngineLog(0.5, echo=echo)
         log.step(prompt_tokens=8, generated_tokens=2)
-        log.tick(1.0, running=1, waiting=0, preempted=0, kv_usage=0.25, prefix_hit_rate=0.0)
+        log.tick(2.0, running=1, waiting=0, preempted=0, kv_usage=0.25, prefix_hit_rate=0.0)
         printed = capsys.readouterr().out
         assert len(log.intervals) == 1
         if echo:
-            assert printed == str(log.intervals[0]) + "\n" and "Avg prompt throughput: 8.0 tokens/s" in printed
+            assert printed == str(log.intervals[0]) + "\n" and "Avg prompt throughput: 4.0 tokens/s" in printed
         else:
             assert printed == ""
 
@@ -80,3 +83,29 @@ def test_a_step_caches_the_full_blocks_of_every_chunk_it_ran() -> None:
     assert [c.tracked.request.id for c in chunks] == ["short", "long"]
     assert all(key in e.prefix_cache for key in block_hashes(long.prompt, 4))
     assert len(e.prefix_cache) == 2
+
+
+def test_the_scheduler_sizes_a_request_at_its_longest_and_the_engine_says_why_it_stopped() -> None:
+    """Worst-case blocks: ⌈(P + D − 1) / b⌉ (guards a floor or a sign lost: a negative count reserves nothing);
+    a cancel without a reason records the default one; the cache-aware order without a prefix cache is
+    refused with the setting to change."""
+    e = engine(block_size=4, max_batch=2)
+    for P, D, blocks in ((5, 4, 2), (5, 5, 3), (1, 1, 1), (8, 1, 2)):
+        assert e.scheduler.worst_case_blocks(Tracked(Request("r", tuple(range(1, P + 1)), D))) == blocks
+    e.submit(Request("c", (1, 2, 3), 8))
+    e.step()
+    e.cancel("c")
+    assert e.requests["c"].reason == "cancelled by the user"
+    with pytest.raises(ValueError, match=r"it needs a prefix_cache \(EngineConfig\(prefix_caching=True\)\)$"):
+        engine(cache_aware=True)
+
+
+def test_inputs_the_engine_refuses_and_the_key_it_keeps() -> None:
+    """A trace of zero requests and a swap replay without a link are refused by name; a block's key keeps its
+    tokens (the collision check compares them). Guards a check joined by `and` (n = 0 accepted), a message
+    with the wrong type name, and a key without its tokens."""
+    with pytest.raises(ValueError, match=r"n must be an integer >= 1 \(requests\), got 0"):
+        poisson_trace(0, rate=1.0)
+    with pytest.raises(ValueError, match=r"needs host_link \(a LinkPreset, e\.g\. costs\.presets\.HOST_LINKS"):
+        Engine.replay(MODELS["Llama-2-7B"], HARDWARE["H100 SXM"], config=EngineConfig(preemption="swap"))
+    assert block_key(ROOT, [3, 1, 2]).tokens == (3, 1, 2)
