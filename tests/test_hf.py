@@ -108,6 +108,9 @@ def test_what_gpt2_cannot_hold_is_a_clear_error(tmp_path: Path) -> None:
     (out / "config.json").write_text(json.dumps({**config, "scale_attn_weights": False}))
     with pytest.raises(ValueError, match=r"scale_attn_weights must be True for MiniGPT, got False$"):
         load_gpt2(out)  # the GELU hint belongs to the activation only
+    (out / "config.json").write_text(json.dumps({**config, "add_cross_attention": True}))
+    with pytest.raises(ValueError, match=r"add_cross_attention must be False for MiniGPT, got True$"):
+        load_gpt2(out)  # another key starting with "a"
     with pytest.raises(FileNotFoundError, match=r"config.json does not exist"):
         load_gpt2(tmp_path / "nothing")
 

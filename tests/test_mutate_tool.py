@@ -94,3 +94,38 @@ def test_a_sample_resumes_only_the_same_draw_and_the_report_says_when_it_is_inco
     assert "**Incomplete**: 2 of the 3 drawn mutants" in text
     assert "| serving | 2 | 1 | 1 | 0 | 0 | 50.0% |" in text and "abcdef0123 | 7 |" in text
     assert "- `minigpt.serving.a.x_f__mutmut_2` (sample)" in text
+
+
+def test_a_worker_reports_each_function_it_reaches_once_per_test(tmp_path):
+    """The child's side of `mutmut_children` (its sitecustomize, read at start-up): each name once per test (a
+    name again after the plugin took the file), and no failure when the folder is gone (a forkserver keeps the
+    environment of the session that started it: a hit that raised killed the worker before its group formed).
+    A stand-in `mutmut` package takes the real one's place (it is installed by `make mutate` only)."""
+    import os
+    import subprocess
+
+    fake = tmp_path / "fake" / "mutmut" / "mutation"
+    fake.mkdir(parents=True)
+    for folder in (fake.parent, fake):
+        (folder / "__init__.py").write_text("")
+    (fake / "trampoline.py").write_text("def record_trampoline_hit(name, caller=None):\n    raise AssertionError\n")
+    hits = tmp_path / "hits"
+    hits.mkdir()
+    script = (
+        "import os, shutil\n"
+        "import mutmut.mutation.trampoline as t\n"
+        "for name in ('a.f', 'a.f', 'b.g'):\n"
+        "    t.record_trampoline_hit(name)\n"
+        "path = os.path.join(os.environ['MUTMUT_CHILD_HITS'], f'{os.getpid()}.hits')\n"
+        "print(open(path).read().split())\n"
+        "os.remove(path)\n"
+        "t.record_trampoline_hit('a.f')\n"
+        "print(open(path).read().split())\n"
+        "shutil.rmtree(os.environ['MUTMUT_CHILD_HITS'])\n"
+        "t.record_trampoline_hit('c.h')\n"
+        "print('alive')\n")
+    children = ROOT / "scripts" / "maintenance" / "mutmut_children"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(children), str(fake.parent.parent)]),
+           "MUTMUT_CHILD_HITS": str(hits)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == ["['a.f', 'b.g']", "['a.f']", "alive"], out.stderr

@@ -26,17 +26,6 @@ from minigpt.exercises.wire_messages import (
 )
 
 
-def _leaves(value: Any) -> int:
-    if isinstance(value, dict) and "$tensor" in value:
-        n = 1
-        for size in value["shape"]:
-            n *= size
-        return n
-    if isinstance(value, list):
-        return sum(_leaves(v) for v in value)
-    return 1
-
-
 def is_scalar(x: Any) -> bool:
     """A number the wire carries as one: a bool, a float, or an int of at most MAX_INT_BITS bits."""
     if type(x) is int:

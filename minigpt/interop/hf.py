@@ -71,7 +71,8 @@ def minigpt_config(gpt2: dict[str, Any]) -> ModelConfig:
                 "tie_word_embeddings": True, "add_cross_attention": False}
     for key, allowed in required.items():
         if gpt2.get(key, allowed) != allowed:
-            hint = " (MiniGPT's GELU is the exact erf form; 'gelu_new' is the tanh one)" if key[0] == "a" else ""
+            gelu = key == "activation_function"
+            hint = " (MiniGPT's GELU is the exact erf form; 'gelu_new' is the tanh one)" if gelu else ""
             raise ValueError(f"config.json {key} must be {allowed!r} for MiniGPT{hint}, got {gpt2[key]!r}")
     eps = gpt2.get("layer_norm_epsilon", LAYER_NORM_EPS)
     if eps != LAYER_NORM_EPS:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, LinkPreset, ModelPreset
@@ -73,20 +74,23 @@ class _TransferredDecode(Engine):
     """A replay engine whose arrivals are prefilled elsewhere: each joins the running batch with P tokens
     computed and its first token out, when the batch and the pool have room (held until then)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held: list[Tracked] = []  # arrived, prefilled elsewhere, waiting for room in the batch and the pool
+
     def _arrive(self, r: Request) -> None:
         t = Tracked(r)
         self.requests[r.id] = t
         t.generated = [0]
-        self.held = getattr(self, "held", [])
         self.held.append(t)
 
     @property
     def busy(self) -> bool:
-        return bool(getattr(self, "held", [])) or super().busy
+        return bool(self.held) or super().busy
 
     def step(self):  # type: ignore[no-untyped-def]
         self._events()
-        s, held = self.scheduler, getattr(self, "held", [])
+        s, held = self.scheduler, self.held
         while held and len(s.running) < s.max_batch and s.fits(-(-held[0].request.P // self.pool.block_size)):
             t = held.pop(0)
             t.seq = self.pool.add_sequence()
