@@ -119,8 +119,8 @@ def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survi
         f"{r['n']} mutants drawn uniformly (seed {r['seed']}) from the {total:,} mutants of the "
         f"{len(r['population'])} mechanism modules with no full result, run by `mutate_sample.py` "
         f"one mutmut session per subpackage, each at the commit its row names ({r['seconds']} s in all); the "
-        "interval is Wilson's, 95 %. *No tests*: no test reaches the mutated function in the test's own "
-        "process (a survivor).",
+        "interval is Wilson's, 95 %. *No tests*: no test reaches the mutated function, in its own process or "
+        "in the worker processes it starts (a survivor).",
         *([] if r.get("complete", True) else [
             "", f"**Incomplete**: {len(status)} of the {r['n']} drawn mutants have a result; the subpackages "
             "missing below have not run (`mutate_sample.py --resume` runs them)."]),
