@@ -22,7 +22,7 @@ NB ?=
 JOBS ?= auto
 XDIST := -n $(JOBS)
 
-.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench mutate mutate-sample claims-report clean
+.PHONY: help install book test test-thorough unit unit-portable nbval nbval-native site lint notebooks translations bench mutate mutate-sample mutate-rerun claims-report clean
 
 help:
 	@echo "make book        build the static site, English into _build/html, Spanish into _build/html/es (warnings are errors)"
@@ -34,6 +34,7 @@ help:
 	@echo "make bench       speed and memory benchmarks (scripts/bench/bench.py, scripts/bench/bench_browser.py, scripts/bench/grade_class_demo.py)"
 	@echo "make mutate      mutation testing of the mechanism modules (MODULE=minigpt/runtime/eviction.py for one); mutation/report.md"
 	@echo "make mutate-sample  a seeded sample of 400 mutants of the modules not run in full (N=, SEED=)"
+	@echo "make mutate-rerun   the sample's survivors again, with the tests written since (GROUPS=runtime ...)"
 	@echo "make claims-report  ledger entries older than their age, and statements about real systems not yet checked"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
@@ -68,6 +69,13 @@ mutate: $(STAMP)
 mutate-sample: $(STAMP)
 	$(BIN)/python -m pip install -q -r requirements-mutate.txt
 	$(BIN)/python scripts/maintenance/mutate_sample.py --n $(or $(N),400) --seed $(or $(SEED),36) $(if $(RESUME),--resume)
+	$(BIN)/python scripts/maintenance/mutate.py --report
+
+# The saved sample's survivors run again with the tests written since (each only where its function is unchanged,
+# so it is the same mutant), without a new draw (CONTRIBUTING, "Tests that can fail").
+mutate-rerun: $(STAMP)
+	$(BIN)/python -m pip install -q -r requirements-mutate.txt
+	$(BIN)/python scripts/maintenance/mutate_rerun.py $(GROUPS)
 	$(BIN)/python scripts/maintenance/mutate.py --report
 
 $(VENDOR): package.json package-lock.json scripts/book/vendor_assets.sh

@@ -50,3 +50,16 @@ def test_training_is_seeded():
     _, _, b = train(tc=tc, progress=False)
     assert a["train_log"] == b["train_log"]
     assert torch.tensor([r["loss"] for r in a["train_log"]]).isfinite().all()
+
+
+def test_a_saved_card_is_the_same_bytes_whatever_the_order_of_its_keys(tmp_path):
+    """Two saves of one model whose cards list the same facts in another order write the same card (keys
+    sorted): a checkpoint's diff shows what changed, not the order a script built its dict in."""
+    from minigpt.runtime.checkpoint import save_checkpoint
+
+    pre = load_pretrained()
+    _, first = save_checkpoint(pre.model, pre.tokenizer, {"zeta": 1, "alpha": {"y": 2, "b": 3}}, tmp_path / "a")
+    _, second = save_checkpoint(pre.model, pre.tokenizer, {"alpha": {"b": 3, "y": 2}, "zeta": 1}, tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+    text = first.read_text()
+    assert text.index('"alpha"') < text.index('"config"') < text.index('"zeta"')

@@ -124,3 +124,22 @@ def test_the_help_says_each_options_unit_and_constraint(capsys: pytest.CaptureFi
     for words in (r"--ttft-slo TTFT_SLO seconds", r"--tpot-slo TPOT_SLO seconds", r"nccl needs --device cuda",
                   r"cuda: one GPU per worker"):
         assert re.search(rf"(^| ){re.escape(words)}( |$)", text), words
+
+
+def test_a_kv_header_announcing_the_wrong_size_is_refused_with_the_expected_count(monkeypatch) -> None:
+    """A decode worker reads the header first: a K/V size that does not match 2·L·H_kv·P·d_h for the announced
+    P (a sender with another model, or a corrupted header) is refused before any K/V is received, and the
+    message gives the count it expected (2·2·2·3·4 = 96 here), so the two sides can be compared."""
+    from minigpt.distributed import kv_transfer
+
+    received = []
+
+    def fake_recv(tensor, src, tag=None):  # the header: index 0, attempt 0, P = 3, max_new 2, first 5, 95 elements
+        received.append(tag)
+        tensor.copy_(torch.tensor([0, 0, 3, 2, 5, 95]))
+
+    monkeypatch.setattr(kv_transfer.dist, "recv", fake_recv)
+    with pytest.raises(ValueError, match=r"^header from rank 1 announces 95 K/V elements, expected "
+                                         r"2·L·H_kv·P·d_h = 96$"):
+        kv_transfer.recv_kv(1, (2, 2, 2, 4), torch.float32)
+    assert received == [kv_transfer.TAG_KV_HEADER]  # nothing read past the header

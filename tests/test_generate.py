@@ -99,3 +99,18 @@ def test_no_cache_step_equals_the_cached_decode_step():
     cache = model.new_cache(2)
     prefill(model, seq[:, :3], cache)
     torch.testing.assert_close(decode_step(model, seq[:, 3], cache), no_cache_step(model, seq), atol=1e-5, rtol=1e-5)
+
+
+def test_stream_takes_a_sampling_object_as_generate_does():
+    """`stream(..., sampling=Sampling(...))` samples as `generate` does with the same object (a stream that
+    dropped it would decode greedily and still look fine); `.result` is None until the stream ends."""
+    from minigpt.runtime.generate import Sampling
+
+    model = tiny()
+    how = Sampling(temperature=1.5, seed=7)
+    s = stream(model, [4, 5], 16, sampling=how)
+    assert s.result is None
+    sampled = list(s)
+    assert sampled == generate(model, [4, 5], 16, sampling=how).tokens[0]
+    assert sampled != generate(model, [4, 5], 16).tokens[0]  # the seed draws other tokens than greedy
+    assert s.result is not None and s.result.tokens[0] == sampled

@@ -204,3 +204,18 @@ def test_uptraining_keeps_the_latent_model_and_its_checkpoint_round_trips(tmp_pa
     tokens = torch.randint(0, 600, (2, 9), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert isinstance(loaded, MiniGPTMLA) and torch.equal(loaded(tokens), model(tokens))
+
+
+def test_a_latent_attention_block_without_a_cache_is_causal():
+    """One block called as a prompt's forward (no cache, S = 0 by default): no position sees a later token; a
+    default that counted one cached token would show each query one key ahead."""
+    torch.manual_seed(0)
+    config = ModelConfig(L=1, H=2, H_kv=2, d_h=4, d_ffn=16, V=20, S_max=12)
+    attn = LatentAttention(config, 0, d_c=4).eval()
+    x = torch.randn(2, 5, config.d)
+    later = x.clone()
+    later[:, -1] += 1.0
+    with torch.no_grad():
+        y, z = attn(x, None), attn(later, None)
+    assert torch.equal(y[:, :-1], z[:, :-1]) and not torch.allclose(y[:, -1], z[:, -1])
+    assert torch.equal(y, attn(x, None, 0).detach())

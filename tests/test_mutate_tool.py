@@ -27,15 +27,20 @@ def test_score_counts_timeouts_as_kills_and_untested_mutants_as_survivors():
     assert mutate.score(result) == (8, 10)
 
 
-def test_report_takes_triaged_equivalents_out_of_the_denominator(tmp_path, monkeypatch):
+def _report_of_one_module(tmp_path, monkeypatch, triage: dict) -> str:
+    """The report of a module `minigpt/x.py` of 10 mutants, 8 killed, survivors m.a and m.b, with `triage`."""
     results = tmp_path / "results"
     results.mkdir()
     (results / "minigpt.x.json").write_text(json.dumps({
         "module": "minigpt/x.py", "mutants": 10, "counts": {"killed": 8, "survived": 2},
         "survivors": ["m.a", "m.b"], "seconds": 3}))
     monkeypatch.setattr(mutate, "RESULTS", results)
-    monkeypatch.setattr(mutate, "_triage", lambda: {"m.a": {"verdict": "equivalent", "reason": "same"}})
-    text = mutate.report()
+    monkeypatch.setattr(mutate, "_triage", lambda: triage)
+    return mutate.report()
+
+
+def test_report_takes_triaged_equivalents_out_of_the_denominator(tmp_path, monkeypatch):
+    text = _report_of_one_module(tmp_path, monkeypatch, {"m.a": {"verdict": "equivalent", "reason": "same"}})
     assert "| `minigpt/x.py` | 10 | 8 | 1 | 1 | 0 | 0 | 88.9% |" in text
     assert "- `m.b`" in text and "- `m.a`" not in text
 
@@ -129,3 +134,45 @@ def test_a_worker_reports_each_function_it_reaches_once_per_test(tmp_path):
            "MUTMUT_CHILD_HITS": str(hits)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:3] == ["['a.f', 'b.g']", "['a.f']", "alive"], out.stderr
+
+
+def test_a_kept_survivor_stays_in_the_score_and_is_listed_with_its_reason(tmp_path, monkeypatch):
+    """A `kept` verdict explains a survivor without taking it out of the denominator (only `equivalent`
+    does); a triage entry with another verdict, or no reason, is refused by name. Guards a triage file that
+    raises a score by calling a real survivor harmless."""
+    from mutate_report import load_triage
+
+    text = _report_of_one_module(tmp_path, monkeypatch, {"m.a": {"verdict": "kept", "reason": "a range moved by one"}})
+    assert "| `minigpt/x.py` | 10 | 8 | 2 | 0 | 0 | 0 | 80.0% |" in text
+    kept = text.split("## Survivors kept, with their reasons")[1].split("## ")[0]
+    open_ = text.split("## Survivors not yet triaged")[1].split("## ")[0]
+    assert "- `m.a`: a range moved by one" in kept and "m.a" not in open_ and "- `m.b`" in open_
+    for bad in ('"m.a": {verdict: fine, reason: "x"}', '"m.a": {verdict: kept}', '"m.a": kept'):
+        (tmp_path / "triage.yml").write_text(bad + "\n")
+        with pytest.raises(ValueError, match="m.a needs a verdict in"):
+            load_triage(tmp_path / "triage.yml")
+
+
+def test_a_rerun_runs_a_survivor_only_where_its_function_is_unchanged(tmp_path, monkeypatch):
+    """`mutate_rerun.py` runs a saved survivor again only if mutmut writes its mutated function and the
+    original the same now as at the commit of its first run (the same mutant); a survivor of a function
+    changed since is another program and is not run. Guards a rerun that credits a new test with killing a
+    mutant that no longer exists."""
+    pytest.importorskip("mutmut")
+    import subprocess
+
+    import mutate_rerun
+
+    repo = tmp_path / "repo"
+    (repo / "minigpt").mkdir(parents=True)
+    source = "def f(a):\n    return a + 1\n\n\ndef g(a):\n    return a * 2\n"
+    (repo / "minigpt" / "m.py").write_text(source)
+    for cmd in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "m"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    (repo / "minigpt" / "m.py").write_text(source.replace("a * 2", "a * 3"))
+    monkeypatch.setattr(mutate, "ROOT", repo)
+    monkeypatch.setattr(mutate, "SCRATCH", tmp_path / "scratch")
+    assert mutate_rerun.module_of("minigpt.m.x_f__mutmut_1") == "minigpt/m.py"
+    same, changed = mutate_rerun.unchanged(["minigpt.m.x_f__mutmut_1", "minigpt.m.x_g__mutmut_1"], commit)
+    assert same == ["minigpt.m.x_f__mutmut_1"] and changed == ["minigpt.m.x_g__mutmut_1"]

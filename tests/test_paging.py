@@ -395,3 +395,21 @@ def test_swap_and_recompute_formulas_count_bytes_and_flops():
     assert 2 * kv / 64e9 < per_token_recompute < 2 * kv / 32e9
     assert costs.step_time_with_swap(step_time=0.02, swap_time=0.013) == 0.02
     assert costs.step_time_with_swap(step_time=0.02, swap_time=0.013, overlap=False) == pytest.approx(0.033)
+
+
+def test_a_swap_in_without_room_is_refused_by_name_and_changes_nothing():
+    """Swapping a sequence back needs as many free device blocks as it holds: too few is `OutOfBlocks`, with
+    both counts, and neither pool changes."""
+    from minigpt.runtime.paged_cache import OutOfBlocks
+
+    pool = PagedKVCache(CONFIG, num_blocks=4, block_size=4)
+    host = HostSwapPool(pool, num_blocks=4)
+    seq = pool.add_sequence()
+    pool.reserve([seq], 10)
+    pool.advance([seq], 10)
+    swapped = host.swap_out(seq)
+    hog = pool.add_sequence()
+    pool.reserve([hog], 8)  # 2 of 4 device blocks left; the swapped sequence holds 3
+    with pytest.raises(OutOfBlocks, match="^swap-in needs 3 free KV blocks, 2 are free$"):
+        host.swap_in(swapped)
+    assert pool.allocator.num_free == 2 and host.allocator.num_used == 3

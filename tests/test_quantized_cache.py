@@ -264,3 +264,13 @@ def test_each_layout_by_name_is_the_bytes_its_cache_holds(layout, bits, make):
     extra = dict(token_group=4, s=4) if layout == "kivi" else {}
     assert cache.bytes_used == costs.kv_storage_bytes(L=2, H_kv=2, d_h=8, S=7, B=3, layout=layout, bits=bits,
                                                       group_size=group, **extra)
+
+
+def test_the_repr_names_the_format_and_the_key_axis():
+    """What a reader prints in a chapter: bits, group, and the per-channel key blocks only when keys are
+    quantized per channel (a repr that wrote `None` in their place, or omitted them, would mislead)."""
+    config = ModelConfig(L=1, H=2, H_kv=1, d_h=4, d_ffn=16, V=11, S_max=16)
+    token = repr(QuantizedKVCache(config, 2, group_size=4))
+    channel = repr(QuantizedKVCache(config, 2, bits=4, group_size=4, key_axis="channel", token_group=4))
+    assert token.startswith("QuantizedKVCache(int8, group_size=4, L=1, B=2, H_kv=1, S=0/16, d_h=4, ")
+    assert channel.startswith("QuantizedKVCache(int4, group_size=4, keys per channel in blocks of 4, L=1, B=2, ")

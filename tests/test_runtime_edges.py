@@ -80,3 +80,30 @@ def test_the_device_variable_takes_cpu_cuda_and_cuda_n_only(monkeypatch: pytest.
     monkeypatch.setenv("MINIGPT_DEVICE", "mps")
     with pytest.raises(ValueError, match="must be 'cpu', 'cuda' or 'cuda:N'"):
         default_device()
+
+
+def test_without_the_variable_the_device_is_cuda_when_present_else_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default a reader without MINIGPT_DEVICE gets: a misspelled fallback ("CPU") would fail every run on
+    a machine without a GPU."""
+    monkeypatch.delenv("MINIGPT_DEVICE", raising=False)
+    assert default_device() == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_a_procedure_whose_replay_sees_other_options_is_named() -> None:
+    """`run` replays a procedure along each path; one whose draws depend on something else than the draws
+    before them (here a counter) cannot be enumerated, and the error says why."""
+    draws, calls = ExactDraws(), []
+
+    def unsteady() -> int:
+        calls.append(1)
+        return int(draws.draw(torch.ones(1 + len(calls))))
+
+    with pytest.raises(RuntimeError, match="^the procedure is not deterministic given its draws: a replay saw "
+                                           "other options$"):
+        draws.run(unsteady)
+
+
+def test_a_slot_pool_takes_its_own_s_max() -> None:
+    """`S_max` below the model's gives shorter slots (a smaller pool), not the model's S_max ignored."""
+    pool = SlotKVCache(TINY, slots=2, S_max=5)
+    assert pool.S_max == pool.page_size == 5 and pool.k.shape == (TINY.L, 2, TINY.H_kv, 5, TINY.d_h)

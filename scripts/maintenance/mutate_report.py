@@ -25,13 +25,22 @@ def score(result: dict) -> tuple[int, int]:
     return killed, killed + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0)
 
 
+VERDICTS = ("equivalent", "kept")
+
+
 def load_triage(path: Path) -> dict[str, dict]:
-    """mutation/triage.yml: each equivalent mutant with its reason."""
+    """mutation/triage.yml: each triaged survivor with its verdict and reason. `equivalent`: the mutant computes
+    what the code computes (out of the denominator); `kept`: it computes something else that no test should
+    tell apart, with the reason (it stays a survivor in the score)."""
     if not path.exists():
         return {}
     import yaml
 
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    triage = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for name, entry in triage.items():
+        if not isinstance(entry, dict) or entry.get("verdict") not in VERDICTS or not str(entry.get("reason", "")):
+            raise ValueError(f"{path}: {name} needs a verdict in {VERDICTS} and a reason, got {entry!r}")
+    return triage
 
 
 def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: str, target: float) -> str:
@@ -71,6 +80,15 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         *rows,
         "",
         *_sample(results / "sample.json", triage, survivors, open_survivors),
+        "## Survivors kept, with their reasons",
+        "",
+        "Each computes something other than the code, and no test should tell them apart (a random case",
+        "generator's range moved by one, with the question's edges and properties intact): they count as",
+        "survivors in the score.",
+        "",
+        *([f"- `{k}`: {v['reason']}" for k, v in triage.items() if v["verdict"] == "kept" and k in survivors]
+          or ["None."]),
+        "",
         "## Survivors not yet triaged",
         "",
         *(open_survivors or ["None."]),
@@ -113,6 +131,13 @@ def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survi
                     f"{len(names) - len(decided)} | {killed / max(len(decided), 1):.1%} | {lo:.0%}–{hi:.0%} | "
                     f"{at.get('commit', '')[:10]} | {at.get('seconds', r['seconds'] if group == 'all' else '')} |")
     total = sum(r["population"].values())
+    reruns = r.get("reruns", {})
+    again = [] if not reruns else [
+        "", f"{len(reruns)} of its survivors ran again with the tests written since (`mutate_rerun.py`, each "
+        "mutated function's text unchanged since its first run, so the same mutant) at "
+        f"{', '.join(sorted({v['commit'][:10] for v in reruns.values()}))}: "
+        f"{sum(v['status'] in ('killed', 'timeout') for v in reruns.values())} killed; the table counts "
+        "their status now."]
     return [
         "## A sample of the modules not run in full",
         "",
@@ -121,6 +146,7 @@ def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survi
         f"one mutmut session per subpackage, each at the commit its row names ({r['seconds']} s in all); the "
         "interval is Wilson's, 95 %. *No tests*: no test reaches the mutated function, in its own process or "
         "in the worker processes it starts (a survivor).",
+        *again,
         *([] if r.get("complete", True) else [
             "", f"**Incomplete**: {len(status)} of the {r['n']} drawn mutants have a result; the subpackages "
             "missing below have not run (`mutate_sample.py --resume` runs them)."]),

@@ -1,0 +1,141 @@
+"""What each exercise's case generator promises, under many seeds: the edge a question names (`Question.edges`)
+is drawn where the question says, with the property that makes it an edge, and every random case is one the
+question can be about (a chip no faster than its peak, an operation list of the four documented operations).
+
+The seed tests (`test_seed_independence*.py`) grade named wrong answers under a few seeds: they catch an edge
+that stops separating a wrong answer they know. These catch a generator that stops drawing the edge itself (the
+edge case drawn only by luck, so a class seed decides whether a wrong answer passes; issue 38), or that draws
+cases outside the question (issue 36's sampled survivors: the edge value moved, an `if i == 0` that put the edge
+on every other case, a data table faster than the hardware it claims). Generators are cheap; 200 seeds each.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from minigpt.exercises import EXERCISES
+from minigpt.exercises.wire import build_case
+
+SEEDS = range(200)
+
+
+def cases(qid: str, seed: int) -> list[dict]:
+    eid, q = qid.split(".")
+    return EXERCISES[eid].question(q).cases(random.Random(seed))
+
+
+def edge(qid: str, words: str) -> None:
+    """The question names the edge these tests check (a renamed or dropped edge fails here first)."""
+    eid, q = qid.split(".")
+    assert any(words in e for e in EXERCISES[eid].question(q).edges), (qid, words)
+
+
+def test_ex01_the_single_token_prompt_and_the_empty_cache_are_drawn_every_time() -> None:
+    edge("ex01.q1", "P = 1")
+    edge("ex01.q2", "S = 0")
+    for seed in SEEDS:
+        assert cases("ex01.q1", seed)[1]["P"] == 1 and cases("ex01.q1", seed)[0]["P"] >= 2
+        assert cases("ex01.q2", seed)[0]["S"] == 0
+
+
+def test_ex06_the_slope_edge_tells_the_two_point_slope_from_the_fit() -> None:
+    """The first case's end points leave the line in opposite directions (5 % above, 5 % below), so the slope
+    through them misses the least-squares slope by more than 100 times the question's tolerance (1e-6): under
+    every seed, not only when the random noise happens to do it."""
+    edge("ex06.q5", "t[0] above the line, t[-1] below it")
+    for seed in SEEDS:
+        case = cases("ex06.q5", seed)[0]
+        S, t = np.array(case["S_values"], dtype=float), np.array(case["step_s"])
+        fit, two_point = np.polyfit(S, t, 1)[0], (t[-1] - t[0]) / (S[-1] - S[0])
+        assert abs(two_point - fit) > 1e-4 * abs(fit), seed
+
+
+def test_ex07_the_capacity_edges_sit_where_the_question_says() -> None:
+    edge("ex07.q3", "Llama-2-13B on the A100 40GB, reserve >= 0.1")
+    edge("ex07.q5", "B = 2048 in Bs")
+    for seed in SEEDS:
+        cap = cases("ex07.q3", seed)
+        assert all(c["model"] == {"$preset": "Llama-2-7B"} for c in cap[:3])
+        assert cap[3]["model"] == {"$preset": "Llama-2-13B"} and cap[3]["hardware"] == {"$hardware": "A100 40GB"}
+        assert cap[3]["reserve"] >= 0.1
+        assert sum(c["model"] == {"$preset": "Llama-2-13B"} and c["hardware"] == {"$hardware": "A100 40GB"}
+                   and c["reserve"] >= 0.1 for c in cap[4:]) < len(cap) - 4  # the edge is one case, not all
+        for i, c in enumerate(cases("ex07.q5", seed)):
+            assert c["Bs"] == sorted(set(c["Bs"])), (seed, i)  # distinct batch sizes in increasing order
+            assert i > 0 or (c["Bs"][-1] == 2048 and c["S"] > 0)
+
+
+def test_ex08_no_measured_row_beats_the_chips_peak() -> None:
+    """A table of timings that claims more FLOP/s than the chip's peak is not a measurement (Eq. 8.2's
+    efficiency is at most 1): every prefill at most the peak, every decode step within its 3 % noise."""
+    for seed in SEEDS[:50]:
+        for case in cases("ex08.q3", seed):
+            for row in case["rows"]:
+                assert row["prefill_flops"] / row["prefill_s"] <= case["peak_flops"], seed
+                assert row["decode_bytes"] / row["decode_step_s"] <= case["bandwidth"] / 0.97, seed
+
+
+def test_ex09_the_gqa_edges_are_drawn_every_time() -> None:
+    edge("ex09.q1", "H_kv = 2, g = 2, T >= 2")
+    edge("ex09.q4", "with H_kv = 1, S <= 1024")
+    for seed in SEEDS:
+        first = build_case(cases("ex09.q1", seed)[0])
+        assert first["q"].shape[1] == 4 and first["k"].shape[1] == 2 and first["q"].shape[2] >= 2
+        batch = cases("ex09.q4", seed)[0]
+        assert batch["H_kv"] == 1 and batch["S"] <= 1024
+        assert batch["model"]["$preset"] in ("Llama-3-8B", "Mistral-7B")
+
+
+@pytest.mark.parametrize("qid", ["ex11.q5", "ex11.q6"])
+def test_ex11_every_operation_is_one_of_the_four_documented(qid: str) -> None:
+    """`["add"]`, `["append", seq, T or tokens]`, `["fork", seq]`, `["free", seq]`: a misspelt operation would
+    be skipped by a replay that does not know it, and the edge it carried would vanish."""
+    for seed in SEEDS[:50]:
+        for case in cases(qid, seed):
+            for op in case["ops"]:
+                assert (op == ["add"] or (op[0] in ("fork", "free") and len(op) == 2)
+                        or (op[0] == "append" and len(op) == 3)), (seed, op)
+
+
+def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
+    edge("ex14.q1", "sequences with different accepted counts")
+    edge("ex14.q2", "a draft the target likes more")
+    edge("ex14.q3", "every draft kept")
+    for seed in SEEDS[:40]:
+        split = cases("ex14.q1", seed)[1]
+        gamma = len(split["drafts"][0])
+        assert split["drafts"][0] == split["target_argmax"][0][:gamma]  # sequence 0 keeps every draft
+        assert split["drafts"][1] != split["target_argmax"][1][:gamma]  # sequence 1 rejects one
+        likes = []
+        for case in map(build_case, cases("ex14.q2", seed)):
+            p, q = (torch.softmax(z / case["temperature"], -1) for z in (case["target_logits"], case["draft_logits"]))
+            likes.append(bool(p[case["x"]] >= q[case["x"]]))
+        assert likes.count(True) == likes.count(False) == 3, (seed, likes)
+    for seed in SEEDS[:10]:  # each of ex14.q3's tables is drawn until its uniforms are 1e-4 from a threshold
+        full = build_case(cases("ex14.q3", seed)[0])
+        p, q = (torch.softmax(z.float(), -1) for z in (full["target_logits"], full["draft_logits"]))
+        kept = [full["u"][j] < min(1.0, float(p[j, x] / q[j, x])) for j, x in enumerate(full["drafts"].tolist())]
+        assert all(kept), seed
+
+
+def test_ex15_every_seed_draws_its_mask_cases_and_the_chunk_edge() -> None:
+    """A generator that can draw an impossible range (T >= 2 in a cache of one row) fails for some seeds only:
+    a class whose seed is one of them cannot be graded."""
+    edge("ex15.q4", "a chunk of T ≥ 2 positions")
+    for seed in SEEDS:
+        drawn = cases("ex15.q4", seed)
+        positions = [c["input_pos"]["$long"] for c in drawn]
+        assert len(positions[0]) >= 2, seed
+        for p, c in zip(positions, drawn, strict=True):  # consecutive positions inside the cache
+            assert p == list(range(p[0], p[0] + len(p))) and p[-1] < c["S_max"], seed
+
+
+def test_ex17_the_replica_edge_picks_a_rank_the_tiled_mapping_gets_wrong() -> None:
+    edge("ex17.q2", "a rank whose K/V head (rank·H_kv // W) is not rank % H_kv")
+    for seed in SEEDS:
+        c = cases("ex17.q2", seed)[0]
+        assert 1 < c["H_kv"] < c["W"] and c["rank"] * c["H_kv"] // c["W"] != c["rank"] % c["H_kv"], (seed, c)
