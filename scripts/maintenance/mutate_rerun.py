@@ -11,6 +11,8 @@ status before, its status now, the commit) without touching the draw; the report
 
 A survivor whose function changed is not run (it is another mutant now) and is listed; so is one the
 triage already calls equivalent. A killed mutant is not run again: tests are only ever added to kill it.
+With no subpackage named, the survivors of the full runs (`mutation/results/<module>.json`) run again too,
+each against the commit that last wrote its result, and the result's counts follow.
 
     python scripts/maintenance/mutate_rerun.py            # every survivor whose function is unchanged
     python scripts/maintenance/mutate_rerun.py --list     # which would run, and which changed, run nothing
@@ -83,6 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-children", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--list", action="store_true", help="print what would run, run nothing")
+    parser.add_argument("--full", action="store_true", help="only the full runs' survivors, not the sample's")
     parser.add_argument("groups", nargs="*", help="subpackages to run (runtime, serving, ...); all by default")
     args = parser.parse_args()
     if not SAMPLE.exists():
@@ -92,10 +95,14 @@ def main() -> None:
     reruns = r.setdefault("reruns", {})
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mutate.ROOT, capture_output=True,
                           text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "minigpt", "tests"], cwd=mutate.ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    if dirty and not args.list:  # each result names the commit whose package and tests it ran
+        raise SystemExit(f"commit the package and the tests first: a rerun records HEAD ({head[:10]})\n{dirty}")
     todo: dict[str, list[str]] = {}
     for name, status in sorted(r["status"].items()):
         if (status in SURVIVED and triage.get(name, {}).get("verdict") != "equivalent"
-                and (not args.groups or name.split(".")[1] in args.groups)):
+                and not args.full and (not args.groups or name.split(".")[1] in args.groups)):
             todo.setdefault(name.split(".")[1], []).append(name)
     failed = []
     for group, names in sorted(todo.items()):
@@ -131,8 +138,53 @@ def main() -> None:
         killed = sum(s in ("killed", "timeout") for s in found.values())
         print(f"{group}: {killed} of {len(found)} survivors killed now, {round(time.monotonic() - begun)} s",
               flush=True)
+    for path in [] if args.groups else sorted(mutate.RESULTS.glob("minigpt.*.json")):
+        if not _rerun_full(path, triage, head, args):
+            failed.append(path.name)
     if failed:
         raise SystemExit(f"groups not run: {failed}")
+
+
+def _rerun_full(path: Path, triage: dict, head: str, args: argparse.Namespace) -> bool:
+    """A full run's survivors (`mutation/results/<module>.json`) run again the same way, each against the commit
+    that last wrote the result (or an earlier rerun's); the result's counts and survivors follow. False if
+    mutmut failed."""
+    r = json.loads(path.read_text(encoding="utf-8"))
+    names = [n for n in r["survivors"] if triage.get(n, {}).get("verdict") != "equivalent"]
+    if r.get("sampled") or not names:
+        return True
+    reruns = r.setdefault("reruns", {})
+    written = subprocess.run(["git", "log", "-1", "--format=%H", "--", str(path.relative_to(mutate.ROOT))],
+                             cwd=mutate.ROOT, capture_output=True, text=True).stdout.strip()
+    at: dict[str, list[str]] = {}
+    for name in names:
+        at.setdefault(reruns.get(name, {}).get("commit") or written, []).append(name)
+    same = []
+    for commit, of_commit in sorted(at.items()):
+        kept, changed = unchanged(of_commit, commit)
+        same += kept
+        for name in changed:
+            print(f"{r['module']}: {name} changed since {commit[:10]}: not run (another mutant now)", flush=True)
+    if args.list:
+        print(f"{r['module']}: {len(same)} to run again: " + " ".join(same), flush=True)
+        return True
+    if not same:
+        return True
+    try:
+        found = run_group(f"rerun.{mutate._slug(r['module'])}", {r["module"]: same}, args.max_children)
+    except GroupFailed as e:
+        print(f"{r['module']}: FAILED, {e}", flush=True)
+        return False
+    for name, status in found.items():
+        reruns[name] = {"was": "survived", "status": status, "commit": head}
+        if status != "survived":
+            r["survivors"].remove(name)
+            r["counts"]["survived"] -= 1
+            r["counts"][status] = r["counts"].get(status, 0) + 1
+    path.write_text(json.dumps(r, indent=1) + "\n", encoding="utf-8")
+    print(f"{r['module']}: {sum(s != 'survived' for s in found.values())} of {len(found)} survivors killed now",
+          flush=True)
+    return True
 
 
 if __name__ == "__main__":
