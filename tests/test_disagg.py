@@ -75,6 +75,29 @@ def test_export_then_import_moves_exactly_the_prompts_kv_into_other_blocks() -> 
         export_kv(src, seq, 8)
 
 
+def test_scatter_writes_p_rows_through_the_table_and_nothing_else() -> None:
+    """`scatter_kv` (what `import_kv` and Exercise 16's oracle do): token t of every layer and K/V head lands in
+    row t % b of block table[t // b], in the table's order; the last block's rows past P, the table's blocks past
+    ⌈P/b⌉ and every other block keep their bytes. Guards blocks taken in id order, a padded last block written
+    whole, heads and blocks mixed in a reshape, and a table shorter than P needs."""
+    from minigpt.distributed.kv_transfer import scatter_kv
+
+    torch.manual_seed(1)
+    k, v = torch.randn(2, 7, 3, 4, 2), torch.randn(2, 7, 3, 4, 2)  # [L, N, H_kv, b, d_h]
+    before_k, before_v = k.clone(), v.clone()
+    kv = torch.randn(2, 2, 3, 6, 2)  # P = 6: a full block and half of one
+    scatter_kv(k, v, [5, 2, 0], kv)
+    for t in range(6):
+        assert torch.equal(k[:, [5, 2][t // 4], :, t % 4], kv[0, :, :, t])
+        assert torch.equal(v[:, [5, 2][t // 4], :, t % 4], kv[1, :, :, t])
+    untouched = torch.ones(7, 4, dtype=torch.bool)
+    untouched[5], untouched[2, :2] = False, False
+    assert torch.equal(k.transpose(2, 3)[:, untouched], before_k.transpose(2, 3)[:, untouched])
+    assert torch.equal(v.transpose(2, 3)[:, untouched], before_v.transpose(2, 3)[:, untouched])
+    with pytest.raises(ValueError, match="^table has 1 blocks; P=6 tokens of blocks of 4 need 2$"):
+        scatter_kv(k, v, [5], kv)
+
+
 @pytest.fixture(scope="module")
 def plain_run() -> tuple[list[Request], disagg.DisaggRun]:
     # The trace, and one-token requests: one answered by its prefill alone (its K/V never leaves the prefill

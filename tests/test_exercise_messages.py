@@ -132,7 +132,8 @@ def test_the_disaggregation_checks_say_what_was_returned() -> None:
     """ex16's checks quote the student's value and the expected one (guards a message with None in place)."""
     assert ex16._transfer_check((8, 0.5), "x") == "expected a pair (bytes, seconds), got 'x'"
     assert ex16._ratio_check((1, 3), (2, 3)) == "N and M must be >= 1 and add up to 4 chips, got 2 + 3"
-    assert ex16._wire_check(1024, 512).startswith("expected 1,024 bytes, got 512: which requests still need")
+    receive = ex16.EXERCISE.question("q4").compare
+    assert receive([[3, 1], _tensor([[1.0]])], [[1, 3], _tensor([[1.0]])]) == "table: expected [3, 1], got [1, 3]"
     assert ex15._which("traffic", "overhead").startswith("expected 'traffic', got 'overhead': compare the floor "
                                                          "n_ops·t_op with the step's traffic time, the larger")
     assert ex14._tokens([1, 2, 3], [1, 2]).startswith("expected [1, 2, 3], got [1, 2]: the final token is missing")

@@ -131,7 +131,7 @@ def test_returned_values_are_echoed_as_python_writes_them(spanish: None) -> None
     The bug: echoing the returned value through fmt_num like the expected one."""
     message = run_check("ex03.q1", wrong(3.5), seed=5).message
     assert "se esperaba 4,3640419, se recibió 3.5 (tolerancia: relativa 1e-09)" in message
-    message = run_check("ex16.q4", wrong(12345), seed=5).message
+    message = run_check("ex16.q1", wrong((12345, 0.0)), seed=5).message
     assert "se recibieron 12345:" in message
     assert comparisons.returned([1.5, 2, [0.25]]) == "[1.5, 2, [0.25]]"
     assert comparisons.close()(2.5, 3.75) == "se esperaba 2,5, se recibió 3.75 (tolerancia: relativa 1e-09)"
@@ -194,13 +194,13 @@ def test_english_messages_are_unchanged(english: None) -> None:
         "attention scores and the weighted sum of values.\n"
         "  (replay this case with check('ex01.q1', prefill_flops, seed=1))")
     assert run_check("ex16.q4", wrong(0), seed=1).message == (
-        "FAIL ex16.q4 wire_bytes: wire_bytes(model=MODELS['Mistral-7B'], requests=[[769, 1], [3194, 223], [18, 1], "
-        "[2182, 1]])\n"
-        "  expected 418,643,968 bytes, got 0: which requests still need a decode worker once their first token is "
-        "out? Those, and only those, send their prompt's K/V (Question 1's bytes)\n"
-        "  hint: requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
-        "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)\n"
-        "  (replay this case with check('ex16.q4', wire_bytes, seed=1))")
+        "FAIL ex16.q4 receive_kv: receive_kv(pools=tensor[2, 2, 8, 2, 2, 2], free_blocks=[7, 5, 3, 1, 0, 4, 6], "
+        "kv=tensor[2, 2, 2, 5, 2])\n"
+        "  expected a tuple (table, pools), got 0\n"
+        "  hint: take the first ⌈P / b⌉ blocks of the free list, in its order: they are the new block table. Token t "
+        "of the payload goes to row t % b of block table[t // b], for every layer and K/V head, keys into pools[0] "
+        "and values into pools[1]; every other row of the pools stays as it was\n"
+        "  (replay this case with check('ex16.q4', receive_kv, seed=1))")
 
     def fails(**kwargs: object) -> None:
         raise ValueError("bad value 12345")

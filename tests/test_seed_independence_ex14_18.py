@@ -153,9 +153,29 @@ def _ratio_rounded(chips: int, prefill_rate: float, decode_rate: float) -> tuple
     return n, chips - n
 
 
-def _wire_all(model: ModelPreset, requests: list[list[int]]) -> int:
-    """ex16 Q4 sending the K/V of every request, those with D = 1 (done after the prefill) included."""
-    return sum(2 * model.L * model.H_kv * model.d_h * 2 * P for P, _D in requests)
+def _receive(order: str = "list", heads_first: bool = True, last: str = "rows") -> Callable[..., Any]:
+    """ex16 Q4 with one plausible slip: the free blocks taken in id order (`order="sorted"`) or all of them
+    (`"all"`); the payload's [H_kv, P] rows written block by block without moving the heads first
+    (`heads_first=False`); the partly filled last block dropped (`last="floor"`) or written whole, its rows
+    past P zeroed (`last="padded"`)."""
+    def receive_kv(pools: torch.Tensor, free_blocks: list[int], kv: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+        b, P = pools.shape[4], kv.shape[3]
+        _, L, H_kv, _, d_h = kv.shape
+        n = P // b if last == "floor" else -(-P // b)
+        free = sorted(free_blocks) if order == "sorted" else list(free_blocks)
+        table = free if order == "all" else free[:n]
+        out = pools.clone()
+        padded = torch.zeros(2, L, H_kv, n * b, d_h)
+        padded[:, :, :, : min(P, n * b)] = kv[:, :, :, : n * b]
+        if heads_first:  # [2, L, H_kv, n, b, d_h] -> [2, L, n, H_kv, b, d_h]
+            blocks = padded.view(2, L, H_kv, n, b, d_h).transpose(2, 3)
+        else:  # the rows of the padded payload cut into blocks as they lie, heads and blocks mixed
+            blocks = padded.reshape(2, L, n, H_kv, b, d_h)
+        for j, block in enumerate(table[:n]):
+            rows = b if last == "padded" or j < n - 1 else P - (n - 1) * b
+            out[:, :, block, :, :rows] = blocks[:, :, j, :, :rows]
+        return table, out
+    return receive_kv
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -284,7 +304,10 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("one-token request counted as a miss", _fn(_goodput(one_token_passes=False)))],
     "ex16.q3": [("tie broken towards the most prefill chips", _fn(_ratio_most_prefill)),
                 ("balance point rounded", _fn(_ratio_rounded))],
-    "ex16.q4": [("D = 1 requests counted", _fn(_wire_all))],
+    "ex16.q4": [("in id order", _fn(_receive(order="sorted"))), ("every free block taken", _fn(_receive(order="all"))),
+                ("without moving the heads", _fn(_receive(heads_first=False))),
+                ("the last block dropped", _fn(_receive(last="floor"))),
+                ("written whole", _fn(_receive(last="padded")))],
     "ex17.q1": [("strided columns", _fn(_strided_partials))],
     "ex17.q2": [("tiled replicas", _fn(_tiled_rows))],
     "ex17.q3": [("one rank still records", _fn(_record(one_rank_sends=True))),

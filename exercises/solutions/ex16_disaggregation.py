@@ -45,6 +45,12 @@ def choose_ratio(chips, prefill_rate, decode_rate):
 
 
 # %% solution:q4
-def wire_bytes(model, requests):
-    """K/V bytes sent to decode workers: only requests with D > 1 leave their prefill worker."""
-    return sum(P * 2 * model.L * model.H_kv * model.d_h * 2 for P, D in requests if D > 1)
+def receive_kv(pools, free_blocks, kv):
+    """The payload into the first ceil(P / b) free blocks, in the list's order: token t to row t % b of block
+    table[t // b], keys into pools[0], values into pools[1]; the other rows untouched."""
+    b, P = pools.shape[4], kv.shape[3]
+    table = list(free_blocks[: -(-P // b)])
+    out = pools.clone()
+    for t in range(P):
+        out[:, :, table[t // b], :, t % b] = kv[:, :, :, t]
+    return table, out

@@ -6,7 +6,8 @@ This is the KV connector of disaggregated serving (Chapter 19), reduced to its t
   blocks through the block table into one contiguous tensor `[2, L, H_kv, P, d_h]` (K then V). It holds
   exactly P·(Eq. 2.1's bytes per token): no padding of the last block travels.
 - `import_kv(pool, kv)`: a new sequence in another pool, given ⌈P/b⌉ fresh blocks (any free ones: the
-  block ids of the two pools have nothing in common), its K/V written and its length advanced to P.
+  block ids of the two pools have nothing in common), its K/V written through its block table
+  (`scatter_kv`) and its length advanced to P.
 - `send_kv` / `recv_kv`: a small int64 header (request, attempt, P, D, first token, element count) and
   the prompt's token ids, CPU tensors with `dist.send` / `dist.recv` on their own tags over gloo, then
   the K/V tensor, on the device, over the pair's own group (`group`: gloo on a CPU, NCCL on GPUs).
@@ -26,7 +27,7 @@ gathered copy: simpler, and the copy costs one extra pass over P tokens' K/V on 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,25 +55,35 @@ def export_kv(pool: PagedKVCache, seq: int, P: int) -> torch.Tensor:
     return torch.stack(out).contiguous()
 
 
+def scatter_kv(k: torch.Tensor, v: torch.Tensor, table: Sequence[int], kv: torch.Tensor) -> None:
+    """Write the P tokens of `kv` `[2, L, H_kv, P, d_h]` into the caches `k`, `v` `[L, N, H_kv, b, d_h]`, in
+    place: token t of every layer and K/V head goes to row t % b of block `table[t // b]` (the first ⌈P/b⌉
+    entries of `table`, in its order). The rows of the last block past P are not written: like a freed block
+    in vLLM, they hold whatever they held, and no query reads them."""
+    P, b = kv.shape[3], k.shape[3]
+    n = -(-P // b)
+    if len(table) < n:
+        raise ValueError(f"table has {len(table)} blocks; P={P} tokens of blocks of {b} need {n}")
+    t = torch.arange(P, device=k.device)
+    blocks = torch.as_tensor(list(table[:n]), dtype=torch.long, device=k.device)[t // b]  # [P]: token t's block
+    for cache, part in zip((k, v), kv.to(device=k.device, dtype=k.dtype), strict=True):  # part [L, H_kv, P, d_h]
+        cache[:, blocks, :, t % b] = part.permute(2, 0, 1, 3)  # the indexed dims come first: [P, L, H_kv, d_h]
+
+
 def import_kv(pool: PagedKVCache, kv: torch.Tensor) -> int:
     """A new sequence of `pool` holding the P tokens of `kv` `[2, L, H_kv, P, d_h]`; returns its id.
     Raises `OutOfBlocks` (and changes nothing) when ⌈P/b⌉ blocks are not free."""
     c = pool.config
     if kv.dim() != 5 or kv.shape[0] != 2 or tuple(kv.shape[1:3]) != (c.L, c.H_kv) or kv.shape[4] != c.d_h:
         raise ValueError(f"kv must be [2, L={c.L}, H_kv={c.H_kv}, P, d_h={c.d_h}], got {tuple(kv.shape)}")
-    P, b = kv.shape[3], pool.block_size
-    n = -(-P // b)
+    P = kv.shape[3]
     seq = pool.add_sequence()
     try:
         pool.reserve([seq], P)
     except Exception:
         pool.free_sequence(seq)
         raise
-    table = torch.tensor(pool.block_table(seq)[:n], dtype=torch.long, device=pool.device)
-    for cache, part in zip((pool.k, pool.v), kv.to(device=pool.device, dtype=pool.dtype), strict=True):
-        padded = torch.zeros((c.L, c.H_kv, n * b, c.d_h), dtype=pool.dtype, device=pool.device)
-        padded[:, :, :P] = part
-        cache[:, table] = padded.reshape(c.L, c.H_kv, n, b, c.d_h).permute(0, 2, 1, 3, 4)
+    scatter_kv(pool.k, pool.v, pool.block_table(seq), kv)
     pool.advance([seq], P)
     return seq
 

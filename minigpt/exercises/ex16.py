@@ -1,9 +1,11 @@
 """Exercise 16 (Chapter 19, prefill and decode apart): the K/V transfer's bytes and time, the goodput of a small
-set of runs by hand, and the prefill:decode split of a few chips.
+set of runs by hand, the prefill:decode split of a few chips, and the decode worker's side of the handoff (the
+payload written into its own pool through a block table taken from its free list).
 
 The oracles are the package: `costs.kv_transfer_bytes` / `costs.kv_transfer_time` (Eqs. 19.1-19.2),
-`costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), and `costs.best_pd_ratio`
-(Eq. 19.5). Nothing is timed: every answer is exact (or a float to 1e-9).
+`costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), `costs.best_pd_ratio` (Eq. 19.5) and
+`distributed.kv_transfer.scatter_kv` (what `import_kv` does). Nothing is timed: every answer is exact (or a
+float to 1e-9).
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ import math
 import random
 from typing import Any
 
+import torch
+
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import KV_LINKS, MODELS
+from minigpt.distributed.kv_transfer import scatter_kv
+from minigpt.exercises.case_inputs import randn
+from minigpt.exercises.comparisons import int_list, pair, tensor
 from minigpt.exercises.spec import N_, Exercise, Question, _, fmt_num
 
 
@@ -196,34 +203,42 @@ def _ratio_check(expected: Any, actual: Any) -> str | None:
     return None
 
 
-WIRE_EDGES = ("a request with D = 1: D = 1 requests counted",)
+RECEIVE_EDGES = ("a free list out of order: the blocks taken in id order (sorted) instead of the list's order",
+                 "H_kv ≥ 2 over several blocks: the payload written as [n, H_kv, b] rows without moving the heads "
+                 "first",
+                 "P not a multiple of b: the last block dropped (⌊P / b⌋ blocks), or written whole (its rows "
+                 "past P overwritten)",
+                 "a free list longer than the prompt needs: every free block taken")
 
 
-def _wire_cases(rng: random.Random) -> list[dict]:
-    """The first case's first request has D = 1 (`WIRE_EDGES`)."""
-    cases = []
-    for k in range(6):
-        n = rng.randint(1, 8)
-        requests = [[rng.randint(1, 4096), rng.choice([1, 1, rng.randint(2, 512)])] for _ in range(n)]
-        if k == 0:
-            requests[0][1] = 1
-        cases.append(dict(model={"$preset": rng.choice(list(MODELS))}, requests=requests))
-    return cases
+def _receive_case(rng: random.Random, edge: bool) -> dict:
+    """A decode worker's pool of N blocks, some held by other requests, its free list, and one payload. With
+    `edge` (`RECEIVE_EDGES`, all four at once): L = H_kv = 2, two or three blocks of which the last is partly
+    filled, a free list longer than that and shuffled so that its first blocks are neither in id order nor the
+    smallest free ids."""
+    L, H_kv = (2, 2) if edge else (rng.randint(1, 2), rng.choice([1, 2, 3]))
+    b, d_h = rng.choice([2, 4]), rng.choice([2, 3])
+    n = rng.randint(2, 3) if edge else rng.randint(1, 3)
+    P = (n - 1) * b + (rng.randint(1, b - 1) if edge else rng.randint(1, b))
+    N = rng.randint(n + 2, 8)
+    while True:
+        free = rng.sample(range(N), rng.randint(n + 1 if edge else n, N - 1))  # one block at least is held
+        if not edge or (free[:n] != sorted(free[:n]) and free[:n] != sorted(free)[:n]):
+            break
+    return dict(pools=randn([2, L, N, H_kv, b, d_h], rng), free_blocks=free, kv=randn([2, L, H_kv, P, d_h], rng))
 
 
-def _wire(model: ModelPreset, requests: list[list[int]]) -> int:
-    kv = dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
-    return sum(costs.kv_transfer_bytes(**kv, P=P) for P, D in requests if D > 1)
+def _receive_cases(rng: random.Random) -> list[dict]:
+    """The edges first: four cases that hold all of `RECEIVE_EDGES`, then three random ones."""
+    return [_receive_case(rng, edge=True) for _ in range(4)] + [_receive_case(rng, edge=False) for _ in range(3)]
 
 
-def _wire_check(expected: Any, actual: Any) -> str | None:
-    if isinstance(actual, bool) or not isinstance(actual, int):
-        return _("expected an int (bytes), got {actual}").format(actual=_short(actual))
-    if actual != expected:
-        return _("expected {expected} bytes, got {got}: which requests still need a decode worker once "
-                 "their first token is out? Those, and only those, send their prompt's K/V (Question 1's "
-                 "bytes)").format(expected=fmt_num(expected), got=repr(actual))
-    return None
+def _receive(pools: torch.Tensor, free_blocks: list[int], kv: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    b = pools.shape[4]
+    table = list(free_blocks[: -(-kv.shape[3] // b)])
+    out = pools.clone()
+    scatter_kv(out[0], out[1], table, kv)
+    return table, out
 
 
 EXERCISE = Exercise(
@@ -256,10 +271,12 @@ EXERCISE = Exercise(
             edges=RATIO_EDGES,
         ),
         Question(
-            "q4", "wire_bytes", "wire_bytes(model, requests) -> int", _wire_cases, _wire, _wire_check,
-            N_("requests is a list of [P, D] (prompt tokens, tokens to generate); the first token comes from the "
-               "prefill worker; add up the K/V bytes that must cross to a decode worker (bf16)"),
-            edges=WIRE_EDGES,
+            "q4", "receive_kv", "receive_kv(pools, free_blocks, kv) -> (list[int], tensor)", _receive_cases,
+            _receive, pair(int_list, tensor(atol=0.0, rtol=0.0), ("table", "pools")),
+            N_("take the first ⌈P / b⌉ blocks of the free list, in its order: they are the new block table. Token t "
+               "of the payload goes to row t % b of block table[t // b], for every layer and K/V head, keys into "
+               "pools[0] and values into pools[1]; every other row of the pools stays as it was"),
+            edges=RECEIVE_EDGES,
         ),
     ),
 )
