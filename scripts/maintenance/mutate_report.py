@@ -82,9 +82,9 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         *_sample(results / "sample.json", triage, survivors, open_survivors),
         "## Survivors kept, with their reasons",
         "",
-        "Each computes something other than the code, and no test should tell them apart (a random case",
-        "generator's range moved by one, with the question's edges and properties intact): they count as",
-        "survivors in the score.",
+        "Each computes something other than the code, for the reason given, and stays a survivor in the",
+        "score; most are a random case generator's range moved by one, with the question's edges and the",
+        "bounds `tests/test_case_generators.py` checks intact.",
         "",
         *([f"- `{k}`: {v['reason']}" for k, v in triage.items() if v["verdict"] == "kept" and k in survivors]
           or ["None."]),
