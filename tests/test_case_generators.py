@@ -140,3 +140,33 @@ def test_ex17_the_replica_edge_picks_a_rank_the_tiled_mapping_gets_wrong() -> No
     for seed in SEEDS:
         c = cases("ex17.q2", seed)[0]
         assert 1 < c["H_kv"] < c["W"] and c["rank"] * c["H_kv"] // c["W"] != c["rank"] % c["H_kv"], (seed, c)
+
+
+def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the_domain() -> None:
+    """Every seed's first four cases hold all four `RECEIVE_EDGES` (L = H_kv = 2, a partly filled last block
+    after a full one, a shuffled free list longer than needed whose first blocks are neither in id order nor
+    the smallest ids); then three random cases. Each case is consistent (the payload's L, H_kv, d_h are the
+    pool's, the free list distinct blocks of the pool with one block at least held, room for P tokens), and
+    over the seeds the random cases draw every value of the question's small domain (L 1-2, H_kv 1-3, b 2 or
+    4, d_h 2-3, one to three blocks, P a multiple of b or not), so the edges are not the only cases."""
+    edge("ex16.q4", "a free list out of order")
+    edge("ex16.q4", "P not a multiple of b")
+    seen: dict[str, set] = {k: set() for k in ("L", "H_kv", "b", "d_h", "n", "full")}
+    for seed in SEEDS:
+        drawn = cases("ex16.q4", seed)
+        assert len(drawn) == 7, seed
+        for i, c in enumerate(drawn):
+            _, L, N, H_kv, b, d_h = c["pools"]["$randn"]
+            two, L_, H_kv_, P, d_h_ = c["kv"]["$randn"]
+            free, n = c["free_blocks"], -(-P // b)
+            assert (two, L_, H_kv_, d_h_) == (2, L, H_kv, d_h) and N <= 8, (seed, i)
+            assert len(set(free)) == len(free) < N and set(free) <= set(range(N)) and len(free) >= n, (seed, i)
+            if i < 4:
+                assert (L, H_kv) == (2, 2) and n >= 2 and P % b and len(free) > n, (seed, i)
+                assert free[:n] != sorted(free[:n]) and free[:n] != sorted(free)[:n], (seed, i)
+            else:
+                for key, value in (("L", L), ("H_kv", H_kv), ("b", b), ("d_h", d_h), ("n", n),
+                                   ("full", P % b == 0)):
+                    seen[key].add(value)
+    assert seen == {"L": {1, 2}, "H_kv": {1, 2, 3}, "b": {2, 4}, "d_h": {2, 3}, "n": {1, 2, 3},
+                    "full": {True, False}}
