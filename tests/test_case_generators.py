@@ -148,10 +148,11 @@ def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the
     the smallest ids); then three random cases. Each case is consistent (the payload's L, H_kv, d_h are the
     pool's, the free list distinct blocks of the pool with one block at least held, room for P tokens), and
     over the seeds the random cases draw every value of the question's small domain (L 1-2, H_kv 1-3, b 2 or
-    4, d_h 2-3, one to three blocks, P a multiple of b or not), so the edges are not the only cases."""
+    4, d_h 2-3, one to three blocks, P a multiple of b or not, a one-token prompt, a free list with no block
+    to spare), so the edges are not the only cases."""
     edge("ex16.q4", "a free list out of order")
     edge("ex16.q4", "P not a multiple of b")
-    seen: dict[str, set] = {k: set() for k in ("L", "H_kv", "b", "d_h", "n", "full")}
+    seen: dict[str, set] = {k: set() for k in ("L", "H_kv", "b", "d_h", "n", "full", "P = 1", "no spare")}
     for seed in SEEDS:
         drawn = cases("ex16.q4", seed)
         assert len(drawn) == 7, seed
@@ -166,7 +167,7 @@ def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the
                 assert free[:n] != sorted(free[:n]) and free[:n] != sorted(free)[:n], (seed, i)
             else:
                 for key, value in (("L", L), ("H_kv", H_kv), ("b", b), ("d_h", d_h), ("n", n),
-                                   ("full", P % b == 0)):
+                                   ("full", P % b == 0), ("P = 1", P == 1), ("no spare", len(free) == n)):
                     seen[key].add(value)
     assert seen == {"L": {1, 2}, "H_kv": {1, 2, 3}, "b": {2, 4}, "d_h": {2, 3}, "n": {1, 2, 3},
-                    "full": {True, False}}
+                    "full": {True, False}, "P = 1": {True, False}, "no spare": {True, False}}
