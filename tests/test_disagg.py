@@ -11,6 +11,7 @@ retries them without resetting their tokens (tokens differ)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,36 @@ def test_scatter_writes_p_rows_through_the_table_and_nothing_else() -> None:
     assert torch.equal(v.transpose(2, 3)[:, untouched], before_v.transpose(2, 3)[:, untouched])
     with pytest.raises(ValueError, match="^table has 1 blocks; P=6 tokens of blocks of 4 need 2$"):
         scatter_kv(k, v, [5], kv)
+
+
+def test_a_payload_of_the_wrong_shape_or_dtype_is_refused_or_cast_and_a_full_pool_changes_nothing() -> None:
+    """`import_kv` names the shape it needs for each wrong dimension; `scatter_kv` refuses a payload that is not
+    [2, L, H_kv, P, d_h] for its caches, casts a float64 payload to the pool's dtype, and builds its index
+    tensors on the caches' device whatever torch's default device (a reader's `set_default_device`); a payload
+    too large for the free blocks raises `OutOfBlocks` and leaves no sequence behind."""
+    from minigpt.distributed.kv_transfer import scatter_kv
+    from minigpt.runtime.paged_cache import OutOfBlocks
+
+    c = ModelConfig(L=2, H=4, H_kv=2, d_h=4, d_ffn=16, V=11, S_max=32)
+    pool = PagedKVCache(c, num_blocks=3, block_size=4)
+    good = (2, c.L, c.H_kv, 5, c.d_h)
+    for shape in [(2, c.L, c.H_kv, 5), (3, c.L, c.H_kv, 5, c.d_h), (2, 1, c.H_kv, 5, c.d_h), (2, c.L, 1, 5, c.d_h),
+                  (2, c.L, c.H_kv, 5, 3)]:
+        needs = r"^kv must be \[2, L=2, H_kv=2, P, d_h=4\], got "
+        with pytest.raises(ValueError, match=needs + re.escape(str(shape)) + "$"):
+            import_kv(pool, torch.zeros(shape))
+        with pytest.raises(ValueError, match=r"^kv must be \[2, L, H_kv, P, d_h\] with the caches' L, H_kv and d_h "
+                                             r"\(2, 2, 4\), got " + re.escape(str(shape)) + "$"):
+            scatter_kv(pool.k, pool.v, [0, 1], torch.zeros(shape))
+    assert pool.allocator.num_free == 3
+    with pytest.raises(OutOfBlocks):
+        import_kv(pool, torch.zeros(2, c.L, c.H_kv, 13, c.d_h))  # four blocks, three free
+    assert pool.allocator.num_free == 3 and repr(pool).endswith("0/3 used, 0 sequences)")  # nothing left behind
+    payload = torch.randn(good, dtype=torch.float64)
+    with torch.device("meta"):
+        scatter_kv(pool.k, pool.v, [2, 1], payload)
+    assert torch.equal(pool.k[:, 2, :, 0], payload[0, :, :, 0].float()) and pool.k.dtype == torch.float32
+    assert torch.equal(pool.v[:, 1, :, 0], payload[1, :, :, 4].float())
 
 
 @pytest.fixture(scope="module")

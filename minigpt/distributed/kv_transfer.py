@@ -60,6 +60,10 @@ def scatter_kv(k: torch.Tensor, v: torch.Tensor, table: Sequence[int], kv: torch
     place: token t of every layer and K/V head goes to row t % b of block `table[t // b]` (the first ⌈P/b⌉
     entries of `table`, in its order). The rows of the last block past P are not written: like a freed block
     in vLLM, they hold whatever they held, and no query reads them."""
+    if kv.dim() != 5 or kv.shape[0] != 2 or (kv.shape[1], kv.shape[2], kv.shape[4]) != (k.shape[0], k.shape[2],
+                                                                                       k.shape[4]):
+        raise ValueError(f"kv must be [2, L, H_kv, P, d_h] with the caches' L, H_kv and d_h "
+                         f"{k.shape[0], k.shape[2], k.shape[4]}, got {tuple(kv.shape)}")
     P, b = kv.shape[3], k.shape[3]
     n = -(-P // b)
     if len(table) < n:
