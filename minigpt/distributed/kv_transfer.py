@@ -58,8 +58,8 @@ def export_kv(pool: PagedKVCache, seq: int, P: int) -> torch.Tensor:
 def scatter_kv(k: torch.Tensor, v: torch.Tensor, table: Sequence[int], kv: torch.Tensor) -> None:
     """Write the P tokens of `kv` `[2, L, H_kv, P, d_h]` into the caches `k`, `v` `[L, N, H_kv, b, d_h]`, in
     place: token t of every layer and K/V head goes to row t % b of block `table[t // b]` (the first ⌈P/b⌉
-    entries of `table`, in its order). The rows of the last block past P are not written: like a freed block
-    in vLLM, they hold whatever they held, and no query reads them."""
+    entries of `table`, in its order). The rows of the last block past P are not written: they hold whatever
+    they held, and no query reads them."""
     if kv.dim() != 5 or kv.shape[0] != 2 or (kv.shape[1], kv.shape[2], kv.shape[4]) != (k.shape[0], k.shape[2],
                                                                                        k.shape[4]):
         raise ValueError(f"kv must be [2, L, H_kv, P, d_h] with the caches' L, H_kv and d_h "
