@@ -91,6 +91,65 @@ def test_a_malformed_entry_is_refused_naming_its_field(field, value, message):
         claims.parse(data)
 
 
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("version", "technical report (arXiv:2503.19786, March 2025)",
+     r"^claims\.vllm-seqs\.version: a tag, commit or date .* without the words \['technical', 'report', 'March'\]"),
+    ("version", "main@0251105 (tag fa4-v4.0.0.beta27)", r"without the words \['tag'\]"),
+    ("source", "sglang-0.5.23 wheel, schedule.py:137 and 311", r"^claims\.vllm-seqs\.source_es: the source has "
+     r"the words \['wheel', 'and'\], which the Spanish appendix would show in English"),
+    ("source_es", " ", r"^claims\.vllm-seqs\.source_es: a non-empty string"),
+])
+def test_what_the_spanish_edition_would_show_in_english_is_refused(field, value, message):
+    """The version is the bracket both editions' prose show, so it holds no words; a source with prose words
+    needs its Spanish twin. Guards "[Gemma 3 technical report (…, March 2025)]" in a Spanish sentence, and a
+    Spanish appendix that shows "the disaggregated-prefill proxy example"."""
+    data = _ledger()
+    data["claims"]["vllm-seqs"][field] = value
+    with pytest.raises(ValueError, match=message):
+        claims.parse(data)
+
+
+def test_an_entry_keeps_every_field_where_it_was_given():
+    """Each field of the YAML lands in its own attribute (a constructor that shifts or drops one would show
+    the quote as the statement); `source_es` is optional, empty when not given."""
+    claim = claims.parse(_ledger()).claims["vllm-seqs"]
+    given = {**GOOD, "checked": dt.date(2026, 12, 3), "source_es": ""}
+    assert {f: getattr(claim, f) for f in given} == given
+    spanish = claims.parse({**_ledger(), "claims": {"vllm-seqs": {**GOOD, "source_es": "vllm/config.py:12 y más"}}})
+    assert spanish.claims["vllm-seqs"].source_es == "vllm/config.py:12 y más"
+    for data, message in ((["a"], "an entry must be a mapping of system, version, source, url, checked, quote, "
+                           "statement, statement_es, got ['a']"),
+                          ({**GOOD, "x": 1}, "fields must be exactly system, version, source, url, checked, quote, "
+                           "statement, statement_es (and source_es where needed); missing [], unknown ['x']")):
+        with pytest.raises(ValueError) as err:
+            claims.parse({**_ledger(), "claims": {"vllm-seqs": data}})
+        assert str(err.value) == f"claims.vllm-seqs: {message}"
+
+
+def test_prose_words_are_what_is_not_a_path_a_flag_or_an_identifier():
+    assert claims.prose_words("vllm/envs.py:636 (VLLM_BATCH_INVARIANT); --kv-offloading-size") == []
+    assert claims.prose_words("linear.py:1066 (QKVParallelLinear); main@7b58334, v0.33.0 2023-12-16") == []
+    assert claims.prose_words("_custom_ops.py (no paged_attention_v1/v2 on CUDA)") == ["no", "on"]
+    assert claims.prose_words("the v0.2 model card's change list") == ["the", "model", "card's", "change", "list"]
+    assert claims.prose_words("paquete wheel sglang-0.5.23, y 311") == ["paquete", "wheel", "y"]
+    assert claims.prose_words("the tensor-parallel rows") == ["the", "tensor-parallel", "rows"]
+
+
+def test_every_entry_shows_its_source_in_the_editions_language():
+    """Each Spanish source is the English one's paths, lines and names with Spanish words around them: the same
+    code-like tokens in the same order (a translation that drops or changes a line number fails)."""
+    def code(text: str) -> list[str]:  # the paths, lines, commits and flags
+        return [w for w in re.split(r"[\s,;()`]+", text) if re.search(r"[/:@\d]|^--", w)]
+
+    for claim in LEDGER.claims.values():
+        assert claim.source_in("en") == claim.source
+        if claim.source_es:
+            assert code(claim.source_es) == code(claim.source), claim.id
+            assert claim.source_in("es") == claim.source_es != claim.source
+        else:
+            assert claims.prose_words(claim.source) == [] and claim.source_in("es") == claim.source
+
+
 def test_malformed_ledgers_are_refused():
     data = _ledger()
     del data["claims"]["vllm-seqs"]["source"]
@@ -145,7 +204,7 @@ def test_prune_removes_only_the_lines_whose_sentence_is_gone(monkeypatch, tmp_pa
     assert path.read_text().startswith("# head\n")
 
 
-def _sphinx(tmp_path: Path, body: str, language: str = "en") -> tuple[int, str, str]:
+def _sphinx(tmp_path: Path, body: str, language: str = "en", entry: dict | None = None) -> tuple[int, str, str]:
     """Build a two-page Sphinx project with the extension; (status, warnings, html of the ledger page)."""
     from sphinx.application import Sphinx
 
@@ -154,7 +213,7 @@ def _sphinx(tmp_path: Path, body: str, language: str = "en") -> tuple[int, str, 
     (src / "conf.py").write_text(f"extensions = ['minigpt.book.sphinx_claims']\nlanguage = {language!r}\n")
     (src / "references" / "claims.yml").write_text(
         "max_age_days: 180\nsystems: [vLLM]\nclaims:\n  vllm-seqs:\n"
-        + "".join(f"    {k}: {v!r}\n" for k, v in GOOD.items())
+        + "".join(f"    {k}: {v!r}\n" for k, v in (entry or GOOD).items())
         + "unchecked:\n  - page: p.md\n    text: vLLM does a thing\n")
     (src / "index.rst").write_text(f"Home\n====\n\n{body}\n\n.. toctree::\n\n   ledger\n")
     (src / "ledger.rst").write_text("Ledger\n======\n\n.. claims-ledger::\n")
@@ -186,6 +245,13 @@ def test_an_unknown_claim_is_a_build_error_and_the_appendix_speaks_the_editions_
     _, _, ledger = _sphinx(tmp_path / "b", "Said :claim:`vllm-seqs`.", language="es")
     assert "comprobado el 2026-12-03" in ledger and "Aún sin comprobar" in ledger
     assert "vLLM admite <code" in ledger and "admits" not in ledger
+    entry = {**GOOD, "source": "vllm/config.py:12 (the default); --max-num-seqs",
+             "source_es": "vllm/config.py:12 (el valor por defecto); --max-num-seqs"}
+    for language, shown, hidden in (("es", "(el valor por defecto)", "(the default)"),
+                                    ("en", "(the default)", "(el valor por defecto)")):
+        _, _, page = _sphinx(tmp_path / f"c{language}", "Said :claim:`vllm-seqs`.", language=language, entry=entry)
+        assert shown in page and hidden not in page, language
+        assert "; --max-num-seqs" in page, "a flag's two hyphens became a dash"
 
 
 def test_a_sentence_that_starts_with_a_lower_case_system_name_is_its_own():

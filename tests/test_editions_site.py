@@ -86,6 +86,18 @@ def test_spanish_pages_show_no_english_outside_code_and_quotes(site: Path, page:
     assert not captions & english_parts, f"{page}: untranslated parts in the sidebar: {captions & english_parts}"
 
 
+def test_what_a_reader_without_javascript_sees_is_spanish(site: Path) -> None:
+    """A <noscript> message is hidden from the browser tests, which run JavaScript: read each one here. Guards
+    a page's own fixed HTML (the landing page's MiniGPT live) left out of the interface table."""
+    found = {}
+    for page in PAGES:
+        for note in parsed(site / LANG / f"{page}.html").select("noscript"):
+            text = " ".join(note.get_text(" ").split())
+            if text and (text in editions.theme_strings(LANG) or len(set(ENGLISH.findall(text))) >= 2):
+                found[page] = text
+    assert not found, f"English shown without JavaScript: {found}"
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_spanish_glued_values_are_the_english_ones_written_the_spanish_way(site: Path, page: str) -> None:
     """Every glued value on a Spanish page is an English page's value through `editions.localize_glued`.

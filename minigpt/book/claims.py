@@ -22,7 +22,18 @@ from typing import Any
 import yaml
 
 FIELDS = ("system", "version", "source", "url", "checked", "quote", "statement", "statement_es")
+OPTIONAL = ("source_es",)  # the source in Spanish words, required where the source has prose words
 ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# A token of a source or version that reads the same in both editions: a path, a file, a line range, a
+# commit, a flag or an identifier (it holds one of / . _ : @ = or a digit, starts with --, or has a capital
+# after its first letter: EngineArgs, CUDA). Every other word is prose, in some language, hyphenated
+# words ("tensor-parallel") included.
+_CODE_LIKE = re.compile(r"[/._:@=\d]|^--|^\w[^A-Z]*[A-Z]")
+
+
+def prose_words(text: str) -> list[str]:
+    """The words of `text` that are prose, not code ("the v0.2 model card" -> the, model, card)."""
+    return [w for w in re.split(r"[\s,;()`]+", text) if re.search(r"[^\W\d_]", w) and not _CODE_LIKE.search(w)]
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,11 @@ class Claim:
     quote: str
     statement: str
     statement_es: str  # the same statement in the Spanish edition (its appendix shows no English)
+    source_es: str = ""  # the source in the Spanish edition, where the source has prose words
+
+    def source_in(self, language: str) -> str:
+        """The source as the edition shows it: in Spanish words where it has any prose, else as written."""
+        return self.source_es if language == "es" and self.source_es else self.source
 
     def statement_in(self, language: str) -> str:
         """The statement in the edition's language ("es" or any other for English)."""
@@ -73,11 +89,11 @@ def _claim(key: object, entry: object) -> Claim:
         raise ValueError(f"claims: an id must be lower-case words joined by '-', got {key!r}")
     if not isinstance(entry, dict):
         raise ValueError(f"claims.{key}: an entry must be a mapping of {', '.join(FIELDS)}, got {entry!r}")
-    unknown = sorted(set(entry) - set(FIELDS))
+    unknown = sorted(set(entry) - set(FIELDS) - set(OPTIONAL))
     missing = [f for f in FIELDS if f not in entry]
     if unknown or missing:
-        raise ValueError(f"claims.{key}: fields must be exactly {', '.join(FIELDS)}; "
-                         f"missing {missing}, unknown {unknown}")
+        raise ValueError(f"claims.{key}: fields must be exactly {', '.join(FIELDS)} (and {', '.join(OPTIONAL)} "
+                         f"where needed); missing {missing}, unknown {unknown}")
     checked = entry["checked"]
     if isinstance(checked, str):
         try:
@@ -91,8 +107,18 @@ def _claim(key: object, entry: object) -> Claim:
             raise ValueError(f"claims.{key}.{field}: a non-empty string, got {entry[field]!r}")
     if not entry["url"].startswith("https://"):
         raise ValueError(f"claims.{key}.url: an https:// address, got {entry['url']!r}")
+    # The version is the bracket both editions' prose show ("[vLLM v0.33.0]"): code and numbers only.
+    if words := prose_words(entry["version"]):
+        raise ValueError(f"claims.{key}.version: a tag, commit or date that reads the same in both editions, "
+                         f"without the words {words}; got {entry['version']!r}")
+    source_es = entry.get("source_es", "")
+    if "source_es" in entry and (not isinstance(source_es, str) or not source_es.strip()):
+        raise ValueError(f"claims.{key}.source_es: a non-empty string, got {source_es!r}")
+    if (words := prose_words(entry["source"])) and not source_es:
+        raise ValueError(f"claims.{key}.source_es: the source has the words {words}, which the Spanish appendix "
+                         f"would show in English; give the source in Spanish")
     return Claim(key, entry["system"], entry["version"], entry["source"], entry["url"], checked,
-                 entry["quote"], entry["statement"], entry["statement_es"])
+                 entry["quote"], entry["statement"], entry["statement_es"], source_es)
 
 
 def _sentences(raw: object, name: str, fields: tuple[str, ...]) -> tuple[dict[str, str], ...]:

@@ -4,7 +4,8 @@ The role renders a sentence's claim about a real system as the version that was 
 v0.5.6]", linked to its entry in the appendix; an id the ledger (`references/claims.yml`, read by
 `minigpt.book.claims`) does not hold is a build error. The directive writes the appendix: each entry
 under its system, with its statement, version, date checked, source and quote, and the sentences not
-yet checked. Neither is translated: the entries quote their sources, and the role shows a version.
+yet checked. The Spanish edition shows each entry's `statement_es` and `source_es`; the quotes stay as
+their sources wrote them, and the role shows a version, which has no words to translate.
 """
 
 from __future__ import annotations
@@ -66,9 +67,9 @@ def _entry(claim: Claim, words: dict[str, str], language: str) -> list[nodes.Nod
     target = nodes.target("", "", ids=[claim.anchor], names=[claim.anchor])
     head = nodes.paragraph()
     head += nodes.strong("", "", *_text(claim.statement_in(language)))
-    facts = nodes.paragraph()
+    facts = nodes.paragraph(support_smartquotes=False)  # a flag's "--" stays two hyphens, not an en dash
     facts += nodes.Text(f"{claim.system} {claim.version}, {words['checked']} {claim.checked.isoformat()}: ")
-    facts += nodes.reference("", claim.source, refuri=claim.url)
+    facts += nodes.reference("", claim.source_in(language), refuri=claim.url)
     facts += nodes.Text(" (")
     facts += nodes.literal("", claim.id)
     facts += nodes.Text(")")
