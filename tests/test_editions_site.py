@@ -8,11 +8,11 @@ the Spanish site (maths, explorers, MiniGPT live) are in tests/test_site_es.py.
 from __future__ import annotations
 
 import re
-from functools import cache
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
+from site_text import parsed, text_outside
 from test_site import book_pages
 
 from minigpt.book import catalogs, edition_notebooks, editions
@@ -36,20 +36,11 @@ KEEP = [
 QUOTED = re.compile(r"«[^»]*»|“[^”]*”|\"[^\"]*\"")
 
 
-@cache
-def parsed(path: Path) -> BeautifulSoup:
-    """A built page, parsed once for all the tests of this module (which only read it)."""
-    return BeautifulSoup(path.read_text(encoding="utf-8"), "lxml")
 
 
 def english_sentences(html: str | BeautifulSoup) -> list[str]:
     """Sentences of a page's article (outside what may stay English) with three English function words."""
-    soup = BeautifulSoup(html if isinstance(html, str) else str(html.find("main") or html), "lxml")
-    main = soup.find("main") or soup
-    for selector in KEEP:
-        for element in main.select(selector):
-            element.decompose()
-    text = QUOTED.sub(" ", " ".join(main.get_text(" ").split()))
+    text = QUOTED.sub(" ", text_outside(html, KEEP))
     return [s[:120] for s in re.split(r"(?<=[.:;!?])\s+", text) if len(set(ENGLISH.findall(s))) >= 3]
 
 

@@ -9,12 +9,12 @@ tests/test_site_es_english.py, with tests/site_checks.py).
 from __future__ import annotations
 
 import re
-from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
 from bs4 import BeautifulSoup
+from site_text import parsed, text_outside
 from test_site import book_pages
 
 from minigpt.book import sphinx_icons
@@ -33,19 +33,11 @@ CODE = ["pre", "code", "script", "style", ".highlight", ".math", "mjx-container"
 RAW_MARKDOWN = re.compile(r"\|\s*:?[-—–]+:?\s*\||\|[^|\n]{1,200}\|[^|\n]{1,200}\||\]\(#")
 
 
-@cache
-def parsed(path: Path) -> BeautifulSoup:
-    return BeautifulSoup(path.read_text(encoding="utf-8"), "lxml")
 
 
 def raw_markdown(html: str | BeautifulSoup) -> list[str]:
     """Markdown syntax shown as text in a page's article (outside code, output and maths), with context."""
-    soup = BeautifulSoup(str(html), "lxml")
-    main = soup.find("main") or soup
-    for selector in CODE:
-        for element in main.select(selector):
-            element.decompose()
-    text = " ".join(main.get_text(" ").split())
+    text = text_outside(html, CODE)
     return [text[max(0, m.start() - 40):m.end() + 40] for m in RAW_MARKDOWN.finditer(text)]
 
 
