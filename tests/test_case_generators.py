@@ -171,3 +171,53 @@ def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the
                     seen[key].add(value)
     assert seen == {"L": {1, 2}, "H_kv": {1, 2, 3}, "b": {2, 4}, "d_h": {2, 3}, "n": {1, 2, 3},
                     "full": {True, False}, "P = 1": {True, False}, "no spare": {True, False}}
+
+
+def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
+    """Every value `pick(cases)` returns (a list) over `seeds`."""
+    return [v for seed in seeds for v in pick(cases(qid, seed))]
+
+
+# What each generator's docstring and the question's text promise its random cases span, checked over 2,000
+# seeds (the same draws every run): a range or a set of choices moved by one (issue 36's sampled survivors)
+# stops reaching an end it documents, or reaches past it. Each row: question, what is drawn, the values.
+DOMAINS = [
+    ("ex02.q1", "H_kv of the random cases", lambda c: [x["H_kv"] for x in c[1:]], {1, 2, 4, 8, 16, 32, 64, 96}),
+    ("ex04.q3", "D = decode steps + 1, from 2 to 2,000", lambda c: [x["decode_steps"] + 1 for x in c[1:]], (2, 2000)),
+    ("ex05.q1", "d from 16 (16 x 1) to 2,048", lambda c: [x["d"] for x in c], (16, 2048)),
+    ("ex06.q2", "the MQA edge: H_kv = 1 of H = 4", lambda c: [(c[2]["k"]["$randn"][1], c[2]["q"]["$randn"][1])],
+     {(1, 4)}),
+    ("ex06.q4", "prompt lengths from 1 to 8", lambda c: [len(x["prompt"]) for x in c], (1, 8)),
+    ("ex07.q3", "the short contexts of the first three cases, from S = 1", lambda c: [x["S"] for x in c[:3]], (1, 96)),
+    ("ex08.q1", "three to nine copy timings", lambda c: [len(x["copy_s"]) for x in c], (3, 9)),
+    ("ex09.q1", "g = H / H_kv of the random cases, MHA (g = 1) among them",
+     lambda c: [x["q"]["$randn"][1] // x["k"]["$randn"][1] for x in c[1:]], {1, 2, 4}),
+    ("ex10.q2", "group sizes that divide d_h, 128 among them", lambda c: [x["group_size"] for x in c],
+     {16, 32, 64, 128}),
+    ("ex10.q5", "token groups per case: one to four, at least two in the edge",
+     lambda c: [x["k"]["$randn"][1] // x["token_group"] for x in c[1:]], {1, 2, 3, 4}),
+    ("ex11.q1", "block sizes of the random cases", lambda c: [x["block_size"] for x in c[2:]], {1, 8, 16, 32, 128}),
+    ("ex11.q4", "the edge's samples n, from 2", lambda c: [c[0]["n"]], (2, 16)),
+    ("ex11.q4", "the edge's full blocks at b = 32, up to 3,000 // 32 - 1",
+     lambda c: [c[0]["P"] // 32] if c[0]["block_size"] == 32 else [], (1, 92)),
+    ("ex11.q6", "block sizes of the random cases", lambda c: [x["block_size"] for x in c[3:]], {2, 4, 8}),
+    ("ex12.q2", "the edges' max_batch, from 2 to 4", lambda c: [c[0]["max_batch"], c[1]["max_batch"]], {2, 3, 4}),
+    ("ex12.q4", "S of the random cases, up to 4,096", lambda c: [x["S"] for x in c[1:]], (16, 4096)),
+    ("ex15.q1", "S from 1 to 30", lambda c: [x["S"] for x in c], (1, 30)),
+    ("ex15.q4", "S_max of the random cases, from 1", lambda c: [x["S_max"] for x in c[1:]], (1, 40)),
+    ("ex16.q2", "four to six runs a case", lambda c: [len(x["runs"]) for x in c], {4, 5, 6}),
+    ("ex16.q2", "a TTFT objective between 0.1 and 0.5 s",
+     lambda c: [round(x["ttft_slo"], 1) for x in c], {0.1, 0.2, 0.3, 0.4, 0.5}),
+    ("ex16.q3", "the random cases' prefill rates, with two decimals",
+     lambda c: [x["prefill_rate"] == round(x["prefill_rate"], 2) for x in c[2:]], {True}),
+    ("ex16.q3", "the tie's common rate, whole or not", lambda c: [c[1]["prefill_rate"] % 1 == 0], {True, False}),
+]
+
+
+@pytest.mark.parametrize(("qid", "what", "pick", "values"), DOMAINS, ids=[f"{d[0]}: {d[1]}" for d in DOMAINS])
+def test_the_random_cases_span_what_the_question_documents(qid: str, what: str, pick, values) -> None:
+    drawn = _drawn(qid, pick, range(300) if qid.startswith(("ex06", "ex16")) else range(2000))
+    if isinstance(values, set):
+        assert set(drawn) == values, (qid, what, sorted(set(drawn) ^ values, key=str))
+    else:
+        assert (min(drawn), max(drawn)) == values, (qid, what, min(drawn), max(drawn))
