@@ -166,6 +166,12 @@ def test_transfer_bytes_are_eq_2_1_times_P_counted_on_both_sides(plain_run) -> N
     assert run.workers[1]["meta_bytes_sent"] == headers and run.workers[1]["transfers"] == len(
         [r for r in requests if r.max_new_tokens > 1])
     assert sum(line.transfer_bytes for line in run.log) == expected
+    # Each transfer's seconds reach its record (SENT) and the sender's total; a SENT that ends after the
+    # driver's last look counts only in the total. Guards a total that keeps the last transfer or
+    # subtracts, and a SENT whose fields shift (a rank read as seconds).
+    took = [rec.transfer_s for rec in run.records if rec.transfer_s is not None]
+    assert took and all(t > 0 for t in took), took
+    assert run.workers[1]["transfer_s"] >= sum(took) - 1e-9
     assert sum(line.prompt_tok_s * (line.end_s - line.start_s) for line in run.log) == pytest.approx(
         sum(r.P for r in requests))
 

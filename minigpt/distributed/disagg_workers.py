@@ -63,6 +63,27 @@ def _step(engine: Engine, raising: Tripwire, stats: dict, role: str, rank: int, 
     return True
 
 
+def _drain(done: queue.Queue, stats: dict, report: bool) -> bool:
+    """Count the finished transfers in `done` into `stats` (one accounting for the loop and the last look
+    after the senders close); `report` sends SENT/XFAIL to the driver. True when there were any."""
+    any_done = False
+    while not done.empty():
+        (dst, index, attempt, *_), kv_bytes, meta_bytes, took, err = done.get()
+        any_done = True
+        if err is None:
+            stats["kv_bytes_sent"] += kv_bytes
+            stats["meta_bytes_sent"] += meta_bytes
+            stats["transfers"] += 1
+            stats["transfer_s"] += took
+            if report:
+                _report(SENT, index, attempt, kv_bytes, took, dst)
+        else:  # the decode worker is gone: gloo says "Connection closed by peer"
+            stats["failed_transfers"] += 1
+            if report:
+                _report(XFAIL, index, attempt, dst)
+    return any_done
+
+
 def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
     """Rank `rank`'s loop: prompts in from the driver, first tokens reported, K/V out to decode workers over
     `groups` (the pair's group per decode rank)."""
@@ -118,27 +139,11 @@ def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device:
                 if t is not None and t.status is Status.REJECTED:  # the engine's own rule, on arrival
                     index, attempt, _, _ = meta.pop(rid)
                     _report_text(FAIL, index, attempt, f"prefill rank {rank}: {t.reason}")
-        while not done.empty():
-            (dst, index, attempt, *_), kv_bytes, meta_bytes, took, err = done.get()
-            if err is None:
-                stats["kv_bytes_sent"] += kv_bytes
-                stats["meta_bytes_sent"] += meta_bytes
-                stats["transfers"] += 1
-                stats["transfer_s"] += took
-                _report(SENT, index, attempt, kv_bytes, took, dst)
-            else:  # the decode worker is gone: gloo says "Connection closed by peer"
-                stats["failed_transfers"] += 1
-                _report(XFAIL, index, attempt, dst)
-            busy = True
+        busy = _drain(done, stats, report=True) or busy
         if not busy:
             time.sleep(IDLE_S)
     senders.close(timeout_s=10.0)
-    while not done.empty():  # transfers that ended after the last look
-        (dst, index, attempt, *_), kv_bytes, meta_bytes, took, err = done.get()
-        if err is None:
-            stats["kv_bytes_sent"] += kv_bytes
-            stats["meta_bytes_sent"] += meta_bytes
-            stats["transfers"] += 1
+    _drain(done, stats, report=False)  # transfers that ended after the last look
     for d in cfg.decode_ranks():  # end the decode workers' receivers for this rank
         try:
             send_bye(d)
