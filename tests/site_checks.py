@@ -11,6 +11,9 @@ the site tests fit CI's budget (CONTRIBUTING.md, "The suite's budget").
   is a link to the image itself.
 - `control_problems`: every control of every explorer, driven from the keyboard (Home, End) and set to its
   middle (tests/test_site_controls.py says what it catches).
+- `axe_problems`: axe-core (pinned in package.json, injected from node_modules: nothing from a CDN, nothing
+  added to the site) finds no serious or critical violation of its default rules (WCAG 2.x A and AA and
+  its best practices) on the page: contrast, names of controls, images and plots, list structure, ARIA.
 - `phone_problems`, last (it narrows the window): at 390 px nothing makes the page scroll sideways, and
   every explorer's controls and readouts lie inside its box. The bugs: a long inline code span or URL that
   cannot break (an install line once widened the landing page to 560 px), and an explorer whose rows keep
@@ -23,8 +26,10 @@ the site tests fit CI's budget (CONTRIBUTING.md, "The suite's budget").
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 #: No page loads more than this many bytes (raw, as served: no compression), everything included.
@@ -34,6 +39,31 @@ SHELL_BYTES = 2_000_000
 CONTENT = ("/_images/", "/minigpt-web/minigpt_weights.js")
 #: The phone's width in CSS pixels.
 PHONE_WIDTH = 390
+
+
+#: axe-core's script, installed by `npm ci` (scripts/book/vendor_assets.sh) with the site's own packages.
+AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
+#: The impacts that fail a page (axe's four: minor, moderate, serious, critical).
+AXE_FAILS = ("serious", "critical")
+
+
+@functools.cache
+def _axe_source() -> str:
+    assert AXE.is_file(), f"{AXE} is missing: run scripts/book/vendor_assets.sh (npm ci)"
+    return AXE.read_text(encoding="utf-8")
+
+
+def axe_problems(page) -> list[str]:
+    """Each serious or critical axe-core violation on the loaded page: rule, impact, how many elements, the
+    first two (selector and markup)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(content=_axe_source())
+    found = page.evaluate("""async (fails) => {
+      const r = await axe.run(document, {resultTypes: ["violations"]});
+      return r.violations.filter(v => fails.includes(v.impact)).map(v => [v.id, v.impact, v.nodes.length,
+        v.nodes.slice(0, 2).map(n => n.target.join(" ") + " " + (n.html || "").slice(0, 120))]);
+    }""", list(AXE_FAILS))
+    return [f"axe {rule} ({impact}, {n} elements): {'; '.join(where)}" for rule, impact, n, where in found]
 
 
 def weight_problems(sizes: dict[str, int]) -> list[str]:

@@ -137,7 +137,7 @@ def test_page(name: str, server: str, browser) -> None:
             if check[0] == name:
                 check_explorer(page, *check[1:])
         problems += site_checks.reader_view(page) + site_checks.weight_problems(visit.sizes)
-        problems += site_checks.phone_problems(page)
+        problems += site_checks.axe_problems(page) + site_checks.phone_problems(page)
         assert problems == [], f"{name}:\n" + "\n".join(problems)
         assert visit.external == [], f"requests left localhost: {visit.external}"
         assert visit.failed == [], f"requests failed (missing files?): {visit.failed}"

@@ -144,7 +144,7 @@ def test_spanish_page(name: str, server: str, browser) -> None:
         if visit.page.locator("div.mgx-explorer").count():
             check_spanish_explorers(visit, name)
         problems += site_checks.reader_view(visit.page) + site_checks.weight_problems(visit.sizes)
-        problems += site_checks.phone_problems(visit.page) + visit.problems()
+        problems += site_checks.axe_problems(visit.page) + site_checks.phone_problems(visit.page) + visit.problems()
     finally:
         visit.close()
     assert problems == [], f"es/{name}:\n" + "\n".join(problems)

@@ -242,6 +242,16 @@ def engine_tr_strings() -> set[str]:
     return found
 
 
+def explorer_fixed_strings() -> set[str]:
+    """The string literals the explorers' own scripts pass to tr() (most of their tr() calls translate a
+    label from an explorer's spec, checked through `explorer_labels`; these are the scripts' own words)."""
+    found: set[str] = set()
+    for name in ("explorer.js", "explorer_plot.js"):
+        code = re.sub(r"^\s*//.*$", "", (WEB / name).read_text(encoding="utf-8"), flags=re.M)
+        found |= {json.loads(s) for s in re.findall(r"\btr\(\s*(" + JS_STRING + ")", code)}
+    return found
+
+
 def shipped_config() -> dict:
     return json.loads((ROOT / "minigpt" / "data" / "minigpt.json").read_text(encoding="utf-8"))["config"]
 
@@ -321,6 +331,8 @@ def needed() -> dict[str, set[str]]:
         keys.setdefault(text, set()).add("minigpt_live.js tr()")
     for text in engine_tr_strings():
         keys.setdefault(text, set()).add("Watch the engine tr()")
+    for text in explorer_fixed_strings():
+        keys.setdefault(text, set()).add("explorer_plot.js tr()")
     for text in live_error_messages():
         keys.setdefault(text if text in table else template(text), set()).add("a MiniGPT live error")
     return keys

@@ -153,6 +153,8 @@
     const tx = (x) => plot.log_x ? Math.log10(x) : x, ty = (y) => plot.log_y ? Math.log10(y) : y;
     const X = (x) => m.l + (tx(x) - tx(plot.x_min)) / (tx(plot.x_max) - tx(plot.x_min)) * (W - m.l - m.r);
     const Y = (y) => H - m.b - (ty(y) - ty(lo)) / (ty(hi) - ty(lo)) * (H - m.t - m.b);
+    // The plot's name for a screen reader (an svg with role="img" needs one): what it draws against what.
+    svg.setAttribute("aria-label", I18N().tr("{0} against {1}", [I18N().tr(plot.y_label), I18N().tr(plot.x_label)]));
     const g = el("g", {"font-size": "11", fill: "currentColor"}, svg);
     el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#999",
       class: "mgx-frame"}, g);

@@ -146,7 +146,8 @@
         this.msg, this.status, this.text,
         h("div", { class: "mgl-panels" }, [this.cacheBox, h("div", { class: "mgl-dist-box" },
           [h("div", { class: "mgl-cache-title", text: tr("next-word distribution") }), this.dist])]),
-        h("div", { class: "mgl-table-scroll" }, [this.table]), this.totals,
+        h("div", { class: "mgl-table-scroll", tabindex: "0", role: "region", "aria-label": tr("the steps, one row each") },
+          [this.table]), this.totals,
         h("div", { class: "mgl-plots" }, [this.flopPlot, this.timePlot]));
       this.go.addEventListener("click", () => this.generate());
       this.stop.addEventListener("click", () => { this.stopRequested = true; });
