@@ -172,6 +172,30 @@ def test_ex17_the_replica_edge_picks_a_rank_the_tiled_mapping_gets_wrong() -> No
         assert 1 < c["H_kv"] < c["W"] and c["rank"] * c["H_kv"] // c["W"] != c["rank"] % c["H_kv"], (seed, c)
 
 
+def test_ex16_the_transfer_edges_are_link_bound_compute_bound_and_mixed_every_time() -> None:
+    """Every seed's case 0 is link-bound (a layer's message longer than every layer) with a first layer slower
+    than the mean, case 1 compute-bound (every layer longer than a message), case 2 has layers on both sides;
+    all three a GQA model with a latency above 0. Without case 0 a message started while the link is busy,
+    or the mean layer time, would pass; without case 1, messages chained from the prefill's start."""
+    from minigpt.costs.presets import MODELS
+    from minigpt.exercises.ex16_transfer import _layer_send
+
+    for words in ("link-bound", "compute-bound", "slower than the rest", "latency paid once", "GQA"):
+        edge("ex16.q1", words)
+    for seed in SEEDS:
+        drawn = cases("ex16.q1", seed)
+        for i, c in enumerate(drawn[:3]):
+            m = MODELS[c["model"]["$preset"]]
+            send, ls = _layer_send(m, c["P"], c["link_bandwidth"], c["latency"]), c["layer_s"]
+            assert m.H_kv < m.H and c["latency"] > 0 and len(ls) == m.L, (seed, i)
+            if i == 0:
+                assert max(ls) < send and ls[0] > sum(ls) / len(ls), (seed, c)
+            elif i == 1:
+                assert min(ls) > send, (seed, c)
+            else:
+                assert min(ls) < send < max(ls), (seed, c)
+
+
 def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the_domain() -> None:
     """Every seed's first four cases hold all four `RECEIVE_EDGES` (L = H_kv = 2, a partly filled last block
     after a full one, a shuffled free list longer than needed whose first blocks are neither in id order nor

@@ -391,6 +391,13 @@ def _calls() -> list[tuple[str, dict, list | None]]:
             calls += [("kv_transfer_bytes", dict(kv, P=P), None),
                       ("kv_transfer_time", dict(kv, P=P, link_bandwidth=bw, link_latency=lat), None)]
         calls.append(("kv_transfer_time", dict(kv, P=100, link_bandwidth=25e9), None))
+    for layer_s, nbytes, bw, lat in [([1e-3, 2e-3, 5e-4], 4 << 20, 12.5e9, 5e-6), ([0.0], 0, 50e9, 0.0),
+                                     ([2e-4] * 32, 1 << 20, 450e9, 2e-6),
+                                     ([3e-3, 1e-4, 1e-4, 2e-3], 8 << 20, 64e9, 0.0)]:  # Chapter 19, layer by layer
+        calls.append(("layerwise_transfer_exposed",
+                      dict(layer_s=layer_s, layer_bytes=nbytes, link_bandwidth=bw, link_latency=lat), None))
+    calls.append(("layerwise_transfer_exposed",
+                  dict(layer_s=[1e-3, 1e-3], layer_bytes=1 << 20, link_bandwidth=25e9), None))
     for ttft, tpot, s1, s2 in [([0.1, 0.3, 0.2], [0.01, 0.02, 0.05], 0.25, 0.03), ([1.0], [0.0], 0.5, 0.1),
                                ([0.2, 0.2], [0.04, 0.04], 0.2, 0.04)]:  # Eqs. (19.3)-(19.4)
         calls.append(("slo_attainment", dict(ttft=ttft, tpot=tpot, ttft_slo=s1, tpot_slo=s2), None))

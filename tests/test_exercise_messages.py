@@ -130,7 +130,12 @@ def test_a_triple_and_a_one_element_tensor_are_read_as_the_questions_say() -> No
 
 def test_the_disaggregation_checks_say_what_was_returned() -> None:
     """ex16's checks quote the student's value and the expected one (guards a message with None in place)."""
-    assert ex16._transfer_check((8, 0.5), "x") == "expected a pair (bytes, seconds), got 'x'"
+    assert ex16._transfer_check((8.0, 0.5), "x") == "expected a pair (layer by layer, whole) of seconds, got 'x'"
+    assert ex16._transfer_check((8.0, 0.5), (8.0, 0.25)).startswith(
+        "the whole cache in one message: expected 0.5 s, got 0.25: one latency")
+    assert ex16._transfer_check((8.0, 0.5), (2.0, 0.5)).startswith(
+        "whole message right; layer by layer: expected 8 s after the prefill, got 2.0: a layer's message starts")
+    assert ex16._transfer_check((8.0, 0.5), [8.0, 0.5]) is None
     assert ex16._ratio_check((1, 3), (2, 3)) == "N and M must be >= 1 and add up to 4 chips, got 2 + 3"
     receive = ex16.EXERCISE.question("q4").compare
     assert receive([[3, 1], _tensor([[1.0]])], [[1, 3], _tensor([[1.0]])]) == "table: expected [3, 1], got [1, 3]"

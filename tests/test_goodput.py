@@ -32,6 +32,37 @@ def test_transfer_bytes_and_time() -> None:
         costs.kv_transfer_time(L=1, H_kv=1, d_h=1, s=2, P=1, link_bandwidth=1.0, link_latency=-1)
 
 
+def test_a_layer_by_layer_transfer_hides_behind_the_prefill_as_worked_by_hand() -> None:
+    """Three layers of 1, 3 and 1 s, messages of 2 s (1 s latency, 4 B at 4 B/s). By hand: layer 0 ready at
+    1, sent 1-3; layer 1 ready at 4, sent 4-6; layer 2 ready at 5, link free at 6, sent 6-8: 3 s after the
+    prefill's end at 5 (one message of all three: 1 + 12/4 = 4 s). The bugs it catches: a message started
+    at its layer's end while the link is busy (2 s), messages chained from the start (6 - 5 = 1 s), the
+    latency paid once (messages of 1 s, then one latency: 2 s), the mean layer time (5/3 s each: 8/3 s)."""
+    t = costs.layerwise_transfer_exposed(layer_s=[1.0, 3.0, 1.0], layer_bytes=4, link_bandwidth=4.0, link_latency=1.0)
+    assert t == 3.0
+    # Compute-bound: only the last message shows, whatever the layers take; link-bound: L messages less the
+    # compute after the first layer.
+    assert costs.layerwise_transfer_exposed(layer_s=[5.0, 9.0, 7.0], layer_bytes=4, link_bandwidth=4.0,
+                                            link_latency=1.0) == 2.0
+    assert costs.layerwise_transfer_exposed(layer_s=[1.5, 0.5, 0.5], layer_bytes=4, link_bandwidth=4.0,
+                                            link_latency=1.0) == 1.5 + 3 * 2.0 - 2.5
+    inf = float("inf")
+    for bad, name in [(dict(layer_s=[]), "layer_s"), (dict(layer_s=[-1.0]), "layer_s"),
+                      (dict(layer_s=[inf]), "layer_s"),
+                      (dict(layer_s=[True]), "layer_s"), (dict(layer_s=["1"]), "layer_s"), (dict(layer_s=(1.0,)), None),
+                      (dict(layer_s=[1.0], link_latency=-1), "link_latency"),
+                      (dict(layer_s=[1.0], link_latency=inf), "link_latency"),
+                      (dict(layer_s=[1.0], link_latency="0"), "link_latency"),
+                      (dict(layer_s=[1.0], layer_bytes=-1), "layer_bytes"),
+                      (dict(layer_s=[1.0], layer_bytes=4.0), "layer_bytes"),
+                      (dict(layer_s=[1.0], link_bandwidth=0), "link_bandwidth")]:
+        if name is None:  # a tuple of seconds is a list of seconds
+            assert costs.layerwise_transfer_exposed(**{"layer_bytes": 4, "link_bandwidth": 4.0, **bad}) == 1.0
+            continue
+        with pytest.raises(ValueError, match="^" + name):
+            costs.layerwise_transfer_exposed(**{"layer_bytes": 4, "link_bandwidth": 4.0, **bad})
+
+
 def test_attainment_needs_both_objectives_and_one_token_requests_have_no_tpot() -> None:
     ttft = [0.1, 0.1, 0.5, 0.1]
     tpot = [0.01, 0.05, 0.01, math.nan]

@@ -109,11 +109,25 @@ def _chunk_mask(S_max: int, input_pos: torch.Tensor) -> torch.Tensor:
 # ex16: prefill and decode apart
 
 
-def _transfer(H_kv: bool = True, latency: bool = True) -> Callable[..., tuple[int, float]]:
-    def transfer(model: ModelPreset, P: int, link_bandwidth: float, latency_: float) -> tuple[int, float]:
-        b = 2 * model.L * (model.H_kv if H_kv else model.H) * model.d_h * 2 * P
-        return b, (latency_ if latency else 0.0) + b / link_bandwidth
-    return lambda model, P, link_bandwidth, latency: transfer(model, P, link_bandwidth, latency)
+def _transfer(rule: str) -> Callable[..., tuple[float, float]]:
+    """ex16 Q1 with one plausible slip in the layer-by-layer pipeline (the whole message right unless the
+    slip is the heads): "ready" starts a message when its layer ends even if the link is busy, "chained" sends
+    back to back from the prefill's start, "mean" takes every layer to last the mean, "latency once" pays one
+    latency for all the layers, "H" counts every query head's K/V."""
+    def transfer(model: ModelPreset, P: int, layer_s: list[float], link_bandwidth: float,
+                 latency: float) -> tuple[float, float]:
+        heads = model.H if rule == "H" else model.H_kv
+        layer_bytes = 2 * heads * model.d_h * 2 * P
+        send = (0.0 if rule == "latency once" else latency) + layer_bytes / link_bandwidth
+        times = [sum(layer_s) / len(layer_s)] * len(layer_s) if rule == "mean" else layer_s
+        ready = done = 0.0
+        for t in times:
+            ready += t
+            done = (ready if rule == "ready" else done if rule == "chained" else max(ready, done)) + send
+        if rule == "latency once":
+            done += latency
+        return done - ready, latency + model.L * layer_bytes / link_bandwidth
+    return transfer
 
 
 def _goodput(stop_at_miss: bool = True, one_token_passes: bool = True) -> Callable[..., tuple[list[float], float]]:
@@ -298,8 +312,10 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("host sync taken for a kernel", _fn(_classify(sync="kernel")))],
     "ex15.q3": [("the cache of one sequence", _fn(_bound(B=1)))],
     "ex15.q4": [("up to the chunk's last position", _fn(_chunk_mask))],
-    "ex16.q1": [("H instead of H_kv", _fn(_transfer(H_kv=False))),
-                ("latency forgotten", _fn(_transfer(latency=False)))],
+    "ex16.q1": [("while the link still sends", _fn(_transfer("ready"))),
+                ("back to back from the prefill's start", _fn(_transfer("chained"))),
+                ("the mean", _fn(_transfer("mean"))), ("latency paid once", _fn(_transfer("latency once"))),
+                ("H instead of H_kv", _fn(_transfer("H")))],
     "ex16.q2": [("not stopping at the first miss", _fn(_goodput(stop_at_miss=False))),
                 ("one-token request counted as a miss", _fn(_goodput(one_token_passes=False)))],
     "ex16.q3": [("tie broken towards the most prefill chips", _fn(_ratio_most_prefill)),

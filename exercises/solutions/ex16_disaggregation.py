@@ -7,10 +7,19 @@ import math
 
 
 # %% solution:q1
-def transfer(model, P, link_bandwidth, latency):
-    """(bytes, seconds) of one request's K/V over a link: P tokens x 2 L H_kv d_h x 2 bytes; latency + bytes / bw."""
-    b = P * 2 * model.L * model.H_kv * model.d_h * 2
-    return b, latency + b / link_bandwidth
+def layerwise_transfer(model, P, layer_s, link_bandwidth, latency):
+    """Seconds after the prefill until the last layer's K/V has arrived: sent layer by layer, then as one message.
+
+    Two clocks: the prefill's (when layer l is ready) and the link's (when it is free). Layer l's message starts
+    at the later of the two and takes latency + its bytes / bandwidth.
+    """
+    layer_bytes = P * 2 * model.H_kv * model.d_h * 2
+    send = latency + layer_bytes / link_bandwidth
+    ready = free = 0.0
+    for t in layer_s:
+        ready += t
+        free = max(ready, free) + send
+    return free - ready, latency + model.L * layer_bytes / link_bandwidth
 
 
 # %% solution:q2

@@ -43,6 +43,7 @@ from minigpt.costs.disaggregation import (
     goodput,
     kv_transfer_bytes,
     kv_transfer_time,
+    layerwise_transfer_exposed,
     slo_attainment,
 )
 from minigpt.costs.flops import (
@@ -216,6 +217,7 @@ FORMULAS = (
     "tiled_attention_hbm_bytes",  # Chapter 15, Eq. (15.1): both loop orders
     "flash_decoding_time", "flash_decoding_num_splits",  # Chapter 16, Eqs. (16.1)-(16.2)
     "kv_transfer_bytes", "kv_transfer_time", "slo_attainment", "goodput",  # Chapter 19, Eqs. (19.1)-(19.4)
+    "layerwise_transfer_exposed",  # Chapter 19, a layer-by-layer transfer behind the prefill
     "disagg_rate", "best_pd_ratio", "disagg_goodput_bound",  # Chapter 19, Eqs. (19.5)-(19.6)
     "tp_collectives_per_step", "tp_collective_bytes", "tp_kv_heads_per_rank", "tp_kv_cache_bytes",
     "allreduce_time", "ring_allreduce_beta", "tp_alpha_beta_step_time", "tp_per_gpu_bandwidth",

@@ -36,6 +36,31 @@ def kv_transfer_time(*, L: int, H_kv: int, d_h: int, s: int, P: int, link_bandwi
     return link_latency + b / _positive("link_bandwidth", link_bandwidth)
 
 
+def layerwise_transfer_exposed(*, layer_s: Sequence[float], layer_bytes: int, link_bandwidth: float,
+                               link_latency: float = 0.0) -> float:
+    """Seconds from the end of the prefill to the arrival of the last layer's K/V when each layer is sent as
+    soon as its prefill ends (Mooncake's layer-wise store, Chapter 19), against Eq. (19.2) paid after it.
+
+    The link sends one message at a time, in layer order: layer l's message starts at
+    max(ready_l, done_(l-1)), ready_l = layer_s[0] + ... + layer_s[l], and takes link_latency +
+    layer_bytes / link_bandwidth. Compute-bound (every layer slower than a message) only the last layer's
+    message shows; link-bound the link never rests after the first layer, and what shows is the L messages
+    less the compute of the layers after the first.
+    """
+    if not isinstance(layer_s, (list, tuple)) or not layer_s:
+        raise ValueError(f"layer_s must be a non-empty list of seconds (one per layer), got {layer_s!r}")
+    if any(isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < math.inf for t in layer_s):
+        raise ValueError(f"layer_s must hold finite numbers >= 0 (seconds), got {layer_s!r}")
+    if isinstance(link_latency, bool) or not isinstance(link_latency, (int, float)) or not 0 <= link_latency < math.inf:
+        raise ValueError(f"link_latency must be a finite number >= 0 (seconds), got {link_latency!r}")
+    send = link_latency + _int("layer_bytes", layer_bytes, 0) / _positive("link_bandwidth", link_bandwidth)
+    ready = done = 0.0
+    for t in layer_s:
+        ready += t
+        done = max(ready, done) + send
+    return done - ready
+
+
 def _times(name: str, values: object) -> list[float]:
     if not isinstance(values, (list, tuple)) or not values:
         raise ValueError(f"{name} must be a non-empty list of seconds (one per request), got {values!r}")

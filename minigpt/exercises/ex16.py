@@ -1,8 +1,9 @@
-"""Exercise 16 (Chapter 19, prefill and decode apart): the K/V transfer's bytes and time, the goodput of a small
-set of runs by hand, the prefill:decode split of a few chips, and the decode worker's side of the handoff (the
-payload written into its own pool through a block table taken from its free list).
+"""Exercise 16 (Chapter 19, prefill and decode apart): the K/V transfer sent layer by layer behind the prefill
+against one message after it (`ex16_transfer`), the goodput of a small set of runs by hand, the prefill:decode
+split of a few chips, and the decode worker's side of the handoff (the payload written into its own pool
+through a block table taken from its free list).
 
-The oracles are the package: `costs.kv_transfer_bytes` / `costs.kv_transfer_time` (Eqs. 19.1-19.2),
+The oracles are the package: `costs.layerwise_transfer_exposed` with `costs.kv_transfer_time` (Eq. 19.2),
 `costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), `costs.best_pd_ratio` (Eq. 19.5) and
 `distributed.kv_transfer.scatter_kv` (what `import_kv` does). Nothing is timed: every answer is exact (or a
 float to 1e-9).
@@ -17,61 +18,11 @@ from typing import Any
 import torch
 
 from minigpt import costs
-from minigpt.costs.preset_types import ModelPreset
-from minigpt.costs.presets import KV_LINKS, MODELS
 from minigpt.distributed.kv_transfer import scatter_kv
 from minigpt.exercises.case_inputs import randn
 from minigpt.exercises.comparisons import int_list, pair, tensor
+from minigpt.exercises.ex16_transfer import TRANSFER_EDGES, _short, _transfer, _transfer_cases, _transfer_check
 from minigpt.exercises.spec import N_, Exercise, Question, _, fmt_num
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-TRANSFER_EDGES = ("a GQA model (H_kv < H): H instead of H_kv", "a latency above 0: the latency forgotten")
-
-
-def _transfer_cases(rng: random.Random) -> list[dict]:
-    """The first case is a GQA model with a latency (`TRANSFER_EDGES`), the others random."""
-    gqa = [name for name, m in MODELS.items() if m.H_kv < m.H]
-    cases = []
-    for k in range(8):
-        link = rng.choice(list(KV_LINKS.values()))
-        latency = rng.choice(([] if k == 0 else [0.0]) + [2e-6, float(f"{rng.uniform(1e-6, 5e-5):.3g}")])
-        cases.append(dict(model={"$preset": rng.choice(gqa if k == 0 else list(MODELS))}, P=rng.randint(1, 32768),
-                          link_bandwidth=link.bandwidth_per_direction, latency=latency))
-    return cases
-
-
-def _transfer(model: ModelPreset, P: int, link_bandwidth: float, latency: float) -> tuple[int, float]:
-    kv = dict(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2, P=P)
-    return costs.kv_transfer_bytes(**kv), costs.kv_transfer_time(**kv, link_bandwidth=link_bandwidth,
-                                                                  link_latency=latency)
-
-
-def _transfer_check(expected: Any, actual: Any) -> str | None:
-    if not isinstance(actual, (tuple, list)) or len(actual) != 2:
-        return _("expected a pair (bytes, seconds), got {actual}").format(actual=_short(actual))
-    b, t = actual
-    if isinstance(b, bool) or not isinstance(b, int):
-        return _("bytes must be an int, got {actual}").format(actual=_short(b))
-    if b != expected[0]:
-        if b * 2 == expected[0]:
-            return _("bytes {got} is half of {expected}: a token leaves a key AND a value in every layer").format(
-                got=repr(b), expected=fmt_num(expected[0]))
-        if expected[0] and b % expected[0] == 0:
-            return _("bytes {got} is {times}x too many: which heads keep their own K/V (H or H_kv)?").format(
-                got=repr(b), times=b // expected[0])
-        return _("expected {expected} bytes, got {got}: per token, count every layer's keys and values in "
-                 "bf16").format(expected=fmt_num(expected[0]), got=repr(b))
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isclose(t, expected[1], rel_tol=1e-9):
-        return _("bytes right; expected {expected} s, got {actual}: the latency is paid once, plus the bytes over "
-                 "the link's bandwidth (bytes per second, one direction)").format(
-            expected=fmt_num(expected[1], ".6g"), actual=_short(t))
-    return None
-
 
 GOODPUT_EDGES = ("a run that misses below one that passes: not stopping at the first miss",
                  "a one-token request within the TTFT objective: a one-token request counted as a miss")
@@ -247,11 +198,13 @@ EXERCISE = Exercise(
     title="Prefill and decode apart",
     questions=(
         Question(
-            "q1", "transfer", "transfer(model, P, link_bandwidth, latency) -> (int, float)", _transfer_cases,
+            "q1", "layerwise_transfer",
+            "layerwise_transfer(model, P, layer_s, link_bandwidth, latency) -> (float, float)", _transfer_cases,
             _transfer, _transfer_check,
-            N_("the bytes a prompt of P tokens leaves in the cache of `model` in bf16, every layer's keys and values "
-               "for the heads that keep their own; then the seconds: a fixed latency, plus those bytes at the link's "
-               "bandwidth"),
+            N_("a layer's message holds that layer's keys and values for the heads that keep their own, in bf16, "
+               "and costs the latency plus its bytes at the link's bandwidth; it starts when its layer's prefill "
+               "has ended and the link is free, so walk the layers in order keeping two clocks, the prefill's and "
+               "the link's; the whole cache is one such message of all L layers, sent when the prefill ends"),
             edges=TRANSFER_EDGES,
         ),
         Question(

@@ -16,6 +16,26 @@
     }
     return lat + C.kv_transfer_bytes(a) / num(a, "link_bandwidth", 0, true);
   };
+  // A layer-by-layer transfer behind the prefill (Chapter 19, Mooncake's layer-wise store): layer l's message
+  // starts at max(ready_l, the link's previous end); what is left after the prefill's end.
+  C.layerwise_transfer_exposed = function (a) {
+    const ls = a.layer_s;
+    if (!Array.isArray(ls) || ls.length === 0) throw new RangeError("layer_s must be a non-empty list of seconds (one per layer), got " + ls);
+    if (ls.some((t) => typeof t !== "number" || !Number.isFinite(t) || t < 0)) {
+      throw new RangeError("layer_s must hold finite numbers >= 0 (seconds), got " + ls);
+    }
+    const lat = a.link_latency === undefined ? 0 : a.link_latency;
+    if (typeof lat !== "number" || !Number.isFinite(lat) || lat < 0) {
+      throw new RangeError("link_latency must be a finite number >= 0 (seconds), got " + lat);
+    }
+    const send = lat + N(int(a, "layer_bytes", 0)) / num(a, "link_bandwidth", 0, true);
+    let ready = 0, done = 0;
+    for (const t of ls) {
+      ready += t;
+      done = Math.max(ready, done) + send;
+    }
+    return done - ready;
+  };
   const times = function (name, v) {
     if (!Array.isArray(v) || v.length === 0) throw new RangeError(name + " must be a non-empty list of seconds (one per request)");
     return v.map((x) => {
