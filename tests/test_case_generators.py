@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from minigpt.costs.presets import MODELS
 from minigpt.exercises import EXERCISES
 from minigpt.exercises.wire import build_case
 
@@ -178,7 +179,6 @@ def test_ex16_the_transfer_edges_are_link_bound_compute_bound_and_mixed_every_ti
     all three a GQA model with a latency above 0. Without case 0 a message started while the link is busy,
     or the mean layer time, would pass; without case 1, messages chained from the prefill's start."""
     from minigpt.costs.presets import MODELS
-    from minigpt.exercises.ex16_transfer import _layer_send
 
     for words in ("link-bound", "compute-bound", "slower than the rest", "latency paid once", "GQA"):
         edge("ex16.q1", words)
@@ -186,7 +186,8 @@ def test_ex16_the_transfer_edges_are_link_bound_compute_bound_and_mixed_every_ti
         drawn = cases("ex16.q1", seed)
         for i, c in enumerate(drawn[:3]):
             m = MODELS[c["model"]["$preset"]]
-            send, ls = _layer_send(m, c["P"], c["link_bandwidth"], c["latency"]), c["layer_s"]
+            send = c["latency"] + 2 * m.H_kv * m.d_h * 2 * c["P"] / c["link_bandwidth"]  # one layer, bf16
+            ls = c["layer_s"]
             assert m.H_kv < m.H and c["latency"] > 0 and len(ls) == m.L, (seed, i)
             if i == 0:
                 assert max(ls) < send and ls[0] > sum(ls) / len(ls), (seed, c)
@@ -235,6 +236,7 @@ def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
 # What each generator's docstring and the question's text promise its random cases span, checked over 2,000
 # seeds (the same draws every run): a range or a set of choices moved by one (issue 36's sampled survivors)
 # stops reaching an end it documents, or reaches past it. Each row: question, what is drawn, the values.
+_GQA = {name: m.H_kv < m.H for name, m in MODELS.items()}
 DOMAINS = [
     ("ex02.q1", "H_kv of the random cases", lambda c: [x["H_kv"] for x in c[1:]], {1, 2, 4, 8, 16, 32, 64, 96}),
     ("ex04.q3", "D = decode steps + 1, from 2 to 2,000", lambda c: [x["decode_steps"] + 1 for x in c[1:]], (2, 2000)),
@@ -259,6 +261,10 @@ DOMAINS = [
     ("ex12.q4", "S of the random cases, up to 4,096", lambda c: [x["S"] for x in c[1:]], (16, 4096)),
     ("ex15.q1", "S from 1 to 30", lambda c: [x["S"] for x in c], (1, 30)),
     ("ex15.q4", "S_max of the random cases, from 1", lambda c: [x["S_max"] for x in c[1:]], (1, 40)),
+    ("ex16.q1", "eight cases; the random ones' latency 0 or 2 µs", lambda c: [len(c)] + [x["latency"] for x in c[3:]],
+     {8, 0.0, 2e-6}),
+    ("ex16.q1", "the random cases' models, with and without GQA",
+     lambda c: [_GQA[x["model"]["$preset"]] for x in c[3:]], {True, False}),
     ("ex16.q2", "four to six runs a case", lambda c: [len(x["runs"]) for x in c], {4, 5, 6}),
     ("ex16.q2", "a TTFT objective between 0.1 and 0.5 s",
      lambda c: [round(x["ttft_slo"], 1) for x in c], {0.1, 0.2, 0.3, 0.4, 0.5}),

@@ -136,6 +136,12 @@ def test_the_disaggregation_checks_say_what_was_returned() -> None:
     assert ex16._transfer_check((8.0, 0.5), (2.0, 0.5)).startswith(
         "whole message right; layer by layer: expected 8 s after the prefill, got 2.0: a layer's message starts")
     assert ex16._transfer_check((8.0, 0.5), [8.0, 0.5]) is None
+    assert ex16._transfer_check((8.0, 0.5), (8.0, "0.5")).startswith("the whole cache in one message")
+    assert ex16._transfer_check((8.0, 0.5), ("8", 0.5)).startswith("whole message right")
+    assert ex16._transfer_check((8.0, 0.5), (True, 0.5)).startswith("whole message right")
+    # A long value is cut to 80 characters, the last three an ellipsis; one of 80 is shown whole.
+    assert ex16._transfer_check((8.0, 0.5), "x" * 78).endswith("got '" + "x" * 78 + "'")
+    assert ex16._transfer_check((8.0, 0.5), "x" * 79).endswith("got '" + "x" * 76 + "...")
     assert ex16._ratio_check((1, 3), (2, 3)) == "N and M must be >= 1 and add up to 4 chips, got 2 + 3"
     receive = ex16.EXERCISE.question("q4").compare
     assert receive([[3, 1], _tensor([[1.0]])], [[1, 3], _tensor([[1.0]])]) == "table: expected [3, 1], got [1, 3]"
