@@ -136,6 +136,14 @@ def test_the_disaggregation_checks_say_what_was_returned() -> None:
     assert ex16._transfer_check((8.0, 0.5), (2.0, 0.5)).startswith(
         "whole message right; layer by layer: expected 8 s after the prefill, got 2.0: a layer's message starts")
     assert ex16._transfer_check((8.0, 0.5), [8.0, 0.5]) is None
+    assert ex16._transfer_check((8.0, 0.5), 5) == "expected a pair (layer by layer, whole) of seconds, got 5"
+    assert ex16._transfer_check((8.0, 1.5e-05), (8.0, 2.0)) == (
+        "the whole cache in one message: expected 1.5e-05 s, got 2.0: one latency, plus every layer's keys and "
+        "values (for the heads that keep their own) in bf16 over the link's bandwidth")
+    assert ex16._transfer_check((1.5e-05, 0.5), (8.0, 0.5)) == (
+        "whole message right; layer by layer: expected 1.5e-05 s after the prefill, got 8.0: a layer's message "
+        "starts when its layer's prefill has ended AND the link has finished the message before, and pays its "
+        "own latency")
     assert ex16._transfer_check((8.0, 0.5), (8.0, "0.5")).startswith("the whole cache in one message")
     assert ex16._transfer_check((8.0, 0.5), ("8", 0.5)).startswith("whole message right")
     assert ex16._transfer_check((8.0, 0.5), (True, 0.5)).startswith("whole message right")
