@@ -12,7 +12,11 @@ worker there that raises or dies does not stop the run; the others go on (the dr
 `torch.distributed`: gloo raises on a closed connection, or a wait times out) and its place in the
 result is a `WorkerFailure`. A failure of any other rank still kills all.
 
-Rendezvous. Every worker says it has joined once `init_process_group` returns. A worker that dies
+Rendezvous. Every worker says it has joined once the group has formed in every rank: `init_process_group`
+returns, then (gloo) a barrier. Without the barrier, a rank whose own connections were up could say so and
+die (an expendable one, at once) while another rank was still connecting to it, whose rendezvous then
+failed ("Connection closed by peer"; `tests/test_launch.py` kills an expendable rank at its first line). A
+worker that dies
 before that (an import that fails, a process killed while loading) would leave every other rank
 blocked in the group's creation until its timeout; `run` notices the death at its next poll (every
 50 ms), kills the others and raises `RendezvousError` naming the rank, whatever `expendable` says:
@@ -110,6 +114,8 @@ def _worker(rank: int, fn: Callable[..., Any], world_size: int, backend: str, po
         if setup is not None:
             setup(rank)
         dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+        if backend == "gloo":  # every rank's full mesh is up before any says it joined (see Rendezvous)
+            dist.barrier()
     except BaseException:
         results.put((rank, None, traceback.format_exc()))
         raise
