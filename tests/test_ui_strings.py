@@ -230,26 +230,25 @@ def live_tr_strings() -> set[str]:
 ENGINE_PAGE = ("engine/watch.js", "engine/views.js")  # Watch the engine (decoder_ring/watch_engine.md)
 
 
+def _tr_literals(name: str, every: bool) -> set[str]:
+    """The string literals a script of minigpt/web passes to tr() as its first argument (comments left out);
+    `every`: each tr() call must pass one, so that the table can be checked."""
+    code = re.sub(r"^\s*//.*$", "", (WEB / name).read_text(encoding="utf-8"), flags=re.M)
+    literal = re.findall(r"\btr\(\s*(" + JS_STRING + ")", code)
+    assert not every or len(literal) == len(re.findall(r"\btr\(", code)), \
+        f"{name}: a tr(...) call whose first argument is not a string literal: the table cannot be checked"
+    return {json.loads(s) for s in literal}
+
+
 def engine_tr_strings() -> set[str]:
     """The first argument of every tr("...") call of Watch the engine's scripts (a string literal, by rule)."""
-    found: set[str] = set()
-    for name in ENGINE_PAGE:
-        code = re.sub(r"^\s*//.*$", "", (WEB / name).read_text(encoding="utf-8"), flags=re.M)
-        literal = re.findall(r"\btr\(\s*(" + JS_STRING + ")", code)
-        assert len(literal) == len(re.findall(r"\btr\(", code)), \
-            f"{name}: a tr(...) call whose first argument is not a string literal: the table cannot be checked"
-        found |= {json.loads(s) for s in literal}
-    return found
+    return set().union(*(_tr_literals(name, every=True) for name in ENGINE_PAGE))
 
 
 def explorer_fixed_strings() -> set[str]:
     """The string literals the explorers' own scripts pass to tr() (most of their tr() calls translate a
     label from an explorer's spec, checked through `explorer_labels`; these are the scripts' own words)."""
-    found: set[str] = set()
-    for name in ("explorer.js", "explorer_plot.js"):
-        code = re.sub(r"^\s*//.*$", "", (WEB / name).read_text(encoding="utf-8"), flags=re.M)
-        found |= {json.loads(s) for s in re.findall(r"\btr\(\s*(" + JS_STRING + ")", code)}
-    return found
+    return _tr_literals("explorer.js", every=False) | _tr_literals("explorer_plot.js", every=False)
 
 
 def shipped_config() -> dict:

@@ -22,6 +22,13 @@ from minigpt.costs.memory import FIT_RESERVE, kv_bytes_per_token
 from minigpt.costs.serving import mixed_step_time
 
 
+def _latency(link_latency: object) -> float:
+    """`link_latency` as seconds >= 0, or a ValueError naming it."""
+    if isinstance(link_latency, bool) or not isinstance(link_latency, (int, float)) or not 0 <= link_latency < math.inf:
+        raise ValueError(f"link_latency must be a finite number >= 0 (seconds), got {link_latency!r}")
+    return link_latency
+
+
 def kv_transfer_bytes(*, L: int, H_kv: int, d_h: int, s: int, P: int) -> int:
     """Bytes of one request's K/V sent from prefill to decode, Eq. (19.1): P · 2·L·H_kv·d_h·s (Eq. 2.1 · P)."""
     return _int("P", P) * kv_bytes_per_token(L=L, H_kv=H_kv, d_h=d_h, s=s)
@@ -30,10 +37,8 @@ def kv_transfer_bytes(*, L: int, H_kv: int, d_h: int, s: int, P: int) -> int:
 def kv_transfer_time(*, L: int, H_kv: int, d_h: int, s: int, P: int, link_bandwidth: float,
                      link_latency: float = 0.0) -> float:
     """Seconds to move one request's K/V, Eq. (19.2): latency + Eq. (19.1)'s bytes / link_bandwidth."""
-    if isinstance(link_latency, bool) or not isinstance(link_latency, (int, float)) or not 0 <= link_latency < math.inf:
-        raise ValueError(f"link_latency must be a finite number >= 0 (seconds), got {link_latency!r}")
     b = kv_transfer_bytes(L=L, H_kv=H_kv, d_h=d_h, s=s, P=P)
-    return link_latency + b / _positive("link_bandwidth", link_bandwidth)
+    return _latency(link_latency) + b / _positive("link_bandwidth", link_bandwidth)
 
 
 def layerwise_transfer_exposed(*, layer_s: Sequence[float], layer_bytes: int, link_bandwidth: float,
@@ -51,9 +56,7 @@ def layerwise_transfer_exposed(*, layer_s: Sequence[float], layer_bytes: int, li
         raise ValueError(f"layer_s must be a non-empty list of seconds (one per layer), got {layer_s!r}")
     if any(isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < math.inf for t in layer_s):
         raise ValueError(f"layer_s must hold finite numbers >= 0 (seconds), got {layer_s!r}")
-    if isinstance(link_latency, bool) or not isinstance(link_latency, (int, float)) or not 0 <= link_latency < math.inf:
-        raise ValueError(f"link_latency must be a finite number >= 0 (seconds), got {link_latency!r}")
-    send = link_latency + _int("layer_bytes", layer_bytes, 0) / _positive("link_bandwidth", link_bandwidth)
+    send = _latency(link_latency) + _int("layer_bytes", layer_bytes, 0) / _positive("link_bandwidth", link_bandwidth)
     ready = done = 0.0
     for t in layer_s:
         ready += t

@@ -15,6 +15,7 @@ from typing import Any
 from minigpt import costs
 from minigpt.costs.preset_types import ModelPreset
 from minigpt.costs.presets import KV_LINKS, MODELS
+from minigpt.exercises.comparisons import _is_number
 from minigpt.exercises.spec import _, fmt_num
 
 #: The edges every draw holds, each with the wrong neighbour it separates from the rule.
@@ -34,9 +35,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _layer_bytes(model: ModelPreset, P: int) -> int:
+    """One layer's keys and values for the prompt in bf16: Eq. (19.1) with L = 1."""
+    return costs.kv_transfer_bytes(L=1, H_kv=model.H_kv, d_h=model.d_h, s=2, P=P)
+
+
 def _layer_send(model: ModelPreset, P: int, link_bandwidth: float, latency: float) -> float:
-    layer_bytes = costs.kv_transfer_bytes(L=1, H_kv=model.H_kv, d_h=model.d_h, s=2, P=P)
-    return latency + layer_bytes / link_bandwidth
+    return latency + _layer_bytes(model, P) / link_bandwidth
 
 
 def _transfer_cases(rng: random.Random) -> list[dict]:
@@ -61,27 +66,22 @@ def _transfer_cases(rng: random.Random) -> list[dict]:
 
 def _transfer(model: ModelPreset, P: int, layer_s: list[float], link_bandwidth: float,
               latency: float) -> tuple[float, float]:
-    layer_bytes = costs.kv_transfer_bytes(L=1, H_kv=model.H_kv, d_h=model.d_h, s=2, P=P)
-    layered = costs.layerwise_transfer_exposed(layer_s=layer_s, layer_bytes=layer_bytes,
+    layered = costs.layerwise_transfer_exposed(layer_s=layer_s, layer_bytes=_layer_bytes(model, P),
                                                link_bandwidth=link_bandwidth, link_latency=latency)
     whole = costs.kv_transfer_time(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2, P=P,
                                    link_bandwidth=link_bandwidth, link_latency=latency)
     return layered, whole
 
 
-def _number(x: Any) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float))
-
-
 def _transfer_check(expected: Any, actual: Any) -> str | None:
     if not isinstance(actual, (tuple, list)) or len(actual) != 2:
         return _("expected a pair (layer by layer, whole) of seconds, got {actual}").format(actual=_short(actual))
     layered, whole = actual
-    if not _number(whole) or not math.isclose(whole, expected[1], rel_tol=1e-9):
+    if not _is_number(whole) or not math.isclose(whole, expected[1], rel_tol=1e-9):
         return _("the whole cache in one message: expected {expected} s, got {actual}: one latency, plus every "
                  "layer's keys and values (for the heads that keep their own) in bf16 over the link's "
                  "bandwidth").format(expected=fmt_num(expected[1], ".6g"), actual=_short(whole))
-    if not _number(layered) or not math.isclose(layered, expected[0], rel_tol=1e-9):  # > 0: a message's time
+    if not _is_number(layered) or not math.isclose(layered, expected[0], rel_tol=1e-9):  # > 0: a message's time
         return _("whole message right; layer by layer: expected {expected} s after the prefill, got {actual}: a "
                  "layer's message starts when its layer's prefill has ended AND the link has finished the message "
                  "before, and pays its own latency").format(expected=fmt_num(expected[0], ".6g"),
