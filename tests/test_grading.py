@@ -1,7 +1,7 @@
-"""The instructor's grader: reference solutions score 100 %, blank notebooks 0 %, and each kind of broken or
-hostile submission (tests/data/submissions/, graded as Exercise 1) gets exactly the expected score and reason,
-with nothing outside the output folder changed (the checkout, /tmp, no process left) and no path, environment
-or seed in the student-visible feedback.
+"""The instructor's grader: reference solutions score 100 %, blank handouts 0 % (their stubs only raise),
+and each kind of broken or hostile submission (tests/data/submissions/, graded as Exercise 1) gets exactly
+the expected score and reason, with nothing outside the output folder changed (the checkout, /tmp, no process
+left) and no path, environment or seed in the student-visible feedback.
 
 Every graded notebook runs in its own bubblewrap sandbox that imports torch (a second or two each), so the
 hostile fixtures use a 2 s limit per cell and per question, and submissions are graded two at a time.
@@ -9,6 +9,7 @@ hostile fixtures use a 2 s limit per cell and per question, and submissions are 
 
 from __future__ import annotations
 
+import ast
 import csv
 import hashlib
 import json
@@ -63,16 +64,75 @@ def details(out: Path) -> dict[str, dict[str, tuple[float, str]]]:
 
 
 @pytest.mark.parametrize("eid", sorted(EXERCISES))
-def test_reference_scores_full_and_blank_scores_zero(eid: str, tmp_path: Path) -> None:
+def test_reference_scores_full(eid: str, tmp_path: Path) -> None:
+    """The handout with every stub cell replaced by the reference solution's block scores full marks in the
+    sandbox: every cell the handout provides (its imports, its set-up) runs there too."""
     subs = tmp_path / "subs"
     subs.mkdir()
     build_submission(eid, subs / "reference.ipynb")
-    shutil.copy(ROOT / "exercises" / EXERCISES[eid].notebook, subs / "blank.ipynb")
-    results = dict(grade_folder(eid, subs, tmp_path / "out", timeout=30, jobs=2, echo=False))
-    ref, blank = results["reference"], results["blank"]
+    ((_, ref),) = grade_folder(eid, subs, tmp_path / "out", timeout=30, echo=False)
     assert ref.score == ref.max_score == len(EXERCISES[eid].questions), [t.output for t in ref.tests]
-    assert blank.score == 0
-    assert all("not implemented" in t.output for t in blank.tests)
+
+
+def _stub_bodies(eid: str) -> dict[str, list[ast.stmt]]:
+    """Each function the handout of `eid` defines, by name: its body without the docstring, and "twice" when
+    two cells define it (the second would replace the stub)."""
+    found: dict[str, list[ast.stmt]] = {}
+    nb = nbformat.read(ROOT / "exercises" / EXERCISES[eid].notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(to_python(cell.source) or "")):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+                found[node.name] = ["twice"] if node.name in found else body
+    return found
+
+
+@pytest.mark.parametrize("eid", sorted(EXERCISES))
+def test_every_stub_of_the_handout_only_raises(eid: str) -> None:
+    """What makes a blank handout score zero in every question (`test_a_blank_handout_scores_zero` grades one
+    in the sandbox): each question's function is defined once, in its `solution:` cell, and does nothing but
+    raise NotImplementedError, so no stub can return a value that happens to be the answer."""
+    bodies = _stub_bodies(eid)
+    for q in EXERCISES[eid].questions:
+        body = bodies.get(q.function)
+        assert body is not None, f"{eid} {q.id}: the handout does not define {q.function}"
+        assert len(body) == 1 and isinstance(body[0], ast.Raise), f"{eid} {q.id}: {q.function} does more than raise"
+        exc = body[0].exc
+        name = exc.func if isinstance(exc, ast.Call) else exc
+        assert isinstance(name, ast.Name) and name.id == "NotImplementedError", f"{eid} {q.id}: {ast.dump(exc)}"
+
+
+def test_the_stub_check_finds_a_stub_that_returns(monkeypatch) -> None:
+    """The check above fails on a handout whose stub returns 0 (an answer a question could expect), raises
+    something else, or is defined again in a later cell."""
+    real = nbformat.read(ROOT / "exercises" / EXERCISES["ex01"].notebook, as_version=4)
+    again = "\n\ndef prefill_flops(L, P, d):\n    return 0\n"
+    for old, edit in (("raise NotImplementedError", "return 0"), ("raise NotImplementedError", "raise ValueError"),
+                      (None, again)):
+        nb = nbformat.from_dict(json.loads(json.dumps(real)))
+        cells = [c for c in nb.cells if c.cell_type == "code"]
+        stub = next(c for c in cells if "solution:q1" in c.metadata.get("tags", []))
+        if old is None:
+            cells[-1].source += edit
+        else:
+            stub.source = stub.source.replace(old, edit)
+        monkeypatch.setattr(nbformat, "read", lambda *a, nb=nb, **k: nb)
+        with pytest.raises(AssertionError, match="ex01 q1"):
+            test_every_stub_of_the_handout_only_raises("ex01")
+
+
+def test_a_blank_handout_scores_zero(tmp_path: Path) -> None:
+    """The blank handout of the exercise with the most questions, graded in the sandbox: zero in each, each
+    reason "not implemented" (the grader reads the stub's NotImplementedError as such)."""
+    eid = max(sorted(EXERCISES), key=lambda e: len(EXERCISES[e].questions))
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(ROOT / "exercises" / EXERCISES[eid].notebook, subs / "blank.ipynb")
+    ((_, blank),) = grade_folder(eid, subs, tmp_path / "out", timeout=30, echo=False)
+    assert blank.score == 0 and len(blank.tests) == len(EXERCISES[eid].questions)
+    assert all("not implemented" in t.output for t in blank.tests), [t.output for t in blank.tests]
 
 
 # Per fixture: the questions that score 1 (all others 0) and a phrase each zero's reason must contain.

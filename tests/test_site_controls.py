@@ -89,14 +89,14 @@ def test_explorers_follow_the_dark_theme(server: str, browser) -> None:
 def test_axe_reports_what_it_must(server: str, browser) -> None:
     """The accessibility check of every page (`site_checks.axe_problems`, axe-core) on a built page with four
     defects written in: an image with no alt text, a button with no name, grey text too faint to read, and
-    an explorer plot whose name was dropped. Each is reported by its rule, and the page as built reports none
-    (the check would pass every page if axe never ran, or ran on an empty document)."""
+    an explorer plot whose name was dropped. Each is reported by its rule (the check would pass every page if
+    axe never ran, or ran on an empty document; the page as built passes, in tests/test_site.py). The Spanish
+    pages' run (`colours=False`) still reports the three that are not colours, and not the faint text."""
     import site_checks
 
     visit = Visit(browser, f"{server}/chapters/03_decode_memory_bound.html")
     try:
         page = visit.page
-        assert site_checks.axe_problems(page) == []
         page.evaluate("""() => {
           const a = document.querySelector("article");
           a.insertAdjacentHTML("afterbegin", '<img src="../_static/favicon.svg"><button></button>' +
@@ -106,5 +106,9 @@ def test_axe_reports_what_it_must(server: str, browser) -> None:
         found = " ".join(site_checks.axe_problems(page))
         for rule in ("image-alt", "button-name", "color-contrast", "svg-img-alt"):
             assert f"axe {rule} " in found, (rule, found)
+        found = " ".join(site_checks.axe_problems(page, colours=False))
+        for rule in ("image-alt", "button-name", "svg-img-alt"):
+            assert f"axe {rule} " in found, (rule, found)
+        assert "axe color-contrast " not in found, found
     finally:
         visit.close()

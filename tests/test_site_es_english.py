@@ -134,8 +134,9 @@ def test_spanish_page(name: str, server: str, browser) -> None:
     it differs from the English page's (`catalogs.pages_with_own_maths`: the words of a `\\text{}` that is not
     a subscript are translated; elsewhere the maths is the English page's character for character,
     tests/test_translations.py, typeset by tests/test_site.py); its explorers in Spanish, recomputing
-    (tests/test_site_es.py); its weight, errata and figures, and its width on a phone (tests/site_checks.py);
-    nothing from outside, no missing file, no console error."""
+    (tests/test_site_es.py); its weight, errata and figures, axe-core's rules but the colour ones (the same
+    stylesheet and markup as the English page, whose visit checks them), and its width on a phone
+    (tests/site_checks.py); nothing from outside, no missing file, no console error."""
     visit = Visit(browser, f"{server}/es/{name}.html", count_bytes=True)
     try:
         found = english_on(visit.page, name)
@@ -144,7 +145,8 @@ def test_spanish_page(name: str, server: str, browser) -> None:
         if visit.page.locator("div.mgx-explorer").count():
             check_spanish_explorers(visit, name)
         problems += site_checks.reader_view(visit.page) + site_checks.weight_problems(visit.sizes)
-        problems += site_checks.axe_problems(visit.page) + site_checks.phone_problems(visit.page) + visit.problems()
+        problems += site_checks.axe_problems(visit.page, colours=False)
+        problems += site_checks.phone_problems(visit.page) + visit.problems()
     finally:
         visit.close()
     assert problems == [], f"es/{name}:\n" + "\n".join(problems)
