@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from minigpt.config import ModelConfig
-from minigpt.exercises import EXERCISES, ex13, ex18, run_check
+from minigpt.exercises import EXERCISES, ex13, ex18, ex18_h2o, run_check
 from minigpt.exercises.spec import build_case
 from minigpt.grading.review import review_cell
 from minigpt.runtime.attention import combine_chunks, flash_decode
@@ -141,11 +141,14 @@ MUTANTS = [
      "kept = heavy + list(range(n - recent, n))", "kept positions returned in score order"),
     ("ex18.q2", "h2o_keep", "key=lambda i: float(scores[i]), reverse=True", "key=lambda i: float(scores[i])",
      "the lowest scores kept"),
-    ("ex18.q3", "h2o_step_bytes", "seen = min(S, budget + 1)", "seen = min(S, budget)",
-     "the step's own token forgotten: H2O evicts after attention"),
-    ("ex18.q3", "h2o_step_bytes", "seen = min(S, budget + 1)", "seen = S", "the cache priced as if it grew"),
-    ("ex18.q3", "h2o_step_bytes", "kv_per_token = 2 * model.L * model.H_kv * model.d_h * 2",
-     "kv_per_token = 2 * model.L * model.H * model.d_h * 2", "query heads counted as K/V heads"),
+    ("ex18.q3", "h2o_decode_reads", "reads.append(list(held))", "reads.append(list(held)[-budget:])",
+     "the step reads only the budget: evicted before it attends"),
+    ("ex18.q3", "h2o_decode_reads", "score[p] += w", "score[p] = w", "the last step's weights, not accumulated"),
+    ("ex18.q3", "h2o_decode_reads", "old, new = held[: len(held) - recent], held[len(held) - recent:]",
+     "old, new, recent = held, [], 0", "no recent window: the budget highest scores kept"),
+    ("ex18.q3", "h2o_decode_reads", "score[p] += w", "score[p] += w if p != t else 0.0",
+     "a new key's own weight left out of its score"),
+    ("ex18.q3", "h2o_decode_reads", "/ math.sqrt(q.shape[1])", "/ q.shape[1]", "scores scaled by 1/d_h"),
     ("ex18.q4", "window_slots", "slot = t if t < sinks else sinks + (t - sinks) % window",
      "slot = t % (sinks + window)", "the sinks inside the ring: overwritten"),
     ("ex18.q4", "window_slots", "slot = t if t < sinks else sinks + (t - sinks) % window",
@@ -236,7 +239,8 @@ def test_absorbed_oracle_is_the_packages_absorbed_path() -> None:
 
 
 def test_review_lists_exercise_18s_oracles() -> None:
-    """The modules that compute ex18's answers (the MLA layer, H2O, the window ring, Eq. 22.1) are listed for
+    """The modules that compute ex18's answers (the MLA layer, H2O, the window ring) and Eq. 22.1, where Q3
+    leads, are listed for
     the instructor when a submission imports them (they are absent from the grading sandbox anyway)."""
     cell = ("from minigpt.runtime.mla import LatentAttention\nfrom minigpt.runtime.eviction import H2OCache\n"
             "from minigpt.runtime.window_cache import WindowKVCache\n"
@@ -263,3 +267,19 @@ def test_ex16_oracle_measures_tpot_as_the_engine_does() -> None:
                 ttft_slo=case["ttft_slo"], tpot_slo=case["tpot_slo"]) for r in runs]
             assert ex16._goodput(case["runs"], case["ttft_slo"], case["tpot_slo"])[0] == attained
     assert single > 0, "no one-token request drawn: the nan branch went unchecked"
+
+
+def test_ex18_q3_replay_is_the_packages_h2o() -> None:
+    """ex18 Q3's case generator picks its edge cases with a plain replay of H2O (`ex18_h2o._replay`): it must
+    read what the package's `H2OCache` reads (the oracle), or the edges would separate another rule; and in
+    each of cases 0-3 the named neighbour must read other keys, with no eviction on a near tie."""
+    for seed in range(4):
+        cases = ex18.EXERCISE.question("q3").cases(random.Random(seed))
+        for i, case in enumerate(cases):
+            args = build_case(case)
+            right, gap = ex18_h2o._replay(**args)
+            assert right == ex18_h2o._h2o_reads(**args)
+            assert gap >= ex18_h2o.TIE_GAP
+            assert all(len(r) == min(t + 1, args["budget"] + 1) for t, r in enumerate(right))
+            if i < len(ex18_h2o._NEIGHBOURS):
+                assert ex18_h2o._replay(**args, wrong=ex18_h2o._NEIGHBOURS[i])[0] != right

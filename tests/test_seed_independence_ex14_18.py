@@ -282,10 +282,35 @@ def _h2o_recent_compete(positions: list[int], scores: torch.Tensor, budget: int,
     return sorted({positions[i] for i in heavy} | set(positions[n - recent:]))
 
 
-def _step_bytes_no_own_token(model: ModelPreset, S: int, B: int, budget: int) -> int:
-    """ex18 Q3 reading min(S, budget) tokens: the step's own token, read before H2O evicts, forgotten."""
-    kv = 2 * model.L * model.H_kv * model.d_h * 2
-    return model.N_params * 2 + B * min(S, budget) * kv
+def _h2o_reads(kind: str) -> Callable[..., list[list[int]]]:
+    """ex18 Q3 with one of H2O's plausible wrong neighbours: "evict first" (down to the budget before the step
+    attends), "last" (a key's score is the last weight it got, not the sum), "no recent" (the budget highest
+    scores, no recent window), "own" (a new key's own weight not added to its score)."""
+    def reads(q: torch.Tensor, k: torch.Tensor, budget: int, recent: int) -> list[list[int]]:
+        held: list[int] = []
+        score: dict[int, float] = {}
+        out = []
+
+        def evict() -> None:
+            nonlocal held
+            if len(held) > budget:
+                keep = 0 if kind == "no recent" else recent
+                old, new = held[: len(held) - keep], held[len(held) - keep:]
+                held = sorted(sorted(old, key=lambda p: -score[p])[: budget - keep]) + new
+
+        for t in range(q.shape[0]):
+            held.append(t)
+            score[t] = 0.0
+            if kind == "evict first":
+                evict()
+            w = torch.softmax(torch.stack([k[p] for p in held]) @ q[t] / q.shape[1] ** 0.5, dim=0).tolist()
+            out.append(list(held))
+            for p, x in zip(held, w, strict=True):
+                if not (kind == "own" and p == t):
+                    score[p] = x if kind == "last" else score[p] + x
+            evict()
+        return out
+    return reads
 
 
 def _slots_unshifted(S: int, window: int, sinks: int) -> list[int]:
@@ -333,7 +358,10 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex18.q1": [("√d_c", _absorbed_sqrt_dc), ("the naive path", lambda oracle: oracle),
                 ("the naive path", lambda oracle: _decompressed)],
     "ex18.q2": [("recent tokens compete", _fn(_h2o_recent_compete))],
-    "ex18.q3": [("the step's own token forgotten", _fn(_step_bytes_no_own_token))],
+    "ex18.q3": [("evicting before attending", _fn(_h2o_reads("evict first"))),
+                ("the last step's weights", _fn(_h2o_reads("last"))),
+                ("keeping the budget highest scores", _fn(_h2o_reads("no recent"))),
+                ("starting from 0", _fn(_h2o_reads("own")))],
     "ex18.q4": [("ring not offset by the sinks", _fn(_slots_unshifted))],
 }
 

@@ -37,11 +37,22 @@ def h2o_keep(positions, scores, budget, recent):
 
 
 # %% solution:q3
-def h2o_step_bytes(model, S, B, budget):
-    """Bytes one decode step reads with an H2O cache of `budget` tokens (bf16)."""
-    seen = min(S, budget + 1)
-    kv_per_token = 2 * model.L * model.H_kv * model.d_h * 2
-    return model.N_params * 2 + B * seen * kv_per_token
+def h2o_decode_reads(q, k, budget, recent):
+    """The positions each decode step's attention reads through an H2O cache of `budget` keys."""
+    held, score, reads = [], {}, []
+    for t in range(q.shape[0]):
+        held.append(t)
+        score[t] = 0.0
+        keys = torch.stack([k[p] for p in held])
+        weights = torch.softmax(keys @ q[t] / math.sqrt(q.shape[1]), dim=0)
+        reads.append(list(held))  # attention read these: H2O evicts after the step
+        for p, w in zip(held, weights.tolist(), strict=True):
+            score[p] += w
+        if len(held) > budget:
+            old, new = held[: len(held) - recent], held[len(held) - recent:]
+            heavy = sorted(old, key=lambda p: score[p], reverse=True)[: budget - len(new)]
+            held = sorted(heavy) + new
+    return reads
 
 
 # %% solution:q4

@@ -1,11 +1,11 @@
 """Exercise 18 (Chapters 21-22, the cache's memory in 2026): a decode step of latent attention through the
-absorbed weights, H2O's keep-set, the bytes a decode step reads under an eviction budget, and the ring of a
-sliding window with attention sinks.
+absorbed weights, H2O's keep-set, an H2O cache decoded step by step with the keys each step reads
+(`ex18_h2o`), and the ring of a sliding window with attention sinks.
 
 The oracles are the package: q1 runs `minigpt.runtime.mla.LatentAttention`'s *naive* path (decompress K
 and V from the cached latents, multi-head attention) on the student's weights and latents, so an absorbed
 answer passes only if the absorption is exact; q2 is `H2OCache`'s eviction on a row of held positions and
-scores; q3 is `costs.bounded_decode_step_bytes` (Eq. 22.1) with `costs.kv_bytes_per_token` (Eq. 2.1); q4
+scores; q3 is `H2OCache` driven step by step as `MiniGPT` drives it; q4
 is `WindowKVCache`'s slots after S tokens.
 """
 
@@ -15,11 +15,9 @@ import random
 
 import torch
 
-from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.preset_types import ModelPreset
-from minigpt.costs.presets import MODELS
-from minigpt.exercises.spec import N_, Exercise, Question, build, exact_int, int_list, randn, tensor, uniform
+from minigpt.exercises.ex18_h2o import H2O_EDGES, _h2o_cases, _h2o_reads
+from minigpt.exercises.spec import N_, Exercise, Question, build, int_list, randn, tensor, uniform
 from minigpt.runtime.eviction import H2OCache
 from minigpt.runtime.mla import LatentAttention, LatentCache
 from minigpt.runtime.window_cache import WindowKVCache
@@ -130,26 +128,6 @@ def _h2o_keep(positions: list[int], scores: torch.Tensor, budget: int, recent: i
     return cache.pos[0, 0, 0, : cache.n].tolist()
 
 
-BYTES_EDGES = ("S = b + 1 or b + 2 (the odd cases): the step's own token forgotten (min(S, b))",)
-
-
-def _bytes_cases(rng: random.Random) -> list[dict]:
-    """Half the cases sit at the edge, S = b + 1 or b + 2, where the step's own token decides."""
-    names = [n for n in MODELS if n != "MiniGPT"]
-    cases = []
-    for i in range(8):
-        budget = rng.choice([64, 256, 1024, 2048, 4096])
-        S = budget + rng.choice([1, 2]) if i % 2 else rng.randint(1, 4 * budget)
-        cases.append(dict(model={"$preset": rng.choice(names)}, S=S, B=rng.choice([1, 4, 16, 64]), budget=budget))
-    return cases
-
-
-def _h2o_step_bytes(model: ModelPreset, S: int, B: int, budget: int) -> int:
-    kv = costs.kv_bytes_per_token(L=model.L, H_kv=model.H_kv, d_h=model.d_h, s=2)
-    return costs.bounded_decode_step_bytes(weight_bytes=model.N_params * 2, kv_bytes_per_token=kv, S=S,
-                                           budget=budget + 1, B=B)
-
-
 SLOT_EDGES = ("S ≤ sinks + window: slots still empty (-1)",
               "sinks not a multiple of the window, past the sinks: the ring not offset by the sinks (p % window)")
 
@@ -201,13 +179,13 @@ EXERCISE = Exercise(
             edges=KEEP_EDGES,
         ),
         Question(
-            "q3", "h2o_step_bytes", "h2o_step_bytes(model, S, B, budget) -> int", _bytes_cases, _h2o_step_bytes,
-            exact_int,
-            N_("the step reads every weight once (bf16, 2 bytes each) and, for each of the B sequences, the keys "
-               "and values of every layer and K/V head of the tokens its attention sees. H2O evicts after the "
-               "step, so attention sees the budget held plus the step's own token, or all S tokens while S is "
-               "smaller than that."),
-            edges=BYTES_EDGES,
+            "q3", "h2o_decode_reads", "h2o_decode_reads(q, k, budget, recent) -> list[list[int]]", _h2o_cases,
+            _h2o_reads, int_list,
+            N_("step t appends key t with score 0; the query q[t] attends over every key held, its own included, "
+               "with the weights softmax(q·k/√d_h); each of those keys' score grows by its weight; then, if more "
+               "than budget keys are held, the recent newest stay and the budget - recent highest scores among "
+               "the older ones (Question 2). A step reads every key it holds before that eviction."),
+            edges=H2O_EDGES,
         ),
         Question(
             "q4", "window_slots", "window_slots(S, window, sinks) -> list[int]", _slot_cases, _window_slots,
