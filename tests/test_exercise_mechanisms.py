@@ -283,3 +283,15 @@ def test_ex18_q3_replay_is_the_packages_h2o() -> None:
             assert all(len(r) == min(t + 1, args["budget"] + 1) for t, r in enumerate(right))
             if i < len(ex18_h2o._NEIGHBOURS):
                 assert ex18_h2o._replay(**args, wrong=ex18_h2o._NEIGHBOURS[i])[0] != right
+
+
+def test_ex18_q3_replay_by_hand() -> None:
+    """`ex18_h2o._replay` on a case worked by hand: every query zero, so each step's weights are uniform. Budget
+    2, one recent key: after step 2 the scores are 1 + 1/2 + 1/3, 1/2 + 1/3 and 1/3; key 2 stays as the recent
+    one, key 0 as the heavier old one, and the gap between the old keys is exactly 1 (a near tie would be under
+    `TIE_GAP`). Step 3 then reads keys 0, 2 and 3. The bugs: the gap computed with a sum or the wrong rank, or
+    not computed when one heavy hitter is kept."""
+    q, k = torch.zeros(4, 2), torch.randn(4, 2, generator=torch.Generator().manual_seed(0))
+    reads, gap = ex18_h2o._replay(q, k, budget=2, recent=1)
+    assert reads == [[0], [0, 1], [0, 1, 2], [0, 2, 3]]
+    assert gap == pytest.approx(1.0)

@@ -15,7 +15,9 @@ from seed_harness import Make, seeds_passed
 
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
+from minigpt.exercises import ex18_h2o
 from minigpt.exercises.ex14 import inverse_cdf
+from minigpt.exercises.spec import build_case
 from minigpt.measure.op_count import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
 
@@ -374,3 +376,19 @@ RIGHT = {"ex18.q1": _absorbed}
 def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
     name, make = WRONG[qid][index]
     assert not seeds_passed(qid, name, make, RIGHT.get(qid)), f"{qid}: the wrong answer ({name}) kept the question"
+
+
+def test_ex18_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex18 Q3's case generator picks each edge case with its own replay of a wrong neighbour
+    (`ex18_h2o._replay(wrong=...)`); each must read what the wrong answer named above reads, written apart
+    from it, or the edge would separate another rule (a neighbour that still keeps one recent key, say)."""
+    import random
+
+    from minigpt.exercises import EXERCISES
+
+    kinds = dict(zip(ex18_h2o._NEIGHBOURS, ("evict first", "last", "no recent", "own"), strict=True))
+    for seed in range(3):
+        for case in EXERCISES["ex18"].question("q3").cases(random.Random(seed)):
+            args = build_case(case)
+            for neighbour, kind in kinds.items():
+                assert ex18_h2o._replay(**args, wrong=neighbour)[0] == _h2o_reads(kind)(**args), (seed, kind)
