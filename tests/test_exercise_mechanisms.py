@@ -295,3 +295,13 @@ def test_ex18_q3_replay_by_hand() -> None:
     reads, gap = ex18_h2o._replay(q, k, budget=2, recent=1)
     assert reads == [[0], [0, 1], [0, 1, 2], [0, 2, 3]]
     assert gap == pytest.approx(1.0)
+
+
+def test_ex18_q3_generator_refuses_a_near_tie(monkeypatch) -> None:
+    """A case whose eviction cuts between two scores closer than `TIE_GAP` is drawn again (a float32 and a float64
+    answer could evict different keys there): with the gap required raised above any score difference, no case
+    that evicts is accepted."""
+    case = ex18.EXERCISE.question("q3").cases(random.Random(0))[4]
+    assert ex18_h2o._separates(case, None)
+    monkeypatch.setattr(ex18_h2o, "TIE_GAP", 100.0)
+    assert not ex18_h2o._separates(case, None)
