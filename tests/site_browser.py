@@ -1,6 +1,6 @@
 """The browser tests' one place for Chromium, the site's server, page visits and the hang guard.
 
-Every wait in a browser test is for a state (a selector, a function, the network idle), never for a time.
+Every wait in a browser test is for a state (a selector, a function, no request in flight), never for a time.
 What bounds each wait is one hang guard, `limits.WAIT_MS`, set on every browser context here, so that a
 machine busy with other work is slow, not red, while a page that truly hangs still fails, with Playwright's
 message naming the state it waited for.
@@ -15,6 +15,7 @@ import functools
 import http.server
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,38 +90,76 @@ class Visit:
     """One page load with its console errors, its failed requests and the requests that tried to leave
     localhost (aborted). In its own context unless given one (`context=`, shared by several visits and closed
     by its owner); `context_options` go to `new_context` (e.g. a phone's viewport and is_mobile). With
-    `count_bytes`, the bytes of every response are counted (`sizes`: reading each body costs a round trip)."""
+    `count_bytes`, the bytes of every response are counted (`sizes`: reading each body costs a round trip).
+
+    The visit starts once the page has loaded and no request is in flight (`settle`); `failed`, `external`
+    and `problems()` settle again before they answer, so that a request the page made later is counted.
+    Playwright's ``networkidle`` waits for the same and then for 500 ms of quiet more, half a second a visit."""
 
     def __init__(self, browser, url: str, *, context=None, count_bytes: bool = False, **context_options) -> None:
         self._owns_context = context is None
         self.context = new_context(browser, **context_options) if context is None else context
         self.page = self.context.new_page()
         self.errors: list[str] = []
-        self.external: list[str] = []
-        self.failed: list[str] = []
+        self._external: list[str] = []
+        self._failed: list[str] = []
+        self._in_flight: set[object] = set()  # requests sent, not yet finished or failed
         #: With `count_bytes`: the bytes of every response the page loaded, by URL (raw, as served).
         self.sizes: dict[str, int] = {}
         if count_bytes:
             self.page.on("response", self._count)
         self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
         self.page.on("pageerror", lambda err: self.errors.append(f"uncaught: {err}"))
-        self.page.on("requestfailed", lambda req: self.failed.append(req.url))
+        self.page.on("request", self._request_sent)
+        self.page.on("requestfinished", self._request_finished)
+        self.page.on("requestfailed", self._request_failed)
         self.page.route("**/*", self.handler)
         self.page.goto(url, wait_until="load")
-        self.page.wait_for_load_state("networkidle")
+        self.settle()
+
+    def _request_sent(self, request) -> None:
+        self._in_flight.add(request)
+
+    def _request_finished(self, request) -> None:
+        self._in_flight.discard(request)
+
+    def _request_failed(self, request) -> None:
+        self._in_flight.discard(request)
+        self._failed.append(request.url)
+
+    def settle(self) -> None:
+        """Wait until no request of the page is in flight (bounded by the hang guard, `WAIT_MS`)."""
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while self._in_flight:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"requests still in flight after {WAIT_MS} ms: "
+                                   f"{sorted(r.url for r in self._in_flight)}")
+            self.page.wait_for_timeout(25)  # lets Playwright deliver the page's events
+
+    @property
+    def external(self) -> list[str]:
+        """The requests that tried to leave localhost (aborted), once none is in flight."""
+        self.settle()
+        return self._external
+
+    @property
+    def failed(self) -> list[str]:
+        """The requests that failed (a missing file, an aborted request), once none is in flight."""
+        self.settle()
+        return self._failed
 
     def _count(self, response) -> None:
         try:
             self.sizes[response.url] = len(response.body())
         except Exception as err:  # noqa: BLE001 (a redirect has no body: say so)
-            self.failed.append(f"{response.url} (no body: {err})")
+            self._failed.append(f"{response.url} (no body: {err})")
 
     def handler(self, route) -> None:
         url = route.request.url
         if url.startswith("data:") or urlsplit(url).hostname in LOCAL_HOSTS:
             route.continue_()
         else:
-            self.external.append(url)
+            self._external.append(url)
             route.abort()
 
     def problems(self) -> list[str]:

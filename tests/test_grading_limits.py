@@ -25,7 +25,7 @@ import torch
 from test_grading import build_submission, details
 
 from minigpt.exercises.wire import conforms, encode
-from minigpt.grading import seccomp
+from minigpt.grading import cgroups, seccomp
 from minigpt.grading.event_lines import Bounds, _Events, parse_event
 from minigpt.grading.feedback import strip_controls
 from minigpt.grading.folder import grade_folder, refusal, slugs
@@ -436,32 +436,28 @@ def test_the_budget_is_fixed_whatever_the_cell_count(tmp_path: Path) -> None:
     assert all("time budget (20 s)" in t.output for t in result.tests), [t.output for t in result.tests]
 
 
-HONEST_WITH_NEIGHBOURS_BOUND = 2.5  # honest mean time with hostile neighbours <= this x alone + 10 s
-
-
 @pytest.mark.sandbox
 def test_hostile_neighbours_change_no_honest_verdict(tmp_path: Path) -> None:
-    """Two honest submissions graded next to two honest neighbours, then next to two hostile ones (setsid CPU
-    spinners, a 4 GiB memfd), four at once both times: the same verdicts, and the honest submissions' mean time
-    within HONEST_WITH_NEIGHBOURS_BOUND of the honest-neighbour run (the machine's own load varies too)."""
-    calm, mixed = tmp_path / "calm", tmp_path / "mixed"
-    for folder in (calm, mixed):
-        folder.mkdir()
-        build_submission("ex01", folder / "honest1.ipynb")
-        build_submission("ex01", folder / "honest2.ipynb")
-    build_submission("ex01", calm / "neighbour1.ipynb")
-    build_submission("ex01", calm / "neighbour2.ipynb")
-    first = dict(grade_folder("ex01", calm, tmp_path / "out1", timeout=10, jobs=4, echo=False, budget=120))
-    counted = json.loads((tmp_path / "out1" / "run.json").read_text(encoding="utf-8"))["limits"].startswith("cgroup")
+    """Two honest submissions graded next to two hostile ones (setsid CPU spinners, a 4 GiB memfd), four at once:
+    full marks, as alone (test_grading.test_reference_scores_full). Their times are printed, not asserted: a time
+    depends on the machine's own load (CONTRIBUTING, "Green on a busy machine")."""
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    build_submission("ex01", mixed / "honest1.ipynb")
+    build_submission("ex01", mixed / "honest2.ipynb")
+    backend, _how = cgroups.detect()
+    counted = backend is not None
+    if backend is not None:
+        backend.close()
     reference_with(mixed, "hostile_spin", [SPINNERS])
     reference_with(mixed, "hostile_memfd", [MEMFD_HOG if counted else "x = bytearray(2**30)"])  # rlimits only: AS
-    second = dict(grade_folder("ex01", mixed, tmp_path / "out2", timeout=10, jobs=4, echo=False, budget=120))
+    graded = dict(grade_folder("ex01", mixed, tmp_path / "out", timeout=10, jobs=4, echo=False, budget=120))
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["limits"].startswith("cgroup") == counted, run["limits"]
     for name in ("honest1", "honest2"):
-        assert [t.score for t in first[name].tests] == [t.score for t in second[name].tests] == [1.0] * 5
-    t_calm = sum(first[n].execution_time for n in ("honest1", "honest2")) / 2
-    t_mixed = sum(second[n].execution_time for n in ("honest1", "honest2")) / 2
-    print(f"honest mean time: honest neighbours {t_calm:.1f} s, hostile neighbours {t_mixed:.1f} s")
-    assert t_mixed <= HONEST_WITH_NEIGHBOURS_BOUND * t_calm + 10, (t_calm, t_mixed)
+        assert [t.score for t in graded[name].tests] == [1.0] * 5, [t.output for t in graded[name].tests]
+    times = ", ".join(f"{graded[n].execution_time:.1f} s" for n in ("honest1", "honest2"))
+    print(f"honest submissions next to hostile neighbours: {times}")
 
 
 def test_nothing_of_an_expected_answer_enters_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
