@@ -431,9 +431,10 @@ def test_the_budget_is_fixed_whatever_the_cell_count(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(100)") for _ in range(300)]
     nbformat.write(nb, tmp_path / "subs" / "slow.ipynb")
-    ((_, result),) = grade_folder("ex01", tmp_path / "subs", tmp_path / "out", timeout=1, budget=20, echo=False)
-    assert result.execution_time < 20 + 8, result.execution_time
-    assert all("time budget (20 s)" in t.output for t in result.tests), [t.output for t in result.tests]
+    ((_, result),) = grade_folder("ex01", tmp_path / "subs", tmp_path / "out", timeout=1, budget=10, echo=False)
+    # A hang guard, not a speed: the budget stops the run at 10 s plus the kill; far past that means it never did.
+    assert result.execution_time < 10 + 60, result.execution_time
+    assert all("time budget (10 s)" in t.output for t in result.tests), [t.output for t in result.tests]
 
 
 @pytest.mark.sandbox
