@@ -62,17 +62,27 @@ def _decode_once_first(oracle: Callable[..., Any]) -> Callable[..., Any]:
     return lambda model, prompt, D: oracle(model, prompt, max(D, 2))
 
 
-def _end_points(S_values: list[int], step_s: list[float]) -> float:
-    """ex06 Q5 as the slope through the first and last points (differs from the fit whenever they are off the
-    line, which the noise makes every case)."""
-    return (step_s[-1] - step_s[0]) / (S_values[-1] - S_values[0])
-
-
-def _intercept(S_values: list[int], step_s: list[float]) -> float:
-    """ex06 Q5 reading polyfit's coefficients in ascending order: [1] is the intercept, not the slope (differs on
-    every input: every case has a base time)."""
-    return float(np.polyfit(np.array(S_values, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)[1])
-
+def _packed(start_of: Callable[[int, list[int]], int] = lambda b, lengths: lengths[b],
+            rows_of: Callable[[list[int], int], list[int]] | None = None, scheduled_slots: bool = False,
+            from_zeros: bool = False) -> Callable[..., Any]:
+    """ex06 Q5 with one plausible bug: every sequence starting where `start_of` says (one common start, one row
+    late), its packed rows taken as `rows_of` counts them (an even split, one row each), the slots numbered among
+    the scheduled sequences only, or the cache rebuilt from zeros around the written rows."""
+    def write(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+              lengths: list[int], counts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        taken = counts if rows_of is None else rows_of(counts, k_new.shape[0])
+        if from_zeros:
+            keep = torch.arange(k_cache.shape[2]).view(1, 1, -1, 1) < torch.tensor(lengths).view(-1, 1, 1, 1)
+            k_cache, v_cache = k_cache * keep, v_cache * keep
+        order = [b for b in range(len(counts)) if counts[b]] if scheduled_slots else range(len(counts))
+        start = 0
+        for slot, b in enumerate(order):
+            S, T, target = start_of(b, lengths), taken[b], slot if scheduled_slots else b
+            k_cache[target, :, S:S + T] = k_new[start:start + T].transpose(0, 1)
+            v_cache[target, :, S:S + T] = v_new[start:start + T].transpose(0, 1)
+            start += T
+        return k_cache, v_cache
+    return write
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,8 +253,13 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("the whole preallocated cache returned", lambda oracle: _write_whole)],
     "ex06.q3": [("view(1, -1)", lambda oracle: _decode_row_token)],
     "ex06.q4": [("D = 1", _decode_once_first)],
-    "ex06.q5": [("the slope through the two end points", lambda oracle: _end_points),
-                ("the intercept", lambda oracle: _intercept)],
+    "ex06.q5": [("one common start", lambda oracle: _packed(start_of=lambda b, lengths: lengths[0])),
+                ("one row per sequence", lambda oracle: _packed(rows_of=lambda counts, N: [1] * len(counts))),
+                ("split evenly", lambda oracle: _packed(rows_of=lambda counts, N: [N // len(counts)] * len(counts))),
+                ("in their order among the scheduled sequences", lambda oracle: _packed(scheduled_slots=True)),
+                ("one row late", lambda oracle: _packed(start_of=lambda b, lengths: lengths[b] + 1)),
+                ("or early", lambda oracle: _packed(start_of=lambda b, lengths: max(lengths[b] - 1, 0))),
+                ("a cache rebuilt from zeros", lambda oracle: _packed(from_zeros=True))],
     "ex07.q1": [("Eq. (7.2) whatever overlap", _overlap_ignored), ("the LM head left out", _no_lm_head),
                 ("without the factor 2 for K and V", lambda oracle: _k_only_step)],
     "ex07.q2": [("floor instead of ceil", lambda oracle: _floor_critical), ("the LM head left out", _no_lm_head),

@@ -5,7 +5,6 @@ Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
 
 import math
 
-import numpy as np
 import torch
 
 
@@ -51,7 +50,11 @@ def greedy_generate(model, prompt, D):
 
 
 # %% solution:q5
-def fitted_slope(S_values, step_s):
-    """Slope of the least-squares line step_s ≈ a + b·S."""
-    b, a = np.polyfit(np.asarray(S_values, dtype=float), np.asarray(step_s, dtype=float), 1)
-    return float(b)
+def packed_cache_write(k_cache, v_cache, k_new, v_new, lengths, counts):
+    """Sequence b's counts[b] packed rows go after its own lengths[b] rows, in slot b; nothing else moves."""
+    start = 0  # where sequence b's rows begin in the packed k_new, v_new
+    for b, (S, T) in enumerate(zip(lengths, counts, strict=True)):
+        k_cache[b, :, S : S + T] = k_new[start : start + T].transpose(0, 1)  # [T, H_kv, d_h] -> [H_kv, T, d_h]
+        v_cache[b, :, S : S + T] = v_new[start : start + T].transpose(0, 1)
+        start += T
+    return k_cache, v_cache

@@ -1,17 +1,18 @@
-"""Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode, generate, and fit the cost curve."""
+"""Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode, generate, and write one engine step's packed
+rows into a cache with a length per sequence."""
 
 from __future__ import annotations
 
 import random
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from minigpt.config import ModelConfig
-from minigpt.exercises.spec import N_, Exercise, Question, close, int_list, model_spec, pair, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, int_list, model_spec, pair, randn, tensor
 from minigpt.runtime.generate import generate
 from minigpt.runtime.kv_cache import KVCache
+from minigpt.runtime.slot_cache import SlotKVCache
 
 WRITE_EDGES = ("1 <= S, 2 <= T, S + T < S_max: only the first new row written (a decode-only write), the new rows "
                "written at row 0, or the whole preallocated cache returned instead of its valid prefix",
@@ -100,25 +101,58 @@ def _generate(model: torch.nn.Module, prompt: list[int], D: int) -> list[int]:
     return generate(model, [prompt], D, use_cache=True).tokens[0]
 
 
-SLOPE_EDGES = ("t[0] above the line, t[-1] below it: the slope through the two end points",
-               "a base time > 0 (every case): the intercept (np.polyfit(S, t, 1)[1]) instead of the slope")
+PACKED_EDGES = ("lengths differ and counts differ (a prompt chunk of 2 or more rows beside one-row decodes): one "
+                "common start for every sequence, one row per sequence, or the packed rows split evenly instead of "
+                "by counts",
+                "a count of 0 between two scheduled sequences: the rows written to the slots in their order among "
+                "the scheduled sequences",
+                "lengths[b] + counts[b] = S_max: a write one row late (or early) that fills a slot to its last row",
+                "rows past a sequence's new length hold an earlier request's values (every case): a cache rebuilt "
+                "from zeros")
 
 
-def _slope_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`SLOPE_EDGES`: end points off the line in opposite directions), then random."""
+def _packed_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`PACKED_EDGES`: distinct lengths beside a chunk of 2+ rows, a count of 0 in the middle, a
+    slot filled to S_max), then random steps; every slot keeps stale rows past its new length."""
     cases = []
-    for i in range(5):
-        base, per_token = rng.uniform(1e-4, 1e-2), rng.uniform(1e-8, 1e-5)
-        S = sorted(rng.sample(range(16, 4096), 10))
-        noise = [rng.uniform(0.95, 1.05) for _ in S]
+    for i in range(6):
+        B = 3 if i < 3 else rng.randint(1, 4)
+        H_kv, d_h, S_max = rng.choice([1, 2]), rng.choice([4, 8]), rng.randint(10, 16)
         if i == 0:
-            noise[0], noise[-1] = 1.05, 0.95
-        cases.append(dict(S_values=S, step_s=[(base + per_token * x) * n for x, n in zip(S, noise, strict=True)]))
+            counts = [1, rng.randint(2, 4), 1]
+        elif i == 1:
+            counts = [rng.randint(1, 3), 0, rng.randint(1, 3)]
+        else:
+            counts = [rng.randint(0, 4) for _ in range(B)]
+            if not any(counts):
+                counts[rng.randrange(B)] = 1
+        lengths = [rng.randint(0, S_max - c - 1) for c in counts]  # at least one stale row per slot
+        if i == 0:
+            lengths = rng.sample(range(S_max - 5), 3)  # three different lengths, each with room for 4 rows + 1
+        if i == 2:
+            b = rng.randrange(B)
+            counts[b] = max(counts[b], 1)
+            lengths[b] = S_max - counts[b]
+        N = sum(counts)
+        cases.append(dict(k_cache=randn([B, H_kv, S_max, d_h], rng), v_cache=randn([B, H_kv, S_max, d_h], rng),
+                          k_new=randn([N, H_kv, d_h], rng), v_new=randn([N, H_kv, d_h], rng),
+                          lengths=lengths, counts=counts))
     return cases
 
 
-def _slope(S_values: list[int], step_s: list[float]) -> float:
-    return float(np.polyfit(np.array(S_values, dtype=np.float64), np.array(step_s, dtype=np.float64), 1)[0])
+def _packed_write(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+                  lengths: list[int], counts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The package's slot pool (`SlotKVCache`: one slot of S_max rows per sequence) writing a flat step by its
+    slot mapping (`reshape_and_cache`, vLLM's names)."""
+    B, H_kv, S_max, d_h = k_cache.shape
+    pool = SlotKVCache(ModelConfig(L=1, H=H_kv, H_kv=H_kv, d_h=d_h, S_max=S_max), slots=B, dtype=k_cache.dtype)
+    pool.k[0], pool.v[0] = k_cache, v_cache
+    seqs = [pool.add_sequence() for _ in range(B)]  # sequence b in slot b
+    for seq, S in zip(seqs, lengths, strict=True):
+        pool.advance([seq], S)
+    mapping = [slot for seq, S, T in zip(seqs, lengths, counts, strict=True) for slot in pool.slot_mapping(seq, S, T)]
+    pool.reshape_and_cache(0, torch.tensor(mapping, dtype=torch.long), k_new, v_new)
+    return pool.k[0], pool.v[0]
 
 
 EXERCISE = Exercise(
@@ -156,10 +190,14 @@ EXERCISE = Exercise(
             edges=GENERATE_EDGES,
         ),
         Question(
-            "q5", "fitted_slope", "fitted_slope(S_values, step_s) -> float", _slope_cases, _slope, close(1e-6),
-            N_("least-squares straight line step_s ≈ a + b·S (np.polyfit(S, t, 1)); return the slope b in seconds "
-               "per cached token."),
-            edges=SLOPE_EDGES,
+            "q5", "packed_cache_write",
+            "packed_cache_write(k_cache, v_cache, k_new, v_new, lengths, counts) -> (k_cache, v_cache)",
+            _packed_cases, _packed_write, pair(tensor(0, 0), tensor(0, 0), ("k_cache", "v_cache")),
+            N_("sequence b's new rows are the counts[b] rows of k_new and v_new that follow the rows of the "
+               "sequences before it; they go to rows lengths[b] … lengths[b] + counts[b] − 1 of slot b, and every "
+               "other row of the cache stays as it was (a serving engine writes each new token at its slot, "
+               "slot b · S_max + row)."),
+            edges=PACKED_EDGES,
         ),
     ),
 )

@@ -66,7 +66,7 @@ ATTACKS: dict[str, tuple[str, list[str], str]] = {
     "object_array": (
         "ex06",
         [
-            "import numpy as np\n\n\ndef fitted_slope(S_values, step_s):\n"
+            "import numpy as np\n\n\ndef packed_cache_write(k_cache, v_cache, k_new, v_new, lengths, counts):\n"
             "    return np.array([object()], dtype=object)\n"
         ],
         "q5 0",
