@@ -42,6 +42,24 @@ def test_ex01_the_single_token_prompt_and_the_empty_cache_are_drawn_every_time()
         assert cases("ex01.q2", seed)[0]["S"] == 0
 
 
+def test_ex06_the_edges_of_questions_1_3_and_4_are_drawn_every_time() -> None:
+    """Under every seed: Q1's first case writes T >= 2 rows after S >= 1 without reaching S_max (a decode-only
+    write, a write at row 0 or the whole cache returned all show there) and its second fills the cache to S_max;
+    Q3's first case decodes B = 2 sequences (only B > 1 tells view(-1, 1) from view(1, -1)); Q4's first
+    generates D = 1 token (a loop that decodes once before checking D returns two)."""
+    edge("ex06.q1", "1 <= S, 2 <= T, S + T < S_max")
+    edge("ex06.q1", "S + T = S_max")
+    edge("ex06.q3", "B = 2")
+    edge("ex06.q4", "D = 1")
+    for seed in SEEDS:
+        first, second = cases("ex06.q1", seed)[:2]
+        T, S_max = first["k_new"]["$randn"][2], first["k_cache"]["$randn"][2]
+        assert first["S"] >= 1 and T >= 2 and first["S"] + T < S_max, (seed, first["S"], T, S_max)
+        assert second["S"] + second["k_new"]["$randn"][2] == second["k_cache"]["$randn"][2], seed
+        assert len(cases("ex06.q3", seed)[0]["token"]["$long"]) == 2, seed
+        assert cases("ex06.q4", seed)[0]["D"] == 1, seed
+
+
 def test_ex06_the_packed_write_edges_are_drawn_every_time() -> None:
     """ex06 Q5's first three cases are its edges under every seed: three different lengths beside a chunk of 2+
     rows among one-row decodes, a count of 0 between two scheduled sequences, a slot filled to its last row; and
@@ -246,6 +264,11 @@ def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
 # seeds (the same draws every run): a range or a set of choices moved by one (issue 36's sampled survivors)
 # stops reaching an end it documents, or reaches past it. Each row: question, what is drawn, the values.
 _GQA = {name: m.H_kv < m.H for name, m in MODELS.items()}
+def _shape(case: dict, name: str = "k_cache") -> list[int]:
+    """The shape of a case's random tensor `name` (its spec), e.g. ex06 Q5's cache [B, H_kv, S_max, d_h]."""
+    return case[name]["$randn"]
+
+
 DOMAINS = [
     ("ex02.q1", "H_kv of the random cases", lambda c: [x["H_kv"] for x in c[1:]], {1, 2, 4, 8, 16, 32, 64, 96}),
     ("ex04.q3", "D = decode steps + 1, from 2 to 2,000", lambda c: [x["decode_steps"] + 1 for x in c[1:]], (2, 2000)),
@@ -253,6 +276,49 @@ DOMAINS = [
     ("ex06.q2", "the MQA edge: H_kv = 1 of H = 4", lambda c: [(c[2]["k"]["$randn"][1], c[2]["q"]["$randn"][1])],
      {(1, 4)}),
     ("ex06.q4", "prompt lengths from 1 to 8", lambda c: [len(x["prompt"]) for x in c], (1, 8)),
+    ("ex06.q1", "five cases", lambda c: [len(c)], {5}),
+    ("ex06.q1", "B from 1 to 3", lambda c: [_shape(x, "k_cache")[0] for x in c], (1, 3)),
+    ("ex06.q1", "H_kv 1, 2 or 4", lambda c: [_shape(x, "k_cache")[1] for x in c], {1, 2, 4}),
+    ("ex06.q1", "S_max from 8 to 24", lambda c: [_shape(x, "k_cache")[2] for x in c], (8, 24)),
+    ("ex06.q1", "d_h 4 or 8", lambda c: [_shape(x, "k_cache")[3] for x in c], {4, 8}),
+    ("ex06.q1", "the first edge's T, 2 to 4", lambda c: [_shape(c[0], "k_new")[2]], (2, 4)),
+    ("ex06.q1", "the random cases' T, 1 to 4", lambda c: [_shape(x, "k_new")[2] for x in c[2:]], (1, 4)),
+    ("ex06.q1", "the first edge's S, from 1 to S_max - T - 1",
+     lambda c: [(c[0]["S"] == 1, c[0]["S"] + _shape(c[0], "k_new")[2] == _shape(c[0], "k_cache")[2] - 1)],
+     {(True, False), (False, True), (False, False)}),
+    ("ex06.q1", "the random cases' S, from 0", lambda c: [x["S"] == 0 for x in c[2:]], {True, False}),
+    ("ex06.q2", "six cases", lambda c: [len(c)], {6}),
+    ("ex06.q2", "the random cases' H_kv, 1 or 2", lambda c: [_shape(x, "k")[1] for x in c[3:]], {1, 2}),
+    ("ex06.q2", "the random cases' g = H / H_kv, 1, 2 or 4",
+     lambda c: [_shape(x, "q")[1] // _shape(x, "k")[1] for x in c[3:]], {1, 2, 4}),
+    ("ex06.q2", "B from 1 to 3", lambda c: [_shape(x, "q")[0] for x in c], (1, 3)),
+    ("ex06.q2", "d_h 4, 8 or 16", lambda c: [_shape(x, "q")[2] for x in c], {4, 8, 16}),
+    ("ex06.q2", "S from 1 to 30", lambda c: [_shape(x, "k")[2] for x in c], (1, 30)),
+    ("ex06.q3", "three cases", lambda c: [len(c)], {3}),
+    ("ex06.q3", "the random cases' B, 1 or 2", lambda c: [len(x["token"]["$long"]) for x in c[1:]], {1, 2}),
+    ("ex06.q3", "P from 1 to 12", lambda c: [len(x["prompt"]["$long"][0]) for x in c], (1, 12)),
+    ("ex06.q4", "three cases", lambda c: [len(c)], {3}),
+    ("ex06.q4", "the random cases' D, 1 to 12", lambda c: [x["D"] for x in c[1:]], (1, 12)),
+    ("ex06.q5", "six cases", lambda c: [len(c)], {6}),
+    ("ex06.q5", "B of the first random case, 1 to 4", lambda c: [_shape(c[3])[0]], (1, 4)),
+    ("ex06.q5", "B of the random cases, 1 to 4", lambda c: [_shape(x)[0] for x in c[3:]], (1, 4)),
+    ("ex06.q5", "H_kv, 1 or 2", lambda c: [_shape(x)[1] for x in c], {1, 2}),
+    ("ex06.q5", "S_max from 10 to 16", lambda c: [_shape(x)[2] for x in c], (10, 16)),
+    ("ex06.q5", "d_h, 4 or 8", lambda c: [_shape(x)[3] for x in c], {4, 8}),
+    ("ex06.q5", "the first edge's chunk, 2 to 4 rows", lambda c: [c[0]["counts"][1]], (2, 4)),
+    ("ex06.q5", "the second edge's first count, 1 to 3", lambda c: [c[1]["counts"][0]], (1, 3)),
+    ("ex06.q5", "the second edge's last count, 1 to 3", lambda c: [c[1]["counts"][2]], (1, 3)),
+    ("ex06.q5", "the random counts, 0 to 4", lambda c: [n for x in c[3:] for n in x["counts"]], (0, 4)),
+    ("ex06.q5", "every case writes a row", lambda c: [sum(x["counts"]) >= 1 for x in c], {True}),
+    ("ex06.q5", "random lengths down to 0", lambda c: [min(x["lengths"]) == 0 for x in c[3:]], {True, False}),
+    ("ex06.q5", "a slot left with exactly one stale row",
+     lambda c: [any(S + T == _shape(x)[2] - 1 for S, T in zip(x["lengths"], x["counts"], strict=True))
+                for x in c[3:]], {True, False}),
+    ("ex06.q5", "the first edge's longest sequence reaching S_max - 6",
+     lambda c: [max(c[0]["lengths"]) == _shape(c[0])[2] - 6], {True, False}),
+    ("ex06.q5", "the filled slot's count, 1 to 4",
+     lambda c: [min(T for S, T in zip(c[2]["lengths"], c[2]["counts"], strict=True) if S + T == _shape(c[2])[2])],
+     (1, 4)),
     ("ex07.q3", "the short contexts of the first three cases, from S = 1", lambda c: [x["S"] for x in c[:3]], (1, 96)),
     ("ex08.q1", "three to nine copy timings", lambda c: [len(x["copy_s"]) for x in c], (3, 9)),
     ("ex09.q1", "g = H / H_kv of the random cases, MHA (g = 1) among them",
