@@ -68,11 +68,29 @@ def _round(residual: bool = True, bonus_row: int = 0) -> Callable[..., list[int]
     return speculative_round
 
 
-def _best_gamma_short(alpha: float, cost_ratio: float, verify_ratio: float, gamma_max: int) -> int:
-    """ex14 Q4 searching range(1, gamma_max): gamma_max itself is never tried (an off-by-one)."""
-    gains = [costs.speculative_speedup(alpha=alpha, gamma=g, cost_ratio=cost_ratio, verify_ratio=verify_ratio)
-             for g in range(1, gamma_max)]
-    return 1 + max(range(len(gains)), key=lambda i: (gains[i], -i))
+def _rounds_best(tokens: Callable[[int, int], int], verify: bool = True, short: bool = False,
+                 larger: bool = False) -> Callable[..., int]:
+    """ex14 Q4 replayed with one plausible bug, in floats as a student writes it: a round of `n` accepted drafts
+    emitting `tokens(n, γ)`, the verify pass left out of the cost, gamma_max never tried, or a tie broken towards
+    the larger γ."""
+    def best_gamma_from_rounds(accepted: list[int], gamma_max: int, cost_ratio: float, verify_ratio: float) -> int:
+        gammas = range(1, gamma_max if short else gamma_max + 1)
+        rates = [sum(tokens(n, g) for n in accepted) / (len(accepted) * (g * cost_ratio + verify_ratio * verify))
+                 for g in gammas]
+        hits = [g for g, rate in zip(gammas, rates, strict=True) if rate == max(rates)]
+        return hits[-1] if larger else hits[0]
+    return best_gamma_from_rounds
+
+
+def _alpha_fitted(accepted: list[int], gamma_max: int, cost_ratio: float, verify_ratio: float) -> int:
+    """ex14 Q4 through Eq. (17.3), with α fitted to the rounds as accepted drafts over proposed drafts."""
+    alpha = min(1.0, max(1e-9, sum(accepted) / (len(accepted) * gamma_max)))
+    return costs.speculative_best_gamma(alpha=alpha, cost_ratio=cost_ratio, verify_ratio=verify_ratio,
+                                        gamma_max=gamma_max)
+
+
+def _kept(n: int, g: int) -> int:
+    return min(n, g) + 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -333,7 +351,12 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex14.q2": [("not clamped to 1", _fn(_rule(clamp=False))), ("temperature ignored", _fn(_rule(temperature=False)))],
     "ex14.q3": [("replacement drawn from p", _fn(_round(residual=False))),
                 ("bonus token drawn from the last draft's row", _fn(_round(bonus_row=-1)))],
-    "ex14.q4": [("gamma_max never tried", _fn(_best_gamma_short))],
+    "ex14.q4": [("a rate fitted to them", _fn(_alpha_fitted)),
+                ("its bonus token left out", _fn(_rounds_best(lambda n, g: n + 1 if n < g else g))),
+                ("the kept drafts alone counted", _fn(_rounds_best(lambda n, g: min(n, g)))),
+                ("a round's cost without it", _fn(_rounds_best(_kept, verify=False))),
+                ("gamma_max never tried", _fn(_rounds_best(_kept, short=True))),
+                ("the larger one", _fn(_rounds_best(_kept, larger=True)))],
     "ex15.q1": [("views not counted", _fn(_kernels_only))],
     "ex15.q2": [("_unsafe_view taken for a kernel", _fn(_classify(unsafe_view="kernel"))),
                 ("host sync taken for a kernel", _fn(_classify(sync="kernel")))],

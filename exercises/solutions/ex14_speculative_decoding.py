@@ -4,7 +4,6 @@ book).
 Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
 """
 
-import math
 
 import torch
 
@@ -56,11 +55,11 @@ def speculative_round(target_logits, draft_logits, drafts, u):
 
 
 # %% solution:q4
-def best_gamma(alpha, cost_ratio, verify_ratio, gamma_max):
-    """Eq. (17.3): the speedup of Eq. (17.2) for every γ, and the first γ that reaches the largest."""
-    gains = []
+def best_gamma_from_rounds(accepted, gamma_max, cost_ratio, verify_ratio):
+    """Replay the logged rounds at every γ (min(n, γ) kept drafts + the target's token, γ·c + v steps a round);
+    the first γ that reaches the most tokens per step."""
+    rates = []
     for gamma in range(1, gamma_max + 1):
-        tokens = gamma + 1 if alpha == 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
-        gains.append(tokens / (gamma * cost_ratio + verify_ratio))
-    best = max(gains)
-    return 1 + next(i for i, gain in enumerate(gains) if math.isclose(gain, best, rel_tol=1e-12))
+        tokens = sum(min(n, gamma) + 1 for n in accepted)
+        rates.append(tokens / (len(accepted) * (gamma * cost_ratio + verify_ratio)))
+    return 1 + rates.index(max(rates))

@@ -1,9 +1,10 @@
 """Exercise 14 (Chapter 17, speculative decoding): greedy verification, the rejection rule, one speculative
-sampling round written from the mechanism (and its output law checked), the best γ.
+sampling round written from the mechanism (and its output law checked), the best γ replayed from a server's
+logged rounds (`minigpt.exercises.ex14_rounds`).
 
 The oracles are the package: the rejection rule of `minigpt.runtime.speculative` (`accept_drafts`, with one-hot
 distributions for greedy verification, and with the given uniforms answering its draws for the sampled round;
-`acceptance_probability`, `residual_distribution`) and `costs.speculative_best_gamma`. `round_law_error`
+`acceptance_probability`, `residual_distribution`), and the replay of `ex14_rounds`. `round_law_error`
 checks a student's round against the target's law exactly (every draft path, every interval of the uniforms).
 """
 
@@ -19,18 +20,16 @@ from unittest import mock
 import torch
 import torch.nn.functional as F
 
-from minigpt import costs
 from minigpt.exercises.ex14_cases import (
-    BEST_EDGES,
     GREEDY_EDGES,
     ROUND_EDGES,
     RULE_EDGES,
-    best_cases,
     greedy_cases,
     inverse_cdf,
     rule_cases,
     sampled_round_cases,
 )
+from minigpt.exercises.ex14_rounds import BEST_EDGES, best_from_rounds, rounds_cases
 from minigpt.exercises.spec import (
     N_,
     Compare,
@@ -155,9 +154,8 @@ def round_law_error(speculative_round: Callable[..., list[int]], V: int = 3, gam
     return max(abs(law.get(s, 0.0) - w) for s, w in want.items())
 
 
-def _best(alpha: float, cost_ratio: float, verify_ratio: float, gamma_max: int) -> int:
-    return costs.speculative_best_gamma(alpha=alpha, cost_ratio=cost_ratio, verify_ratio=verify_ratio,
-                                        gamma_max=gamma_max)
+def _best(accepted: list[int], gamma_max: int, cost_ratio: float, verify_ratio: float) -> int:
+    return best_from_rounds(accepted, gamma_max, cost_ratio, verify_ratio)
 
 
 EXERCISE = Exercise(
@@ -197,11 +195,14 @@ EXERCISE = Exercise(
             edges=ROUND_EDGES,
         ),
         Question(
-            "q4", "best_gamma", "best_gamma(alpha, cost_ratio, verify_ratio, gamma_max) -> int", best_cases, _best,
+            "q4", "best_gamma_from_rounds",
+            "best_gamma_from_rounds(accepted, gamma_max, cost_ratio, verify_ratio) -> int", rounds_cases, _best,
             exact_int,
-            N_("the number of drafts per round, from 1 to gamma_max, that makes a round's expected tokens per unit of "
-               "cost largest (Chapter 17: a round costs γ draft steps and one verify pass, in target steps); on an "
-               "exact tie, the smallest such γ."),
+            N_("replay every logged round with γ drafts: it keeps min(accepted, γ) of them and the target's pass adds "
+               "one token (the correction after a rejection, the bonus token after γ kept drafts), for γ·c + v "
+               "target steps; return the γ from 1 to gamma_max with the most tokens per step over all the rounds, "
+               "the smallest on an exact tie. A rate α fitted to the rounds assumes independent acceptances, which a "
+               "real drafter's are not."),
             edges=BEST_EDGES,
         ),
     ),

@@ -9,7 +9,6 @@ import random
 
 import torch
 
-from minigpt import costs
 from minigpt.exercises.spec import build, randn
 
 GREEDY_EDGES = ("every draft accepted: the bonus token after the γ drafts",
@@ -19,7 +18,6 @@ RULE_EDGES = ("a draft the target likes more (p ≥ q): the acceptance not clamp
 ROUND_EDGES = ("every draft kept, the rows γ − 1 and γ drawing different tokens: the bonus token drawn from the "
                "last draft's row", "a rejection whose residual draw differs from the target's: the replacement "
                "drawn from p, not from the residual")
-BEST_EDGES = ("the best γ is gamma_max: gamma_max never tried (range(1, gamma_max))",)
 
 
 def inverse_cdf(probs: torch.Tensor, u: float) -> int:
@@ -111,17 +109,3 @@ def sampled_round_cases(rng: random.Random) -> list[dict]:
         cases.append(dict(target_logits=t_logits, draft_logits=d_logits, drafts={"$long": drafts},
                           u=[round(x, 12) for x in u]))
     return cases
-
-
-def _best_case(rng: random.Random, top: bool) -> dict:
-    """With `top`, a case drawn until its best γ is gamma_max itself (`BEST_EDGES`)."""
-    while True:
-        case = dict(alpha=round(rng.uniform(0.85 if top else 0.3, 0.99), 3),
-                    cost_ratio=round(10 ** rng.uniform(-2, -1 if top else -0.3), 4),
-                    verify_ratio=round(rng.uniform(1.0, 1.8), 3), gamma_max=rng.randint(4, 8 if top else 32))
-        if not top or costs.speculative_best_gamma(**case) == case["gamma_max"]:
-            return case
-
-
-def best_cases(rng: random.Random) -> list[dict]:
-    return [_best_case(rng, top=True)] + [_best_case(rng, top=False) for _ in range(5)]

@@ -58,6 +58,9 @@ EXTRA_TESTS = {
     "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
     # ex18 Q3's case generator: the named wrong answers, written apart from it, must lose under every seed.
     "minigpt/exercises/ex18_h2o.py": ("tests/test_seed_independence_ex14_18.py",),
+    # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
+    "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
+                                         "tests/test_exercises.py"),
     # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
     "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
                                   "tests/test_exercises.py"),
