@@ -13,6 +13,7 @@ checks that every question of every exercise has at least one.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -31,10 +32,16 @@ SEEDS = range(examples(4))
 Make = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-@functools.cache
 def _prepared(eid: str, seed: int) -> Any:
     """`prepare`, once per exercise and seed for all of its wrong answers (deterministic; ex14's and ex15's take
-    seconds)."""
+    seconds), and once more under each mutant of `make mutate`: its runs are forked from the process that ran the
+    tests first, so a cache keyed by the exercise and seed alone would hand a mutated case generator the cases
+    of the unmutated one."""
+    return _prepared_under(eid, seed, os.environ.get("MUTANT_UNDER_TEST", ""))
+
+
+@functools.cache
+def _prepared_under(eid: str, seed: int, mutant: str) -> Any:
     return prepare(eid, seed)
 
 
