@@ -15,7 +15,7 @@ from seed_harness import Make, seeds_passed
 
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
-from minigpt.exercises import ex18_h2o
+from minigpt.exercises import ex14_rounds, ex18_h2o
 from minigpt.exercises.ex14 import inverse_cdf
 from minigpt.exercises.spec import build_case
 from minigpt.measure.op_count import HOST_SYNC_OP, decode_step_ops, op_kind
@@ -415,3 +415,19 @@ def test_ex18_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
             args = build_case(case)
             for neighbour, kind in kinds.items():
                 assert ex18_h2o._replay(**args, wrong=neighbour)[0] == _h2o_reads(kind)(**args), (seed, kind)
+
+
+def test_ex14_q4_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex14 Q4's case generator draws each edge until the module's own version of a wrong answer
+    (`ex14_rounds.best_from_rounds(kind=...)`) differs from the replay; each must answer what the wrong answer
+    named above answers, written apart from it (in floats, as a student writes it), or the edge would separate
+    another rule (an α fitted another way, a bonus dropped elsewhere)."""
+    import random
+
+    from minigpt.exercises import EXERCISES
+
+    named = dict(zip(ex14_rounds.WRONG_KINDS, (make(None) for _, make in WRONG["ex14.q4"]), strict=True))
+    for seed in range(20):
+        for case in EXERCISES["ex14"].question("q4").cases(random.Random(seed)):
+            for kind, wrong in named.items():
+                assert ex14_rounds.best_from_rounds(**case, kind=kind) == wrong(**case), (seed, kind, case)
