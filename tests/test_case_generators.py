@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from minigpt.costs.presets import MODELS
-from minigpt.exercises import EXERCISES, ex14_rounds
+from minigpt.exercises import EXERCISES, ex14_cases, ex14_rounds
 from minigpt.exercises.wire import build_case
 
 SEEDS = range(200)
@@ -165,18 +165,37 @@ def test_ex11_the_random_operations_keep_a_few_sequences() -> None:
 
 def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
     edge("ex14.q1", "sequences with different accepted counts")
-    edge("ex14.q2", "a draft the target likes more")
+    edge("ex14.q2", "Chapter 17's rule")
+    edge("ex14.q2", "a cautious rule")
+    edge("ex14.q2", "more often than p emits it")
     edge("ex14.q3", "every draft kept")
     for seed in SEEDS[:40]:
         split = cases("ex14.q1", seed)[1]
         gamma = len(split["drafts"][0])
         assert split["drafts"][0] == split["target_argmax"][0][:gamma]  # sequence 0 keeps every draft
         assert split["drafts"][1] != split["target_argmax"][1][:gamma]  # sequence 1 rejects one
-        likes = []
+        kinds = []
         for case in map(build_case, cases("ex14.q2", seed)):
-            p, q = (torch.softmax(z / case["temperature"], -1) for z in (case["target_logits"], case["draft_logits"]))
-            likes.append(bool(p[case["x"]] >= q[case["x"]]))
-        assert likes.count(True) == likes.count(False) == 3, (seed, likes)
+            p, q, accept = case["p"], case["q"], case["accept"]
+            assert p.dtype == q.dtype == accept.dtype == torch.float64 and p.shape == q.shape == accept.shape
+            assert abs(float(p.sum()) - 1) < 1e-12 and abs(float(q.sum()) - 1) < 1e-12
+            assert bool(((accept >= 0) & (accept <= 1)).all())
+            kept = q * accept
+            assert 1 - float(kept.sum()) >= ex14_cases.REJECTS  # no case divides by (almost) nothing
+            over = kept - p
+            on_line = over.abs() < ex14_cases.CLEAR
+            assert bool((over[on_line] <= 0).all())  # at the limit, never past it, in float64 arithmetic
+            if bool((over > 0).any()):
+                kinds.append("over")
+            elif bool(torch.equal(accept, torch.tensor(ex14_cases.chapter_accept(p.tolist(), q.tolist()),
+                                                       dtype=torch.float64))):
+                kinds.append("chapter")
+                assert bool(on_line.any())  # Chapter 17's rule sits on the limit where p < q
+            elif len(set((accept / torch.minimum(torch.ones_like(p), p / q)).round(decimals=9).tolist())) == 1:
+                kinds.append("cautious" if float(accept.max()) > 0 else "never")
+            else:
+                kinds.append("other")
+        assert kinds[:3] == ["chapter", "cautious", "over"], (seed, kinds)
     for seed in SEEDS[:10]:  # each of ex14.q3's tables is drawn until its uniforms are 1e-4 from a threshold
         full = build_case(cases("ex14.q3", seed)[0])
         p, q = (torch.softmax(z.float(), -1) for z in (full["target_logits"], full["draft_logits"]))

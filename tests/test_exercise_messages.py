@@ -116,16 +116,20 @@ def test_either_sign_of_rebuilt_keys_fails_the_absorbed_question(largest: int, f
     assert ex18._decompressed(case, {"largest": 0, "flops": 0}) is None
 
 
-def test_a_triple_and_a_one_element_tensor_are_read_as_the_questions_say() -> None:
-    """Factories a question builds once: ex13's (m, l, o) triple walks the answer's three items, and ex14's
-    accept-probability takes a one-element tensor (a student's `p[x] / q[x]`) as its number. Guards a triple
-    that never reads the answer and a number that takes two-element tensors instead."""
+def test_a_triple_and_a_replacement_are_read_as_the_questions_say() -> None:
+    """ex13's (m, l, o) triple walks the answer's three items, and ex14's replacement is None exactly where the
+    package's is, a distribution compared value by value elsewhere. Guards a triple that never reads the answer,
+    and a replacement check that lets None pass for a rule that has a replacement (or a tensor for one that has
+    none)."""
     triple = ex13._triple(("m", "l", "o"), (int_list, int_list, int_list))
     assert triple([[1], [2], [3]], [[1], [2], [3]]) is None
     assert triple([[1], [2], [3]], [[1], [5], [3]]) == "l: expected [2], got [5]"
-    number = ex14._number(exact_int)
-    assert number(3, _tensor([3.0])) is None
-    assert number(3, _tensor([3.0, 3.0])) is not None
+    r = _tensor([0.25, 0.75])
+    assert ex14._replacement(None, None) is None
+    assert ex14._replacement(r, [0.25, 0.75]) is None
+    assert ex14._replacement(None, r).startswith("expected None, got tensor of shape [2]")
+    assert ex14._replacement(r, None).startswith("expected a distribution of shape [2], got None")
+    assert ex14._replacement(r, [0.75, 0.25]).startswith("values differ")
 
 
 def test_the_disaggregation_checks_say_what_was_returned() -> None:

@@ -303,6 +303,27 @@ def test_a_wrong_shape_shows_the_students_output_not_the_answers() -> None:
     assert "[10 items]" in text and len(text) < 1000  # long inputs outlined, not cut
 
 
+def test_none_and_a_value_read_the_same_as_a_wrong_value() -> None:
+    """ex14 Q2 answers a distribution or None, ex07 Q2 a batch size or None: a student's None where the hidden
+    answer is a value, or a value where it is None, gets the words of any wrong value, so feedback does not tell
+    which of the two the hidden answer is. The bug it catches: the shape check's words for a mismatch ("you
+    returned None", "expected a number"), shown only when the kinds differ."""
+    from minigpt.grading.cases import prepare
+    from minigpt.grading.verdicts import _compare
+
+    for eid, qid, value in (("ex14", "q2", {"$tensor": [0.0], "shape": [1]}), ("ex07", "q2", 3)):
+        prepared = prepare(eid, 11)
+        q = prepared.exercise.question(qid)
+        for i, e in enumerate(prepared.expected[qid]):
+            case, wrong = prepared.cases[qid][i], (value if e is None else None)
+            if isinstance(wrong, dict) and e is None:
+                wrong = {"$tensor": [0.0] * len(case["p"]["$float64"]), "shape": [len(case["p"]["$float64"])]}
+            outputs = list(prepared.expected[qid])
+            outputs[i] = wrong
+            ok, text = _compare(q, prepared.cases[qid], prepared.expected[qid], outputs)
+            assert not ok and text.startswith("not the package's value"), (eid, i, e, text)
+
+
 def test_the_class_secret_cannot_be_found_from_feedback(tmp_path: Path) -> None:
     """A student sees their own cases; with a 32-bit class seed, a search over seeds checked against those cases
     found it (then every hidden case of every student follows). The default secret has 128 bits, each of which

@@ -41,14 +41,27 @@ def _no_bonus_greedy(drafts: list[list[int]], target_argmax: list[list[int]]) ->
     return [row[:n] + ([] if n == len(row) else [t[n]]) for row, t in zip(drafts, target_argmax, strict=True)]
 
 
-def _rule(clamp: bool = True, temperature: bool = True) -> Callable[..., Any]:
-    def rule(target_logits: torch.Tensor, draft_logits: torch.Tensor, temperature_: float, x: int) -> Any:
-        T = temperature_ if temperature else 1.0
-        p, q = torch.softmax(target_logits.float() / T, -1), torch.softmax(draft_logits.float() / T, -1)
-        ratio = float(p[x] / q[x])
-        residual = (p - q).clamp_min(0)
-        return (min(1.0, ratio) if clamp else ratio), residual / residual.sum()
-    return lambda target_logits, draft_logits, temperature, x: rule(target_logits, draft_logits, temperature, x)
+def _replacement(kind: str) -> Callable[..., Any]:
+    """ex14 Q2 written with a plausible slip: "chapter" returns Chapter 17's residual whatever the rule,
+    "unnormalised" p − q·accept as it is, "clipped" max(p − q·accept, 0) normalised where it should say None,
+    "p" the target's own distribution, "rejected mass" p·(1 − accept) normalised."""
+    def replacement_distribution(p: torch.Tensor, q: torch.Tensor, accept: torch.Tensor) -> Any:
+        kept = q * accept
+        if kind == "chapter":
+            r = (p - q).clamp_min(0)
+            return r / r.sum()
+        if kind == "clipped":
+            r = (p - kept).clamp_min(0)
+            return r / r.sum()
+        if bool((kept - p > 1e-9).any()):
+            return None
+        if kind == "unnormalised":
+            return p - kept
+        if kind == "p":
+            return p
+        r = p * (1 - accept)
+        return r / r.sum()
+    return replacement_distribution
 
 
 def _round(residual: bool = True, bonus_row: int = 0) -> Callable[..., list[int]]:
@@ -348,7 +361,11 @@ def _fn(f: Callable[..., Any]) -> Make:
 WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex14.q1": [("each sequence its own accepted count", _fn(_per_sequence_greedy)),
                 ("every draft accepted", _fn(_no_bonus_greedy))],
-    "ex14.q2": [("not clamped to 1", _fn(_rule(clamp=False))), ("temperature ignored", _fn(_rule(temperature=False)))],
+    "ex14.q2": [("max(p − q, 0) whatever the rule", _fn(_replacement("chapter"))),
+                ("p − q·accept unnormalised", _fn(_replacement("unnormalised"))),
+                ("not a distribution clipped at 0", _fn(_replacement("clipped"))),
+                ("not p nor", _fn(_replacement("p"))),
+                ("not p nor", _fn(_replacement("rejected mass")))],
     "ex14.q3": [("replacement drawn from p", _fn(_round(residual=False))),
                 ("bonus token drawn from the last draft's row", _fn(_round(bonus_row=-1)))],
     "ex14.q4": [("a rate fitted to them", _fn(_alpha_fitted)),

@@ -22,13 +22,13 @@ def greedy_round(drafts, target_argmax):
 
 
 # %% solution:q2
-def rejection_rule(target_logits, draft_logits, temperature, x):
-    """Keep x with probability min(1, p(x)/q(x)); on a rejection draw from norm(max(0, p − q))."""
-    p = torch.softmax(target_logits / temperature, dim=-1)
-    q = torch.softmax(draft_logits / temperature, dim=-1)
-    accept = min(1.0, (p[x] / q[x]).item())
-    residual = (p - q).clamp_min(0)
-    return accept, residual / residual.sum()
+def replacement_distribution(p, q, accept):
+    """y comes out kept, q(y)·accept(y), or as the replacement after a rejection, R·r(y) with R = 1 − Σ q·accept;
+    p(y) = q(y)·accept(y) + R·r(y) gives r = (p − q·accept) / R, a distribution only where p ≥ q·accept."""
+    kept = q * accept
+    if bool((kept - p > 1e-9).any()):
+        return None
+    return (p - kept) / (1 - kept.sum())
 
 
 # %% solution:q3

@@ -25,6 +25,11 @@ def uniform(shape: list[int], rng: random.Random, low: float, high: float) -> di
     return {"$uniform": list(shape), "seed": rng.getrandbits(48), "low": low, "high": high}
 
 
+def float64(values: list[float]) -> dict[str, Any]:
+    """A JSON description of a float64 vector given by its values (JSON keeps every float64 exactly)."""
+    return {"$float64": [float(v) for v in values]}
+
+
 def model_spec(rng: random.Random) -> dict[str, Any]:
     """A JSON description of a small random MiniGPT (weights ~ N(0, 0.3²), so logits are well apart)."""
     H = rng.choice([2, 4])
@@ -88,6 +93,8 @@ def describe(value: Any) -> str:
             return f"tensor{value['$uniform']} in [{value['low']:g}, {value['high']:g})"
         if "$long" in value:
             return f"long tensor {value['$long']}"
+        if "$float64" in value:
+            return f"float64 tensor[{len(value['$float64'])}]"
         if "$preset" in value:
             return f"MODELS[{value['$preset']!r}]"
         if "$hardware" in value:

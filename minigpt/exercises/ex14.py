@@ -1,10 +1,11 @@
-"""Exercise 14 (Chapter 17, speculative decoding): greedy verification, the rejection rule, one speculative
-sampling round written from the mechanism (and its output law checked), the best γ replayed from a server's
-logged rounds (`minigpt.exercises.ex14_rounds`).
+"""Exercise 14 (Chapter 17, speculative decoding): greedy verification, the replacement distribution derived for
+any acceptance rule, one speculative sampling round written from the mechanism (and its output law checked),
+the best γ replayed from a server's logged rounds (`minigpt.exercises.ex14_rounds`).
 
 The oracles are the package: the rejection rule of `minigpt.runtime.speculative` (`accept_drafts`, with one-hot
-distributions for greedy verification, and with the given uniforms answering its draws for the sampled round;
-`acceptance_probability`, `residual_distribution`), and the replay of `ex14_rounds`. `round_law_error`
+distributions for greedy verification, and with the given uniforms answering its draws for the sampled round),
+`replacement_for` (the replacement any acceptance rule needs, which for Chapter 17's rule is the runtime's
+`residual_distribution`), and the replay of `ex14_rounds`. `round_law_error`
 checks a student's round against the target's law exactly (every draft path, every interval of the uniforms).
 """
 
@@ -20,31 +21,30 @@ from unittest import mock
 import torch
 import torch.nn.functional as F
 
+from minigpt.exercises.comparisons import returned
 from minigpt.exercises.ex14_cases import (
     GREEDY_EDGES,
+    OVER,
+    REPLACEMENT_EDGES,
     ROUND_EDGES,
-    RULE_EDGES,
     greedy_cases,
     inverse_cdf,
-    rule_cases,
+    replacement_cases,
     sampled_round_cases,
 )
 from minigpt.exercises.ex14_rounds import BEST_EDGES, best_from_rounds, rounds_cases
 from minigpt.exercises.spec import (
     N_,
-    Compare,
     Exercise,
     Question,
     _,
-    close,
     exact_int,
     fmt_num,
     int_list,
-    pair,
     tensor,
 )
 from minigpt.runtime import speculative
-from minigpt.runtime.speculative import accept_drafts, acceptance_probability, residual_distribution
+from minigpt.runtime.speculative import accept_drafts
 
 
 def _greedy_round(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
@@ -57,22 +57,33 @@ def _greedy_round(drafts: list[list[int]], target_argmax: list[list[int]]) -> li
     return torch.cat([x[:, :n], nxt], dim=1).tolist()
 
 
-def _rule(target_logits: torch.Tensor, draft_logits: torch.Tensor, temperature: float,
-          x: int) -> tuple[float, torch.Tensor]:
-    p = torch.softmax(target_logits.float() / temperature, dim=-1)
-    q = torch.softmax(draft_logits.float() / temperature, dim=-1)
-    return float(acceptance_probability(p[x], q[x])), residual_distribution(p, q)
+def replacement_for(p: torch.Tensor, q: torch.Tensor, accept: torch.Tensor) -> torch.Tensor | None:
+    """The distribution r a rejection must draw from so that one verified draft emits exactly p (Eq. 17.3's
+    derivation, for any rule): token y comes out proposed and kept, q(y)·accept(y), or after a rejection,
+    (1 − Σ_x q(x)·accept(x))·r(y); setting the sum to p(y) gives r = (p − q·accept) / (1 − Σ q·accept), a
+    distribution only if no token is kept more often than p emits it (None otherwise, up to `OVER`). For
+    Chapter 17's rule, accept = min(1, p/q), it is the package's `residual_distribution`."""
+    kept = q.double() * accept.double()
+    if bool((kept - p.double() > OVER).any()):
+        return None
+    return (p.double() - kept) / (1.0 - kept.sum())
 
 
-def _number(compare: Compare) -> Compare:
-    """`compare` on a number, accepting a one-element tensor (a student's `p[x] / q[x]`) as its value."""
+_VECTOR = tensor(atol=1e-6, rtol=1e-5)
 
-    def check(expected: Any, actual: Any) -> str | None:
-        if isinstance(actual, dict) and "$tensor" in actual and math.prod(actual["shape"]) == 1:
-            actual = torch.tensor(actual["$tensor"]).flatten()[0].item()
-        return compare(expected, actual)
 
-    return check
+def _replacement(expected: Any, actual: Any) -> str | None:
+    """A distribution where one exists, None where none can exist, said in words."""
+    if expected is None:
+        if actual is None:
+            return None
+        return _("expected None, got {actual}: this rule keeps some token x more often than p emits it "
+                 "(q[x]·accept[x] > p[x]), and no replacement can take emissions back").format(
+            actual=returned(actual))
+    if actual is None:
+        return _("expected a distribution of shape {shape}, got None: every token here has q[x]·accept[x] ≤ p[x], "
+                 "so a replacement exists").format(shape=expected["shape"])
+    return _VECTOR(expected, actual)
 
 
 _PATCH_LOCK = threading.Lock()
@@ -173,14 +184,14 @@ EXERCISE = Exercise(
             edges=GREEDY_EDGES,
         ),
         Question(
-            "q2", "rejection_rule", "rejection_rule(target_logits, draft_logits, temperature, x) -> (accept, residual)",
-            rule_cases, _rule, pair(_number(close(1e-5, 1e-7)), tensor(atol=1e-6, rtol=1e-5), ("accept", "residual")),
-            N_("p and q are the two models' softmax distributions at this temperature. accept: the chance that the "
-               "rule keeps a token x the draft proposed, so that x is never emitted more often than the target would "
-               "emit it (a float); residual: the distribution the replacement is drawn from after a rejection, which "
-               "puts mass only where the target wants more than the draft proposes (a tensor of shape [V], summing "
-               "to 1). Together they make the emitted token distributed exactly as p."),
-            edges=RULE_EDGES,
+            "q2", "replacement_distribution", "replacement_distribution(p, q, accept) -> tensor | None",
+            replacement_cases, replacement_for, _replacement,
+            N_("token y comes out in two ways: proposed by the draft and kept, with probability q[y]·accept[y], or "
+               "drawn from the replacement after a rejection, which happens with probability 1 − Σ_x "
+               "q[x]·accept[x]. Ask that the two together give p[y] for every y and solve for the replacement; "
+               "it is a distribution only if no token is already kept more often than p emits it (return None "
+               "then, allowing for rounding, e.g. 1e-9)."),
+            edges=REPLACEMENT_EDGES,
         ),
         Question(
             "q3", "speculative_round", "speculative_round(target_logits, draft_logits, drafts, u) -> list[int]",

@@ -5,16 +5,23 @@ inverse-CDF draw the sampled round's uniforms answer.
 
 from __future__ import annotations
 
+import math
 import random
 
 import torch
 
-from minigpt.exercises.spec import build, randn
+from minigpt.exercises.spec import build, float64, randn
 
 GREEDY_EDGES = ("every draft accepted: the bonus token after the γ drafts",
                 "sequences with different accepted counts: each sequence its own accepted count, not the batch's")
-RULE_EDGES = ("a draft the target likes more (p ≥ q): the acceptance not clamped to 1",
-              "a temperature other than 1: the temperature ignored")
+REPLACEMENT_EDGES = (
+    "Chapter 17's rule, accept = min(1, p/q): max(p − q, 0) normalised, not p nor p − q·accept unnormalised",
+    "a cautious rule, accept = c·min(1, p/q) with c < 1: p mixed back in, not max(p − q, 0) whatever the rule",
+    "a rule that keeps one token more often than p emits it: None, not a distribution clipped at 0")
+# A rule over-emits token x when q[x]·accept[x] exceeds p[x] by more than rounding (`OVER`); every drawn rule is
+# at least `CLEAR` from that line on every token where it is not exactly on it (Chapter 17's rule is, where p < q),
+# and rejects with probability at least `REJECTS`, so any tolerance from 1e-12 to 1e-8 gives the same answers.
+OVER, CLEAR, REJECTS = 1e-9, 1e-7, 0.01
 ROUND_EDGES = ("every draft kept, the rows γ − 1 and γ drawing different tokens: the bonus token drawn from the "
                "last draft's row", "a rejection whose residual draw differs from the target's: the replacement "
                "drawn from p, not from the residual")
@@ -45,18 +52,66 @@ def greedy_cases(rng: random.Random) -> list[dict]:
     return cases + [_greedy_case(rng, rng.choice([0.7, 0.85, 0.95])) for _ in range(4)]
 
 
-def rule_cases(rng: random.Random) -> list[dict]:
-    """Half the cases draft a token the target likes less, half one it likes more (`RULE_EDGES`); the first is at
-    a temperature other than 1."""
+def _softmax(rng: random.Random, V: int) -> list[float]:
+    z = [2.0 * rng.gauss(0.0, 1.0) for _ in range(V)]
+    e = [math.exp(x - max(z)) for x in z]
+    return [x / math.fsum(e) for x in e]
+
+
+def chapter_accept(p: list[float], q: list[float]) -> list[float]:
+    """min(1, p/q), each value nudged down (by an ulp or two) until q·accept ≤ p and accept ≤ p/q hold exactly in
+    float64: a rule exactly on the line, which a check without a tolerance must not call over-emitting."""
+    out = []
+    for pi, qi in zip(p, q, strict=True):
+        a = min(1.0, pi / qi)
+        while a > 0 and (qi * a > pi or a > pi / qi):
+            a = math.nextafter(a, 0.0)
+        out.append(a)
+    return out
+
+
+def _clear(p: list[float], q: list[float], accept: list[float], on_line: set[int]) -> bool:
+    """Whether every token not in `on_line` is at least CLEAR from over-emitting, and the rule rejects enough."""
+    gaps = [abs(qi * a - pi) for i, (pi, qi, a) in enumerate(zip(p, q, accept, strict=True)) if i not in on_line]
+    rejects = 1.0 - math.fsum(qi * a for qi, a in zip(q, accept, strict=True))
+    return min(gaps, default=1.0) >= CLEAR and rejects >= REJECTS
+
+
+def _rule(rng: random.Random, kind: str, p: list[float], q: list[float]) -> tuple[list[float], set[int]]:
+    """An acceptance rule of one kind, and the tokens it puts exactly on the line q·accept = p."""
+    base = chapter_accept(p, q)
+    if kind == "chapter":
+        return base, {i for i, (pi, qi) in enumerate(zip(p, q, strict=True)) if pi < qi}
+    if kind == "cautious":
+        c = rng.uniform(0.3, 0.9)
+        return [c * a for a in base], set()
+    if kind == "over":  # the token the draft over-proposes most is always kept
+        x = max(range(len(p)), key=lambda i: q[i] - p[i])
+        return [1.0 if i == x else a for i, a in enumerate(base)], {i for i in range(len(p)) if p[i] < q[i] and i != x}
+    if kind == "per_token":  # each token kept with its own share of min(1, p/q)
+        return [rng.random() * a for a in base], set()
+    if kind == "never":
+        return [0.0] * len(p), set()
+    return [rng.random() for _ in p], set()  # "any": a random rule, usually over-emitting some token
+
+
+def replacement_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`REPLACEMENT_EDGES`: Chapter 17's rule, a cautious one, one that over-emits a token), then
+    random rules (a random share of min(1, p/q) per token, never keeping, or any rule at all); p and q are random
+    distributions at least 0.05 apart in total variation, the rules clear of the line by `CLEAR`."""
     cases = []
-    for i in range(6):
-        V, temperature = rng.randint(5, 40), rng.choice([0.5, 0.7, 1.5] if i == 0 else [0.5, 0.7, 1.0, 1.5])
-        target_logits, draft_logits = randn([V], rng, scale=2.0), randn([V], rng, scale=2.0)
-        p, q = (torch.softmax(build(z) / temperature, -1) for z in (target_logits, draft_logits))
-        # half the cases draft a token the target likes less (kept with probability p/q), half one it likes more
-        pool = [int(j) for j in ((p < q) if i % 2 == 0 else (p >= q)).nonzero().flatten()] or list(range(V))
-        cases.append(dict(target_logits=target_logits, draft_logits=draft_logits, temperature=temperature,
-                          x=rng.choice(pool)))
+    kinds = ["chapter", "cautious", "over"] + [rng.choice(["per_token", "never", "any", "any"]) for _ in range(3)]
+    for kind in kinds:
+        while True:
+            V = rng.randint(4, 24)
+            p, q = _softmax(rng, V), _softmax(rng, V)
+            if math.fsum(max(0.0, pi - qi) for pi, qi in zip(p, q, strict=True)) < 0.05:
+                continue
+            accept, on_line = _rule(rng, kind, p, q)
+            over_by = max(qi - pi for pi, qi in zip(p, q, strict=True))
+            if _clear(p, q, accept, on_line) and (kind != "over" or over_by >= 1e-3):
+                break
+        cases.append(dict(p=float64(p), q=float64(q), accept=float64(accept)))
     return cases
 
 

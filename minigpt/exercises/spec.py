@@ -25,6 +25,7 @@ from minigpt.exercises.case_inputs import (
     build_case,
     describe,
     describe_call,
+    float64,
     model_spec,
     preset_fields,
     randn,
@@ -38,8 +39,9 @@ from minigpt.i18n import N_, _, fmt_num, language  # noqa: F401 - N_ re-exported
 
 __all__ = [
     "N_", "Case", "Compare", "Exercise", "Question", "UnsupportedOutput", "_", "argmax_of", "boolean", "build",
-    "build_case", "build_model", "close", "describe", "describe_call", "encode", "exact_int", "fmt_num", "int_list",
-    "language", "model_spec", "pair", "preset_fields", "randn", "resolve", "tensor", "uniform", "uses_model",
+    "build_case", "build_model", "close", "describe", "describe_call", "encode", "exact_int", "float64", "fmt_num",
+    "int_list", "language", "model_spec", "pair", "preset_fields", "randn", "resolve", "tensor", "uniform",
+    "uses_model",
 ]
 
 # ---------------------------------------------------------------------------------------------

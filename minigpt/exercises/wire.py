@@ -2,8 +2,8 @@
 
 Shared by both sides of the grader and by the student-side `check`: the trusted parent describes a
 question's inputs as plain JSON (``{"$randn": [2, 3], "seed": 7}``, ``{"$uniform": [4], "seed": 7, "low": 1,
-"high": 9}``, ``{"$long": [[1, 2]]}``, ``{"$config": {...}}``, ``{"$model": {...}, "seed": 5}``,
-``{"$record": "ModelPreset", "fields": {...}}``)
+"high": 9}``, ``{"$long": [[1, 2]]}``, ``{"$float64": [0.25, 0.75]}``, ``{"$config": {...}}``,
+``{"$model": {...}, "seed": 5}``, ``{"$record": "ModelPreset", "fields": {...}}``)
 and the sandboxed child turns them into tensors, configs, small MiniGPTs and read-only records. The
 child's copy of `minigpt` holds this module and the runtime (model, cache), never the answer
 functions: a preset reaches it as a `Record` of its fields, not as an object with formula methods.

@@ -81,6 +81,8 @@ def build(value: Any, lookup: Lookup | None = None) -> Any:
         return value["low"] + (value["high"] - value["low"]) * torch.rand(value["$uniform"], generator=g)
     if "$long" in value:
         return torch.tensor(value["$long"], dtype=torch.long)
+    if "$float64" in value:
+        return torch.tensor(value["$float64"], dtype=torch.float64)
     if "$record" in value:
         return Record(str(value["$record"]), value["fields"])
     if lookup is not None and ("$preset" in value or "$hardware" in value):

@@ -46,6 +46,9 @@ def _compare(q: Question, cases: list[dict], expected: list[Any], outputs: Any,
     for i, (case, e, a) in enumerate(zip(cases, expected, outputs, strict=True)):
         where = _("case {i}/{n}: {call}").format(i=i + 1, n=len(cases), call=describe_call(q.function, case))
         problem = conforms(a, e)  # bounded by the expected answer: nothing larger is read into an array
+        if problem and (a is None) != (e is None):  # None for a value, or a value for None (`int | None`,
+            problem = None  # `tensor | None` answers): a wrong value, said as one; a shape's words would tell
+            # the student which of the two the hidden answer is (the comparison reads only the expected's size)
         if problem and is_scalar(e):  # "expected a number": what the question's signature says already
             return False, _("{problem}, in {where}").format(problem=translate_known(problem, WIRE_MESSAGES),
                                                             where=where)

@@ -61,6 +61,11 @@ EXTRA_TESTS = {
     # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
     "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                          "tests/test_exercises.py"),
+    # ex14's other generators and its checkers (Q2's replacement, Q3's round), reached through the registry.
+    "minigpt/exercises/ex14_cases.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
+                                        "tests/test_exercises.py"),
+    "minigpt/exercises/ex14.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
+                                  "tests/test_exercises.py", "tests/test_exercise_messages.py"),
     # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
     "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
                                   "tests/test_exercises.py"),
