@@ -413,9 +413,14 @@ DOMAINS = [
     ("ex16.q2", "four to six runs a case", lambda c: [len(x["runs"]) for x in c], {4, 5, 6}),
     ("ex16.q2", "a TTFT objective between 0.1 and 0.5 s",
      lambda c: [round(x["ttft_slo"], 1) for x in c], {0.1, 0.2, 0.3, 0.4, 0.5}),
-    ("ex16.q3", "the random cases' prefill rates, with two decimals",
-     lambda c: [x["prefill_rate"] == round(x["prefill_rate"], 2) for x in c[2:]], {True}),
-    ("ex16.q3", "the tie's common rate, whole or not", lambda c: [c[1]["prefill_rate"] % 1 == 0], {True, False}),
+    ("ex16.q3", "nine traces, one to three workers in each pool",
+     lambda c: [len(c)] + [x["prefill_workers"] for x in c] + [x["decode_workers"] for x in c], {9, 1, 2, 3}),
+    ("ex16.q3", "five to ten requests a trace, prompts of 1 to 60 tokens",
+     lambda c: [len(x["arrivals_ms"]) for x in c] + [-t for x in c for t in x["prompt_tokens"]],
+     set(range(5, 11)) | {-t for t in range(1, 61)}),
+    ("ex16.q3", "1 to 3 ms a prompt token, decode steps of 5 to 20 ms",
+     lambda c: [x["prefill_ms_per_token"] for x in c] + [x["decode_step_ms"] for x in c], set(range(1, 4)) |
+     set(range(5, 21))),
 ]
 
 

@@ -154,7 +154,16 @@ def test_the_disaggregation_checks_say_what_was_returned() -> None:
     # A long value is cut to 80 characters, the last three an ellipsis; one of 80 is shown whole.
     assert ex16._transfer_check((8.0, 0.5), "x" * 78).endswith("got '" + "x" * 78 + "'")
     assert ex16._transfer_check((8.0, 0.5), "x" * 79).endswith("got '" + "x" * 76 + "...")
-    assert ex16._ratio_check((1, 3), (2, 3)) == "N and M must be >= 1 and add up to 4 chips, got 2 + 3"
+    route = ex16.EXERCISE.question("q3").compare
+    trace = [[0, 0, 30], [1, 0, 12]]
+    assert route(trace, [[0, 0, 30], [1, 0, 12]]) is None and route(trace, ((0, 0, 30), (1, 0, 12))) is None
+    assert route(trace, [[0, 0, 30]]).startswith("expected one [prefill worker, decode worker, TTFT in ms] of ints "
+                                                 "per request (2 of them)")
+    assert route(trace, [[0, 0, 30], [0, 0, 12]]).startswith("request 1: prefill worker 0, the driver picks 1")
+    assert route(trace, [[0, 0, 30], [1, 1, 12]]).startswith("request 1: decode worker 1, the driver picks 0")
+    assert route(trace, [[0, 0, 30], [1, 0, 42]]).startswith("request 1: time to first token 42 ms, expected 12")
+    assert route(trace, [[0, 0, 30.0], [1, 0, 12]]).startswith("expected one [")
+    assert route(trace, _tensor([[0, 0, 30], [1, 0, 12]])) is None
     receive = ex16.EXERCISE.question("q4").compare
     assert receive([[3, 1], _tensor([[1.0]])], [[1, 3], _tensor([[1.0]])]) == "table: expected [3, 1], got [1, 3]"
     assert ex15._which("traffic", "overhead").startswith("expected 'traffic', got 'overhead': compare the floor "

@@ -184,20 +184,34 @@ def _goodput(stop_at_miss: bool = True, one_token_passes: bool = True) -> Callab
     return goodput_by_hand
 
 
-def _ratio_most_prefill(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, int]:
-    """ex16 Q3 breaking a tie towards the most prefill chips (>= where the rule keeps the first best)."""
-    best, rate = 1, -1.0
-    for n in range(1, chips):
-        r = min(n * prefill_rate, (chips - n) * decode_rate)
-        if r >= rate:
-            best, rate = n, r
-    return best, chips - best
-
-
-def _ratio_rounded(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, int]:
-    """ex16 Q3 from the balance point N·p = M·d, rounded to the nearest whole chip instead of trying every split."""
-    n = min(chips - 1, max(1, round(chips * decode_rate / (prefill_rate + decode_rate))))
-    return n, chips - n
+def _routing(slip: str) -> Callable[..., list[list[int]]]:
+    """ex16 Q3 written as a student would, with one slip: "work_left" routes to the prefill worker that frees
+    first, "cumulative" never takes a finished request off a worker's load, "decode_tokens" loads decode workers
+    by their requests' prompt tokens, "highest" breaks ties towards the highest number, "no_wait" gives the
+    prefill's own time as the time to first token."""
+    def route_requests(arrivals_ms: list[int], prompt_tokens: list[int], new_tokens: list[int],
+                       prefill_workers: int, decode_workers: int, prefill_ms_per_token: int,
+                       decode_step_ms: int) -> list[list[int]]:
+        free_at, routed, out = [0] * prefill_workers, [], []
+        for t, P, D in zip(arrivals_ms, prompt_tokens, new_tokens, strict=True):
+            p_load, d_load = [0] * prefill_workers, [0] * decode_workers
+            for p, end, n, d, last in routed:
+                if end > t or slip == "cumulative":
+                    p_load[p] += n
+                if last > t or slip == "cumulative":
+                    d_load[d] += n if slip == "decode_tokens" else 1
+            if slip == "work_left":
+                p_load = [max(0, f - t) for f in free_at]
+            pick = (lambda load: max(range(len(load)), key=lambda k: (-load[k], k))) if slip == "highest" else \
+                (lambda load: load.index(min(load)))
+            p, d = pick(p_load), pick(d_load)
+            start = max(t, free_at[p])
+            end = start + P * prefill_ms_per_token
+            free_at[p] = end
+            routed.append((p, end, P, d, end + (D - 1) * decode_step_ms))
+            out.append([p, d, end - (start if slip == "no_wait" else t)])
+        return out
+    return route_requests
 
 
 def _receive(order: str = "list", heads_first: bool = True, last: str = "rows") -> Callable[..., Any]:
@@ -385,8 +399,11 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("H instead of H_kv", _fn(_transfer("H")))],
     "ex16.q2": [("not stopping at the first miss", _fn(_goodput(stop_at_miss=False))),
                 ("one-token request counted as a miss", _fn(_goodput(one_token_passes=False)))],
-    "ex16.q3": [("tie broken towards the most prefill chips", _fn(_ratio_most_prefill)),
-                ("balance point rounded", _fn(_ratio_rounded))],
+    "ex16.q3": [("not the work left", _fn(_routing("work_left"))),
+                ("not every token ever routed there", _fn(_routing("cumulative"))),
+                ("not by those requests' prompt tokens", _fn(_routing("decode_tokens"))),
+                ("not the highest", _fn(_routing("highest"))),
+                ("the wait counted", _fn(_routing("no_wait")))],
     "ex16.q4": [("in id order", _fn(_receive(order="sorted"))), ("every free block taken", _fn(_receive(order="all"))),
                 ("without moving the heads", _fn(_receive(heads_first=False))),
                 ("the last block dropped", _fn(_receive(last="floor"))),
@@ -448,3 +465,18 @@ def test_ex14_q4_generators_neighbours_are_the_named_wrong_answers() -> None:
         for case in EXERCISES["ex14"].question("q4").cases(random.Random(seed)):
             for kind, wrong in named.items():
                 assert ex14_rounds.best_from_rounds(**case, kind=kind) == wrong(**case), (seed, kind, case)
+
+
+def test_ex16_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex16 Q3's generator draws each edge until the module's own slip (`ex16_routing.route(kind=...)`) changes
+    the answer; each slip must answer what the wrong answer named above answers, written apart from it, or the
+    edge would separate another rule (a load counted another way, a tie broken elsewhere)."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex16_routing
+
+    named = dict(zip(ex16_routing.WRONG_KINDS, (make(None) for _, make in WRONG["ex16.q3"]), strict=True))
+    for seed in range(40):
+        for case in EXERCISES["ex16"].question("q3").cases(random.Random(seed)):
+            for kind, wrong in named.items():
+                assert ex16_routing.route(**case, kind=kind) == wrong(**case), (seed, kind, case)

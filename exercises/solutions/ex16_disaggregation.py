@@ -43,14 +43,30 @@ def goodput_by_hand(runs, ttft_slo, tpot_slo):
 
 
 # %% solution:q3
-def choose_ratio(chips, prefill_rate, decode_rate):
-    """The split (N, M) that maximises min(N * prefill_rate, M * decode_rate); ties: fewest prefill chips."""
-    best = None
-    for n in range(1, chips):
-        rate = min(n * prefill_rate, (chips - n) * decode_rate)
-        if best is None or rate > best[0]:
-            best = (rate, n)
-    return best[1], chips - best[1]
+def route_requests(arrivals_ms, prompt_tokens, new_tokens, prefill_workers,
+                   decode_workers, prefill_ms_per_token, decode_step_ms):
+    """At each arrival: loads from the requests not yet done there (prefill: whole prompts until the prefill's end;
+    decode: requests until their last token); the least loaded worker, the lowest number on a tie; the prefill
+    starts when both the request and its worker are free."""
+    free_at = [0] * prefill_workers
+    routed = []  # (prefill worker, prefill end, P, decode worker, last token)
+    out = []
+    for t, P, D in zip(arrivals_ms, prompt_tokens, new_tokens, strict=True):
+        p_load = [0] * prefill_workers
+        d_load = [0] * decode_workers
+        for p, end, n, d, last in routed:
+            if end > t:
+                p_load[p] += n
+            if last > t:
+                d_load[d] += 1
+        p = p_load.index(min(p_load))
+        d = d_load.index(min(d_load))
+        start = max(t, free_at[p])
+        end = start + P * prefill_ms_per_token
+        free_at[p] = end
+        routed.append((p, end, P, d, end + (D - 1) * decode_step_ms))
+        out.append([p, d, end - t])
+    return out
 
 
 # %% solution:q4

@@ -1,4 +1,5 @@
-"""Where a request enters disaggregated serving (Chapter 19): the driver's check, before any worker sees it."""
+"""Where a request enters disaggregated serving (Chapter 19): the driver's check, before any worker sees it, and
+its routing rule."""
 
 from __future__ import annotations
 
@@ -33,3 +34,10 @@ def admission(requests: list[Request], cfg: DisaggConfig, *, S_max: int, V: int)
             why = rejection(r, S_max=S_max, V=V, num_blocks=cfg.num_blocks, block_size=cfg.block_size)
         out.append(why)
     return out
+
+
+def least_loaded(loads: dict[int, int]) -> int:
+    """The worker with the smallest load, the lowest-numbered on a tie: the driver's routing rule, for both pools
+    (a prefill worker's load is the prompt tokens of the requests prefilling on it, a decode worker's the requests
+    it holds)."""
+    return min(loads, key=lambda k: (loads[k], k))

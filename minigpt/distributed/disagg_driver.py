@@ -17,7 +17,7 @@ from collections import deque
 import torch
 import torch.distributed as dist
 
-from minigpt.distributed.disagg_admission import admission
+from minigpt.distributed.disagg_admission import admission, least_loaded
 from minigpt.distributed.disagg_records import DisaggConfig, DisaggRun, PoolInterval, RequestRecord
 from minigpt.distributed.disagg_wire import (
     DONE,
@@ -150,7 +150,7 @@ class Driver:
         else:
             load = {k: sum(1 for r in self.records if r.status in ("prefilling", "decoding") and r.decode_rank == k)
                     for k in live}
-        return min(live, key=lambda k: (load[k], k))
+        return least_loaded(load)
 
     def dispatch(self, i: int, now: float) -> None:
         r, req = self.records[i], self.requests[i]

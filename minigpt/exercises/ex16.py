@@ -1,12 +1,12 @@
 """Exercise 16 (Chapter 19, prefill and decode apart): the K/V transfer sent layer by layer behind the prefill
-against one message after it (`ex16_transfer`), the goodput of a small set of runs by hand, the prefill:decode
-split of a few chips, and the decode worker's side of the handoff (the payload written into its own pool
-through a block table taken from its free list).
+against one message after it (`ex16_transfer`), the goodput of a small set of runs by hand, the driver's routing
+of a trace over the two pools, traced by hand (`ex16_routing`), and the decode worker's side of the handoff (the
+payload written into its own pool through a block table taken from its free list).
 
 The oracles are the package: `costs.layerwise_transfer_exposed` with `costs.kv_transfer_time` (Eq. 19.2),
-`costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), `costs.best_pd_ratio` (Eq. 19.5) and
-`distributed.kv_transfer.scatter_kv` (what `import_kv` does). Nothing is timed: every answer is exact (or a
-float to 1e-9).
+`costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), the driver's routing rule
+(`distributed.disagg_admission.least_loaded`) and `distributed.kv_transfer.scatter_kv` (what `import_kv`
+does). Nothing is timed: every answer is exact (or a float to 1e-9).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from minigpt import costs
 from minigpt.distributed.kv_transfer import scatter_kv
 from minigpt.exercises.case_inputs import randn
 from minigpt.exercises.comparisons import int_list, pair, tensor
+from minigpt.exercises.ex16_routing import ROUTE_EDGES, route, routing_cases, routing_check
 from minigpt.exercises.ex16_transfer import TRANSFER_EDGES, _short, _transfer, _transfer_cases, _transfer_check
 from minigpt.exercises.spec import N_, Exercise, Question, _, fmt_num
 
@@ -113,47 +114,6 @@ def _goodput_check(expected: Any, actual: Any) -> str | None:
     return None
 
 
-RATIO_EDGES = ("a best split away from the rounded balance point N·p = M·d: the balance point rounded",
-               "an exact tie (equal rates, an odd number of chips): the tie broken towards the most prefill chips")
-
-
-def _ratio_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`RATIO_EDGES`), then seven random cases."""
-    while True:  # a best split that the rounded balance point misses
-        chips, p, d = rng.randint(2, 16), round(rng.uniform(0.5, 20), 2), round(rng.uniform(0.5, 20), 2)
-        rounded = min(chips - 1, max(1, round(chips * d / (p + d))))
-        if _ratio(chips, p, d)[0] != rounded:
-            break
-    rate = round(rng.uniform(0.5, 20), 2)
-    cases = [dict(chips=chips, prefill_rate=p, decode_rate=d),
-             dict(chips=rng.choice([3, 5, 7, 9, 11, 13, 15]), prefill_rate=rate, decode_rate=rate)]  # a tie
-    for _k in range(7):
-        cases.append(dict(chips=rng.randint(2, 16), prefill_rate=round(rng.uniform(0.5, 20), 2),
-                          decode_rate=round(rng.uniform(0.5, 20), 2)))
-    return cases
-
-
-def _ratio(chips: int, prefill_rate: float, decode_rate: float) -> tuple[int, int]:
-    best = costs.best_pd_ratio(chips=chips, prefill_rate=prefill_rate, decode_rate=decode_rate)
-    return best["prefill"], best["decode"]
-
-
-def _ratio_check(expected: Any, actual: Any) -> str | None:
-    if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in actual):
-        return _("expected a pair of ints (N prefill chips, M decode chips), got {actual}").format(
-            actual=_short(actual))
-    N, M = actual
-    if N < 1 or M < 1 or N + M != sum(expected):
-        return _("N and M must be >= 1 and add up to {chips} chips, got {N} + {M}").format(chips=sum(expected), N=N,
-                                                                                          M=M)
-    if tuple(actual) != tuple(expected):
-        return _("{split} is not the best split: the pair serves only as fast as its slower pool, "
-                 "min(N x prefill_rate, M x decode_rate); maximise that, and among equal rates take the fewest "
-                 "prefill chips").format(split=f"({N}, {M})")
-    return None
-
-
 RECEIVE_EDGES = ("a free list out of order: the blocks taken in id order (sorted) instead of the list's order",
                  "H_kv ≥ 2 over several blocks: the payload written as [n, H_kv, b] rows without moving the heads "
                  "first",
@@ -216,12 +176,15 @@ EXERCISE = Exercise(
             edges=GOODPUT_EDGES,
         ),
         Question(
-            "q3", "choose_ratio", "choose_ratio(chips, prefill_rate, decode_rate) -> (int, int)", _ratio_cases,
-            _ratio, _ratio_check,
-            N_("a chip of the prefill pool serves prefill_rate requests per second within the SLOs, one of the decode "
-               "pool decode_rate; a request needs both, so the pair serves what its slower pool serves; try every "
-               "split of the chips, at least one each side"),
-            edges=RATIO_EDGES,
+            "q3", "route_requests",
+            "route_requests(arrivals_ms, prompt_tokens, new_tokens, prefill_workers, decode_workers, "
+            "prefill_ms_per_token, decode_step_ms) -> list[list[int]]", routing_cases, route, routing_check,
+            N_("walk the requests in arrival order. At an arrival, a prefill worker's load is the prompt tokens of "
+               "the requests routed to it whose prefill has not ended, a decode worker's the number of requests "
+               "routed to it whose last token has not come; each pool gives the request to its least loaded "
+               "worker, the lowest number on a tie. A prefill starts when the request has arrived and its worker "
+               "has finished the prompts it was given before; the first token comes at its end."),
+            edges=ROUTE_EDGES,
         ),
         Question(
             "q4", "receive_kv", "receive_kv(pools, free_blocks, kv) -> (list[int], tensor)", _receive_cases,
