@@ -1,4 +1,4 @@
-"""Book front-ends: `notebook` (the setup cell, glue, kernel notes) and `explorers` (browser sliders).
+"""Book front-ends: `notebook` (the setup cell, glue, show_figure, kernel notes) and `explorers` (browser sliders).
 
 ``from minigpt.book import setup, glue, explorer, Slider, Output`` is what chapters import.
 """
@@ -13,9 +13,9 @@ from minigpt.book.explorers import (
     explorer_html,
     preset_value,
 )
-from minigpt.book.notebook import GLUE_PREFIX, glue, in_colab, kernel_note, setup
+from minigpt.book.notebook import GLUE_PREFIX, glue, in_colab, kernel_note, setup, show_figure
 
 __all__ = [
     "GLUE_PREFIX", "Output", "Plot", "Series", "Slider", "chip_value", "explorer", "explorer_html", "glue",
-    "in_colab", "kernel_note", "preset_value", "setup",
+    "in_colab", "kernel_note", "preset_value", "setup", "show_figure",
 ]
