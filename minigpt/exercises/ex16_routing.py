@@ -9,7 +9,7 @@ other D − 1 one decode step of `decode_step_ms` each after it (a decode worker
 costs about the same at any batch size). The real workers run Chapter 12's engine, which prefills several
 prompts in one step; the model keeps one at a time so that a trace can be worked by hand. Every time is an
 integer number of ms, so no tie is a question of rounding: a request whose prefill (or last token) ends at or
-before an arrival no longer counts there.
+before an arrival does not count there.
 
 `route(kind=...)` is the same walk with one plausible slip (`WRONG_KINDS`); `routing_cases` draws, every time,
 one trace on which each slip changes the answer (`ROUTE_EDGES`), then random traces.
@@ -25,7 +25,7 @@ from minigpt.exercises.spec import _
 
 ROUTE_EDGES = (
     "a long prompt nearly done against a short one just begun: whole prompts outstanding counted, not the work left",
-    "a prefill that ended before the arrival: no longer counted, not every token ever routed there",
+    "a prefill that ended before the arrival: not counted, not every token ever routed there",
     "decode workers loaded by the requests they hold, not by those requests' prompt tokens",
     "equal loads: the lowest-numbered worker, not the highest",
     "a worker still busy when the request arrives: the wait counted in the time to first token",
