@@ -1,4 +1,5 @@
-"""minigpt.book.figures: each conceptual figure is a Figure with its stated title and the model's shapes."""
+"""minigpt.book.figures: each conceptual figure is a Figure with its stated title and the model's shapes,
+and every text of it readable on the page."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from minigpt.book import figures  # noqa: E402
+from minigpt.book import figures, figures_kv, figures_prefix  # noqa: E402
+from minigpt.book.figure_text import check_figure_text  # noqa: E402
 from minigpt.config import ModelConfig  # noqa: E402
 
 
@@ -18,10 +20,15 @@ def _texts(fig: Figure) -> str:
     return "\n".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
 
 
+def _line(text: str) -> str:
+    """A title as one line: the figures break long titles to fit the page's column (figure_text)."""
+    return text.replace("\n", " ")
+
+
 def test_dataflow_figure_shows_both_phases_with_the_config_shapes():
     cfg = ModelConfig(L=2, H=8, H_kv=2, d_h=8, d_ffn=128, V=50, S_max=32)
     fig = figures.dataflow_figure(cfg, P=5, S=7)
-    assert isinstance(fig, Figure) and fig.get_suptitle() == figures.DATAFLOW_TITLE
+    assert isinstance(fig, Figure) and _line(fig.get_suptitle()) == figures.DATAFLOW_TITLE
     assert [ax.get_title() for ax in fig.axes] == ["Prefill: T = P = 5 tokens, empty cache",
                                                    "Decode step: T = 1 token, S = 7 cached"]
     text = _texts(fig)
@@ -34,10 +41,10 @@ def test_dataflow_figure_shows_both_phases_with_the_config_shapes():
 
 def test_cache_layout_figure_fills_rows_per_token():
     fig = figures.cache_layout_figure(ModelConfig(), P=16, steps=(0, 8))
-    assert fig.get_suptitle() == figures.CACHE_TITLE
-    titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ["after the prefill\nS = 16 of S_max = 128",
-                      "after the prefill and 8 decode steps\nS = 24 of S_max = 128"]
+    assert _line(fig.get_suptitle()) == figures.CACHE_TITLE
+    titles = [_line(ax.get_title()) for ax in fig.axes]
+    assert titles == ["after the prefill S = 16 of S_max = 128",
+                      "after the prefill and 8 decode steps S = 24 of S_max = 128"]
     image = fig.axes[1].images[0].get_array()
     assert image.shape[0] == 128 and (image[:16, 0] == 1).all() and (image[16:24, 0] == 2).all()
     assert (image[24:, 0] == 0).all()
@@ -54,9 +61,9 @@ def test_causal_mask_is_the_models_rule_and_the_figure_shows_three_cases():
     with pytest.raises(ValueError, match="T must be"):
         figures.causal_mask(0)
     fig = figures.causal_mask_figure(P=4, S=4, T=2)
-    assert fig.get_suptitle().startswith(figures.MASK_TITLE)
-    assert [ax.get_title() for ax in fig.axes] == ["prefill: T = P = 4, S = 0", "chunk: T = 2 after S = 4 cached",
-                                                   "decode step: T = 1 after S = 6"]
+    assert _line(fig.get_suptitle()).startswith(figures.MASK_TITLE)
+    assert [_line(ax.get_title()) for ax in fig.axes] == [
+        "prefill: T = P = 4, S = 0", "chunk: T = 2 after S = 4 cached", "decode step: T = 1 after S = 6"]
     assert fig.axes[1].images[0].get_array().shape == (2, 6)
     plt.close(fig)
 
@@ -74,7 +81,7 @@ def test_gqa_figure_draws_each_config_from_the_attention_function():
         figures_kv.kv_head_of_query(4, 3)
     cfg = ModelConfig(L=2, H=8, H_kv=8, d_h=8, d_ffn=64, V=50, S_max=32)
     fig = figures_kv.gqa_figure(cfg, H_kv_values=(8, 4, 1))
-    assert fig.get_suptitle() == figures_kv.GQA_TITLE
+    assert _line(fig.get_suptitle()) == figures_kv.GQA_TITLE
     assert [ax.get_title() for ax in fig.axes] == ["MHA: H = 8, H_kv = 8, g = 1", "GQA: H = 8, H_kv = 4, g = 2",
                                                    "MQA: H = 8, H_kv = 1, g = 8"]
     for ax, H_kv in zip(fig.axes, (8, 4, 1), strict=True):
@@ -106,8 +113,25 @@ def test_scale_groups_are_found_by_probing_the_quantizers():
     with pytest.raises(ValueError, match="multiple of token_group"):
         figures_kv.scale_groups("kivi", T=5, d_h=4, token_group=2)
     fig = figures_kv.scale_layout_figure(T=8, d_h=8, group_size=4, token_group=4)
-    assert fig.get_suptitle() == figures_kv.SCALE_TITLE
+    assert _line(fig.get_suptitle()) == figures_kv.SCALE_TITLE
     titles = [ax.get_title() for ax in fig.axes]
     assert [t.split("\n")[1] for t in titles] == ["8 scales for these 8 x 8 values", "16 scales for these 8 x 8 values",
                                                   "16 scales for these 8 x 8 values", "1 scale for these 8 x 8 values"]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: figures.dataflow_figure(ModelConfig(), P=2, S=2),
+    lambda: figures.cache_layout_figure(ModelConfig(), P=16, steps=(0, 8, 48)),
+    lambda: figures.causal_mask_figure(P=6, S=6, T=3),
+    lambda: figures_kv.gqa_figure(ModelConfig()),
+    lambda: figures_kv.scale_layout_figure(),
+    lambda: figures_prefix.prefix_tree_figure(),
+], ids=["dataflow", "cache_layout", "causal_mask", "gqa", "scale_layout", "prefix_tree"])
+def test_the_chapters_figures_have_text_readable_on_the_page(draw):
+    """As the chapters draw them (Chapters 1, 2, 9, 10 and 13): every text at least 10 px on the page
+    (`figure_text.check_figure_text`, which `glue` runs too): drawn 13 in wide with 6.5 pt labels, the
+    prefix tree's smallest text was 4.6 px."""
+    fig = draw()
+    check_figure_text(fig)
     plt.close(fig)

@@ -7,6 +7,7 @@ imported inside the functions, so ``import minigpt`` stays light.
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from minigpt.config import ModelConfig
@@ -36,13 +37,13 @@ def _box(ax, x: float, y: float, w: float, h: float, text: str, color: str) -> N
     from matplotlib.patches import FancyBboxPatch
 
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02", fc=color, ec="black", lw=0.8))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=7.5)
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=8)
 
 
 def _arrow(ax, x0: float, y0: float, x1: float, y1: float, text: str = "") -> None:
     ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", lw=0.9))
     if text:
-        ax.text((x0 + x1) / 2 + 0.02, (y0 + y1) / 2, text, fontsize=6.5, va="center", color="dimgray")
+        ax.text((x0 + x1) / 2 + 0.02, (y0 + y1) / 2, text, fontsize=8, va="center", color="dimgray")
 
 
 def dataflow_figure(config: ModelConfig | None = None, *, P: int = 2, S: int = 2, B: int = 1) -> Figure:
@@ -55,7 +56,7 @@ def dataflow_figure(config: ModelConfig | None = None, *, P: int = 2, S: int = 2
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if P > c.S_max or S + 1 > c.S_max:
         raise ValueError(f"P and S + 1 must fit the cache's S_max = {c.S_max}; got P={P}, S={S}")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.6))
+    fig, axes = plt.subplots(2, 1, figsize=(6.6, 10.4))  # one phase above the other: 8 pt text stays 11 px
     phases = [
         (f"Prefill: T = P = {P} tokens, empty cache", P, 0, "#cfe3f5"),
         (f"Decode step: T = 1 token, S = {S} cached", 1, S, "#fde2c8"),
@@ -74,21 +75,21 @@ def dataflow_figure(config: ModelConfig | None = None, *, P: int = 2, S: int = 2
              f"KV cache, layer l\nk, v: [B, H_kv={c.H_kv},\nS_max={c.S_max}, d_h={c.d_h}]\nfilled: {keys} rows",
              "#e8e8e8")
         _arrow(ax, 0.66, 0.70, 0.82, 0.61)
-        ax.text(0.99, 0.66, write, fontsize=6.5, ha="right", color="dimgray")
+        ax.text(0.99, 0.66, write, fontsize=8, ha="right", color="dimgray")
         attn = (f"scores = Q K^T / sqrt(d_h)\n[B, H, T={T}, S+T={keys}]"
                 + ("\ncausal mask (lower triangle)" if T > 1 else "\nno mask: every key is in the past"))
         _box(ax, 0.10, 0.42, 0.5, 0.14, attn, color)
         _arrow(ax, 0.17, 0.68, 0.25, 0.56)
         _arrow(ax, 0.68, 0.49, 0.60, 0.49)
-        ax.text(0.825, 0.40, f"attention reads all {keys} rows\nof keys and values", fontsize=6.5, ha="center",
+        ax.text(0.825, 0.40, f"attention reads all {keys} rows\nof keys and values", fontsize=8, ha="center",
                 va="top", color="dimgray")
         _box(ax, 0.10, 0.24, 0.5, 0.1, f"softmax(scores) V, then W_O, FFN\n[B, T={T}, d={c.d}]", color)
         _arrow(ax, 0.35, 0.42, 0.35, 0.34)
         _box(ax, 0.10, 0.05, 0.5, 0.1, f"LM head on the last position\nlogits [B, V={c.V}]", color)
         _arrow(ax, 0.35, 0.24, 0.35, 0.15, f"x L={c.L} layers")
         ax.text(0.82, 0.1, "weights read once,\napplied to " + ("P rows" if T > 1 else "1 row"),
-                ha="center", fontsize=7.5, style="italic")
-    fig.suptitle(DATAFLOW_TITLE, fontsize=10)
+                ha="center", fontsize=8, style="italic")
+    fig.suptitle(DATAFLOW_TITLE.replace(": ", ":\n", 1), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -108,7 +109,7 @@ def cache_layout_figure(config: ModelConfig | None = None, *, P: int = 16, steps
     gap = max(1, c.d_h // 4)
     width = c.H_kv * c.d_h + (c.H_kv - 1) * gap
     cmap = ListedColormap(["#f2f2f2", "#4c8bc7", "#e8893a", "white"])  # empty, prefill, decode, gap
-    fig, axes = plt.subplots(1, len(steps), figsize=(3.4 * len(steps), 4.6), sharey=True)
+    fig, axes = plt.subplots(1, len(steps), figsize=(2.3 * len(steps), 5.2), sharey=True)
     axes = np.atleast_1d(axes)
     for ax, t in zip(axes, steps, strict=True):
         S = P + t
@@ -120,19 +121,19 @@ def cache_layout_figure(config: ModelConfig | None = None, *, P: int = 16, steps
             if h < c.H_kv - 1:
                 grid[:, x0 + c.d_h:x0 + c.d_h + gap] = 3
         ax.imshow(grid, cmap=cmap, vmin=0, vmax=3, aspect="auto", interpolation="nearest")
-        ax.set_xticks([h * (c.d_h + gap) + c.d_h / 2 for h in range(c.H_kv)], [f"head {h}" for h in range(c.H_kv)],
-                      fontsize=7)
+        ax.set_xticks([h * (c.d_h + gap) + c.d_h / 2 for h in range(c.H_kv)], [str(h) for h in range(c.H_kv)],
+                      fontsize=8)
         ax.axhline(S - 0.5, color="black", lw=0.8)
-        ax.set_title(f"after the prefill{f' and {t} decode steps' if t else ''}\nS = {S} of S_max = {c.S_max}",
-                     fontsize=9)
-        ax.set_xlabel(f"H_kv = {c.H_kv} heads x d_h = {c.d_h} values")
-    axes[0].set_ylabel("position in the sequence (row of S_max)")
-    fig.text(0.5, 0.01, f"k[l, b] for one layer l and one sequence b; the cache holds L = {c.L} layers x B = {B} "
-             f"sequences of these, and the same for v: [L, B, H_kv, S_max, d_h] = "
-             f"[{c.L}, {B}, {c.H_kv}, {c.S_max}, {c.d_h}]. Blue: prefill rows; orange: one row per decode step.",
-             ha="center", fontsize=7.5, wrap=True)
-    fig.suptitle(CACHE_TITLE, fontsize=10)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+        steps_line = f"\nand {t} decode steps" if t else ""
+        ax.set_title(f"after the prefill{steps_line}\nS = {S} of S_max = {c.S_max}", fontsize=9)
+        ax.set_xlabel(f"head (H_kv = {c.H_kv})\nx d_h = {c.d_h} values", fontsize=9)
+    axes[0].set_ylabel("position in the sequence (row of S_max)", fontsize=9)
+    note = (f"k[l, b] for one layer l and one sequence b; the cache holds L = {c.L} layers x B = {B} "
+            f"sequences of these, and the same for v: [L, B, H_kv, S_max, d_h] = "
+            f"[{c.L}, {B}, {c.H_kv}, {c.S_max}, {c.d_h}]. Blue: prefill rows; orange: one row per decode step.")
+    fig.text(0.5, 0.01, textwrap.fill(note, 30 * len(steps)), ha="center", fontsize=8)
+    fig.suptitle(CACHE_TITLE.replace(": ", ":\n", 1), fontsize=10)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     return fig
 
 
@@ -143,19 +144,19 @@ def causal_mask_figure(*, P: int = 6, S: int = 6, T: int = 3) -> Figure:
     from matplotlib.colors import ListedColormap
 
     panels = [
-        (f"prefill: T = P = {P}, S = 0", causal_mask(P, 0), 0),
-        (f"chunk: T = {T} after S = {S} cached", causal_mask(T, S), S),
-        (f"decode step: T = 1 after S = {S + T}", causal_mask(1, S + T), S + T),
+        (f"prefill:\nT = P = {P}, S = 0", causal_mask(P, 0), 0),
+        (f"chunk: T = {T}\nafter S = {S} cached", causal_mask(T, S), S),
+        (f"decode step:\nT = 1 after S = {S + T}", causal_mask(1, S + T), S + T),
     ]
     widths = [len(mask[0]) for _, mask, _ in panels]
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.8), gridspec_kw=dict(width_ratios=widths))
+    fig, axes = plt.subplots(1, 3, figsize=(6.8, 3.3), gridspec_kw=dict(width_ratios=widths))
     cmap = ListedColormap(["#f2f2f2", "#4c8bc7"])
     for ax, (title, mask, S0) in zip(axes, panels, strict=True):
         grid = np.array(mask, dtype=float)
         ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="equal", interpolation="nearest")
         rows, cols = grid.shape
-        ax.set_xticks(range(cols), [str(j) for j in range(cols)], fontsize=7)
-        ax.set_yticks(range(rows), [str(S0 + i) for i in range(rows)], fontsize=7)
+        ax.set_xticks(range(cols), [str(j) for j in range(cols)], fontsize=8)
+        ax.set_yticks(range(rows), [str(S0 + i) for i in range(rows)], fontsize=8)
         ax.set_xticks(np.arange(-0.5, cols), minor=True)
         ax.set_yticks(np.arange(-0.5, rows), minor=True)
         ax.grid(which="minor", color="white", lw=1)
@@ -163,8 +164,8 @@ def causal_mask_figure(*, P: int = 6, S: int = 6, T: int = 3) -> Figure:
         if S0:
             ax.axvline(S0 - 0.5, color="black", lw=1.2)
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("key position j (cached | new)" if S0 else "key position j")
-    axes[0].set_ylabel("query position S + i")
-    fig.suptitle(MASK_TITLE + " (blue: visible, j <= S + i)", fontsize=10)
+        ax.set_xlabel("key position j\n(cached | new)" if S0 else "key position j", fontsize=9)
+    axes[0].set_ylabel("query position S + i", fontsize=9)
+    fig.suptitle(MASK_TITLE.replace(": ", ":\n", 1) + "\n(blue: visible, j <= S + i)", fontsize=10)
     fig.tight_layout()
     return fig

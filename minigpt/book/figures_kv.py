@@ -9,6 +9,7 @@ imported inside the functions, so ``import minigpt`` stays light.
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from minigpt import costs
@@ -56,9 +57,9 @@ def gqa_figure(config: ModelConfig | None = None, *, H_kv_values: tuple[int, ...
     values = H_kv_values or tuple(dict.fromkeys(h for h in (c.H, 2, 1) if h <= c.H and c.H % h == 0))
     if any(isinstance(h, bool) or not isinstance(h, int) or h < 1 or c.H % h for h in values):
         raise ValueError(f"H_kv_values must be integers that divide H = {c.H}, got {values!r}")
-    fig, axes = plt.subplots(1, len(values), figsize=(3.9 * len(values), 4.4), squeeze=False)
+    fig, axes = plt.subplots(len(values), 1, figsize=(6.4, 2.7 * len(values)), squeeze=False)
     per_mha = costs.kv_bytes_per_token(L=c.L, H_kv=c.H, d_h=c.d_h, s=s)
-    for ax, H_kv in zip(axes[0], values, strict=True):
+    for ax, H_kv in zip(axes[:, 0], values, strict=True):
         g = c.H // H_kv
         reads = kv_head_of_query(c.H, H_kv)
         ax.set(xlim=(0, c.H), ylim=(-0.35, 3.3))
@@ -83,13 +84,13 @@ def gqa_figure(config: ModelConfig | None = None, *, H_kv_values: tuple[int, ...
         per_token = costs.kv_bytes_per_token(L=c.L, H_kv=H_kv, d_h=c.d_h, s=s)
         ax.text(c.H / 2, 0.2, f"one token, one layer: {2 * H_kv} rows of d_h = {c.d_h} (dark k, light v)\n"
                 f"{costs.fmt_bytes(per_token)} per token over L = {c.L} (Eq. 9.1, s = {s}), "
-                f"{per_mha // per_token}x less than MHA", ha="center", va="top", fontsize=7.5)
-        ax.text(-0.05, 2.75, "query\nheads", ha="right", va="center", fontsize=7.5)
-        ax.text(-0.05, 1.6, "K/V\nheads", ha="right", va="center", fontsize=7.5)
-        ax.text(-0.05, 0.6, "cache\nrows", ha="right", va="center", fontsize=7.5)
+                f"{per_mha // per_token}x less than MHA", ha="center", va="top", fontsize=8)
+        ax.text(-0.05, 2.75, "query\nheads", ha="right", va="center", fontsize=8)
+        ax.text(-0.05, 1.6, "K/V\nheads", ha="right", va="center", fontsize=8)
+        ax.text(-0.05, 0.6, "cache\nrows", ha="right", va="center", fontsize=8)
         ax.set_title(f"{kind}: H = {c.H}, H_kv = {H_kv}, g = {g}", fontsize=9)
-    fig.suptitle(GQA_TITLE, fontsize=9.5)
-    fig.tight_layout(rect=(0.03, 0, 1, 1))
+    fig.suptitle(textwrap.fill(GQA_TITLE, 80), fontsize=10)
+    fig.tight_layout(rect=(0.08, 0, 1, 1))
     return fig
 
 
@@ -183,7 +184,8 @@ def scale_layout_figure(*, T: int = 16, d_h: int = 16, group_size: int = 8, toke
         (f"int4 keys per channel (KIVI), G = {token_group}", "kivi", 4, None),
         ("FP8 E4M3: no scale per token", "fp8", 8, None),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(13, 4.3), sharey=True)
+    fig, axes = plt.subplots(2, 2, figsize=(6.8, 8.2), sharey=True)  # two by two: 8 pt stays 11 px
+    axes = axes.ravel()
     shape = dict(L=L, H_kv=H_kv, d_h=d_h)
     for ax, (title, layout, bits, g) in zip(axes, panels, strict=True):
         groups = np.array(scale_groups(layout, T=T, d_h=d_h, bits=bits, group_size=g, token_group=token_group))
@@ -206,10 +208,11 @@ def scale_layout_figure(*, T: int = 16, d_h: int = 16, group_size: int = 8, toke
         more = [costs.kv_storage_bytes(**shape, S=n_tok, **args) for n_tok in (token_group, 2 * token_group)]
         per_token = (more[1] - more[0]) / token_group
         bf16 = costs.kv_bytes_per_token(**shape, s=2)
-        ax.set_title(f"{title}\n{n} scale{'s' if n > 1 else ''} for these {T} x {d_h} values", fontsize=8.5)
+        ax.set_title(f"{title}\n{n} scale{'s' if n > 1 else ''} for these {T} x {d_h} values", fontsize=9)
         ax.set_xlabel(f"channel (d_h = {d_h})\n{costs.fmt_bytes(per_token)} a token (K and V), L = {L}, "
                       f"H_kv = {H_kv}\n(bf16: {costs.fmt_bytes(bf16)})", fontsize=8)
     axes[0].set_ylabel("token")
-    fig.suptitle(SCALE_TITLE, fontsize=10)
+    axes[2].set_ylabel("token")
+    fig.suptitle(textwrap.fill(SCALE_TITLE, 80), fontsize=10)
     fig.tight_layout()
     return fig

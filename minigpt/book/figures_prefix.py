@@ -7,6 +7,7 @@ evicting one block at a time. matplotlib is imported inside the function.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,8 @@ def prefix_tree_figure(prompts: tuple[str, ...] = PROMPTS, *, block_size: int = 
     key_of = {k.digest: k for chain in state.keys for k in chain}
     sharers = {d: sum(d in {k.digest for k in chain} for chain in state.keys) for d in key_of}
     shade = {1: "#f2f2f2", 2: "#cfe3f5", 3: "#9cc3e6"}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.15, 1]})
+    # one panel above the other, 6.8 in wide: shown unshrunk, 8 pt text is 11 px on the page
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.8, 9.6), gridspec_kw={"height_ratios": [1, 1.25]})
 
     def label(key: BlockKey) -> str:
         return "".join(chr(t) for t in key.tokens).replace(" ", "␣")
@@ -112,12 +114,12 @@ def prefix_tree_figure(prompts: tuple[str, ...] = PROMPTS, *, block_size: int = 
     for row, (prompt, chain) in enumerate(zip(prompts, state.keys, strict=True)):
         y = n - 1 - row
         left.text(-0.2, y + 0.35, f"prompt {row + 1}" + (" (running)" if row in running else " (finished)"),
-                  ha="right", va="center", fontsize=8)
+                  ha="right", va="center", fontsize=8.5)
         for i, key in enumerate(chain):
             fc = shade.get(sharers[key.digest], "#9cc3e6")
             left.add_patch(FancyBboxPatch((i, y), 0.86, 0.7, boxstyle="round,pad=0.02", fc=fc, ec="black", lw=0.7))
             left.text(i + 0.43, y + 0.47, label(key), ha="center", va="center", fontsize=8, family="monospace")
-            left.text(i + 0.43, y + 0.17, key.digest[:2].hex(), ha="center", va="center", fontsize=6.5,
+            left.text(i + 0.43, y + 0.17, key.digest[:2].hex(), ha="center", va="center", fontsize=8,
                       color="dimgray", family="monospace")
             if i:
                 left.annotate("", xy=(i, y + 0.35), xytext=(i - 0.14, y + 0.35),
@@ -161,31 +163,31 @@ def prefix_tree_figure(prompts: tuple[str, ...] = PROMPTS, *, block_size: int = 
         place(r, 1)
     root_x = sum(xs[r] for r in roots) / len(roots)
     right.add_patch(FancyBboxPatch((root_x - 0.2, -0.25), 0.4, 0.4, boxstyle="round,pad=0.02", fc="white", ec="black"))
-    right.text(root_x, -0.05, "root", ha="center", va="center", fontsize=7.5)
+    right.text(root_x, -0.05, "root", ha="center", va="center", fontsize=8)
     for head, run in by_head.items():
         x, y = xs[head], depth[head] * 1.3
         leaf = not kids.get(head)
         held = any(d in state.held for d in run)
         fc = "#f6c9a8" if held else ("#c8e6c9" if leaf else "#cfe3f5")
         w = 0.92
-        right.add_patch(FancyBboxPatch((x - w / 2, y - 0.3), w, 0.62, boxstyle="round,pad=0.02", fc=fc, ec="black",
+        right.add_patch(FancyBboxPatch((x - w / 2, y - 0.32), w, 0.92, boxstyle="round,pad=0.02", fc=fc, ec="black",
                                        lw=0.7))
-        right.text(x, y - 0.08, "|".join(label(key_of[d]) for d in run), ha="center", va="center", fontsize=7,
+        right.text(x, y - 0.16, "|".join(label(key_of[d]) for d in run), ha="center", va="center", fontsize=8,
                    family="monospace")
         orders = [state.evict_order[d] for d in run if d in state.evict_order]
         status = "in use (running)" if held else ("evictable leaf" if leaf else "inner: after its children")
         if orders:
-            status += "; evicted " + ", ".join(f"#{o}" for o in sorted(orders))
-        right.text(x, y + 0.16, status, ha="center", va="center", fontsize=6.3, color="dimgray")
+            status += ";\nevicted " + ", ".join(f"#{o}" for o in sorted(orders))
+        right.text(x, y + 0.02, status.replace(": ", ":\n"), ha="center", va="top", fontsize=8, color="dimgray")
         parent = next(p for r, p in runs if r[0] == head)
-        px, py = (root_x, 0.15) if parent is None else (xs[parent], depth[parent] * 1.3 + 0.32)
-        right.annotate("", xy=(x, y - 0.3 + 0.62 + 0.02 - 0.62), xytext=(px, py),
+        px, py = (root_x, 0.15) if parent is None else (xs[parent], depth[parent] * 1.3 + 0.62)
+        right.annotate("", xy=(x, y - 0.34), xytext=(px, py),
                        arrowprops=dict(arrowstyle="->", lw=0.7))
     right.set_xlim(min(xs.values()) - 0.7, max(xs.values()) + 0.7)
-    right.set_ylim(max(depth.values()) * 1.3 + 0.6, -0.5)
+    right.set_ylim(max(depth.values()) * 1.3 + 0.7, -0.5)
     right.set_title("The radix tree (RadixAttention): one node per unbranched run of blocks;\n"
                     "green: evictable leaf, orange: held by a running request; #k: eviction order", fontsize=8.5)
     right.axis("off")
-    fig.suptitle(PREFIX_TREE_TITLE, fontsize=10)
+    fig.suptitle(textwrap.fill(PREFIX_TREE_TITLE, 80), fontsize=10)
     fig.tight_layout()
     return fig
