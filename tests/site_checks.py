@@ -8,7 +8,10 @@ the site tests fit CI's budget (CONTRIBUTING.md, "The suite's budget").
   theme, the scripts, the fonts, MathJax: what every page pays), so that a 1.5 MB icon script on every
   page, or a 3.6 MB widget manager for one control, fails on the first page it reaches.
 - `reader_view`: each erratum box shows its title only (its text one click away), and each figure's image
-  is a link to the image itself.
+  is a link to the image itself, shown (at the desktop width) no narrower than its natural width or the main
+  column, `figure_text.COLUMN_PX`: the scale `minigpt.book.figure_text` assumes when it checks that every
+  figure's text is at least 10 px on the page. A theme change that narrows the column fails here, not
+  silently under the text check.
 - `control_problems`: every control of every explorer, driven from the keyboard (Home, End) and set to its
   middle (tests/test_site_controls.py says what it catches).
 - `axe_problems`: axe-core (pinned in package.json, injected from node_modules: nothing from a CDN, nothing
@@ -105,7 +108,23 @@ def reader_view(page) -> list[str]:
         link = image.locator("xpath=ancestor::a[1]")
         if link.count() != 1 or link.get_attribute("href") != image.get_attribute("src"):
             problems.append(f"figure {image.get_attribute('src')} does not open at full size")
-    return problems
+    return problems + figure_width_problems(page)
+
+
+#: Every figure image on the page, once loaded: its address, shown width and natural width (CSS px).
+FIGURE_WIDTHS = """() => [...document.querySelectorAll('main figure img')].map(
+    (i) => [i.getAttribute('src'), i.getBoundingClientRect().width, i.naturalWidth])"""
+
+
+def figure_width_problems(page) -> list[str]:
+    """A figure image shown narrower than min(its natural width, `figure_text.COLUMN_PX`) by more than a
+    pixel of rounding: its text is then smaller on the page than the text check measured."""
+    from minigpt.book.figure_text import COLUMN_PX
+
+    page.wait_for_function("() => [...document.querySelectorAll('main figure img')].every((i) => i.complete)")
+    return [f"figure {src.rsplit('/', 1)[-1][:16]} is shown {shown:.0f} px wide, under min(natural {natural} px, "
+            f"the column's {COLUMN_PX} px that minigpt.book.figure_text assumes)"
+            for src, shown, natural in page.evaluate(FIGURE_WIDTHS) if shown < min(natural, COLUMN_PX) - 1]
 
 
 def control_problems(page) -> list[str]:
