@@ -6,6 +6,10 @@ must be identical, field by field: the chunks (request, T, tokens computed befor
 the waiting and swapped queues, preemptions (and how), prefix hits, reference counts, the free stack, the
 prefix tree with each block's last use, the host blocks, the clock; and the meters equal within rounding.
 Each trace must exercise what it is there for (a trace with no preemption would check nothing about it).
+
+With MiniGPT's own tokens (the page's mode: prompts of corpus text, every token computed by minigpt_forward.js,
+greedy, `minigpt/web/engine/minigpt_tokens.js`) Python serves the same trace with the shipped MiniGPT (`tokens=
+"minigpt"`): the tokens of every request must be identical, and so the schedule, whose prefix keys hash them.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from node import NODE, WEB, run_node
+from test_minigpt_js import TOL
 
-from minigpt.book.web_export import ENGINE_TWIN
+from minigpt import MiniGPT, Pretrained, load_pretrained
+from minigpt.book.web_export import ENGINE_TWIN, export_web_assets
 from minigpt.costs.presets import HOST_LINKS
 from minigpt.serving.schedule_log import SETTINGS, run_schedule
 
@@ -30,9 +37,10 @@ const [web, files] = [process.argv[1], JSON.parse(process.argv[2])];
 for (const f of files) require(web + "/" + f);
 const E = globalThis.MiniGPTEngine;
 const job = JSON.parse(require("fs").readFileSync(0, "utf8"));
-const trace = E.trace(job.trace);
-process.stdout.write(JSON.stringify({trace, log: E.runSchedule(trace, job.settings),
-  links: E.HOST_LINKS, settings: E.SETTINGS}));
+const model = job.weights ? MiniGPTForward.loadModel(require(job.weights)) : null;  // MiniGPT's own tokens
+const trace = model ? E.textTrace(job.trace, model) : E.trace(job.trace);
+const log = E.runSchedule(trace, job.settings, undefined, model ? new E.MiniGPTTokens(model) : undefined);
+process.stdout.write(JSON.stringify({trace, log, links: E.HOST_LINKS, settings: E.SETTINGS}));
 """
 
 TRACE = dict(n=40, rate=40.0, P=[8, 60], D=[4, 48], systems=3, system_len=32)
@@ -63,8 +71,8 @@ CASES: dict[str, tuple[dict, dict, set[str]]] = {
 }
 
 
-def run_js(trace: dict, settings: dict, web: Path = WEB) -> dict[str, Any]:
-    job = json.dumps({"trace": trace, "settings": settings})
+def run_js(trace: dict, settings: dict, web: Path = WEB, weights: Path | None = None) -> dict[str, Any]:
+    job = json.dumps({"trace": trace, "settings": settings, "weights": str(weights) if weights else None})
     return run_node(DRIVER, job, str(web), json.dumps(list(ENGINE_TWIN)))  # type: ignore[return-value]
 
 
@@ -116,7 +124,7 @@ def test_the_js_engine_schedules_every_step_as_python(name: str) -> None:
         j = js["log"]["requests"][rid]
         assert (r["status"], r["preemptions"], r["swaps"], r["cached_tokens"]) == (
             j["status"], j["preemptions"], j["swaps"], j["cached_tokens"]), rid
-        assert len(r["token_s"]) == len(j["token_s"])
+        assert len(r["token_s"]) == len(j["token_s"]) and r["tokens"] == j["tokens"]
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(r["token_s"], j["token_s"], strict=True)), rid
     for key, value in py["summary"].items():
         assert math.isclose(value, js["log"]["summary"][key], rel_tol=1e-12) or (
@@ -143,16 +151,111 @@ MUTANTS = {
 }
 
 
+def mutant_web(tmp_path: Path, path: str, old: str, new: str) -> Path:
+    """A copy of minigpt/web with `old` replaced by `new` in `path` (the line must be there once)."""
+    web = tmp_path / "web"
+    shutil.copytree(WEB, web)
+    source = (web / path).read_text(encoding="utf-8")
+    assert source.count(old) == 1, f"the mutant's line is gone from {path}: update the mutants"
+    (web / path).write_text(source.replace(old, new), encoding="utf-8")
+    return web
+
+
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_the_comparison_catches_a_mutant_twin(mutant: str, tmp_path: Path) -> None:
     """The equality test is not vacuous: a twin that evicts in the wrong order, lets decodes ride outside the
     token budget, or writes into a shared block, produces a different schedule on the traces above."""
     path, old, new, case = MUTANTS[mutant]
-    web = tmp_path / "web"
-    shutil.copytree(WEB, web)
-    source = (web / path).read_text(encoding="utf-8")
-    assert source.count(old) == 1, f"the mutant's line is gone from {path}: update MUTANTS"
-    (web / path).write_text(source.replace(old, new), encoding="utf-8")
     trace_opts, settings, _ = CASES[case]
-    js = run_js(trace_opts, settings, web)
+    js = run_js(trace_opts, settings, mutant_web(tmp_path, path, old, new))
     assert first_difference(run_schedule(js["trace"], settings), js["log"]) is not None
+
+
+# MiniGPT's own tokens: a trace of corpus text on a small pool (preemptions by recompute), two shared system prompts
+# (prefix hits), requests a microsecond apart (MiniGPT's predicted step is shorter) so that up to six share a batch.
+TEXT_CASES: dict[str, tuple[dict, dict, set[str]]] = {
+    "minigpt-text-recompute-prefix": (
+        dict(n=10, rate=1e6, P=[8, 48], D=[16, 48], systems=2, system_len=20, seed=0),
+        dict(model="MiniGPT", num_blocks=12, block_size=8, prefix_caching=True, max_batch=6, tokens="minigpt"),
+        {"recompute", "hit"}),
+    "minigpt-text-swap-chunked": (
+        dict(n=8, rate=1e6, P=[8, 48], D=[16, 48], systems=1, system_len=24, seed=11),
+        dict(model="MiniGPT", num_blocks=16, block_size=8, prefix_caching=True, max_batch=6, chunk_size=16,
+             preemption="swap", tokens="minigpt"),
+        {"swap", "hit", "chunk"}),
+}
+#: Above this gap between the two largest logits, no rounding of the JavaScript forward can change the argmax:
+#: its logits are within TOL of PyTorch's (test_minigpt_js.TOL, checked there), so two logits move by 2·TOL at most.
+MARGIN = 2 * TOL
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Pretrained:
+    return load_pretrained()
+
+
+@pytest.fixture(scope="module")
+def weights(shipped: Pretrained, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MiniGPT's weights and sentences as the site ships them (`minigpt.book.web_export`)."""
+    return export_web_assets(tmp_path_factory.mktemp("web"), shipped)
+
+
+def smallest_margins(model: MiniGPT, trace: list[dict], tokens: dict[str, list[int]]) -> dict[str, float]:
+    """Each request's smallest gap between PyTorch's two largest logits over the positions that chose its tokens
+    (one plain forward of its prompt and tokens; each chosen token must be that position's argmax)."""
+    out = {}
+    for r in trace:
+        out_tokens = tokens[r["id"]]
+        with torch.no_grad():
+            logits = model(torch.tensor([[*r["prompt"], *out_tokens[:-1]]]))[0, len(r["prompt"]) - 1:]
+        assert logits.argmax(-1).tolist() == out_tokens, f"{r['id']}: a token is not PyTorch's greedy choice"
+        top = logits.topk(2, dim=-1).values
+        out[r["id"]] = (top[:, 0] - top[:, 1]).min().item()
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_CASES))
+def test_minigpt_own_tokens_are_pythons_and_so_is_the_schedule(name: str, weights: Path, shipped: Pretrained) -> None:
+    """Catches a token the JavaScript executor computes from the wrong position or from a context that lost a
+    token, a preempted request whose text restarts, a token that depends on the batch, and any schedule decision
+    that the real tokens change (prefix keys hash them) while the twin decides otherwise."""
+    trace_opts, settings, wanted = TEXT_CASES[name]
+    js = run_js(trace_opts, settings, weights=weights)
+    py = run_schedule(js["trace"], settings)
+    diff = first_difference(py, js["log"])
+    assert diff is None, f"{name}: the schedules differ at {diff}"
+    missing = wanted - exercised(py, js["trace"], settings["block_size"])
+    assert not missing, f"{name}: the trace never exercised {missing}"
+    assert max(len(s["chunks"]) for s in py["steps"]) > 1, f"{name}: no step batched two requests"
+    tokens = {rid: r["tokens"] for rid, r in py["requests"].items()}
+    assert all(r["status"] == "finished" and r["tokens"] for r in py["requests"].values())
+    assert {rid: r["tokens"] for rid, r in js["log"]["requests"].items()} == tokens
+    words = shipped.tokenizer.decode(tokens["r0"]).split()
+    assert len(set(words)) > 2, f"{name}: r0's text is one word repeated: {words}"
+    margins = smallest_margins(shipped.model, js["trace"], tokens)
+    near = {rid: m for rid, m in margins.items() if m <= MARGIN}
+    assert not near, f"{name}: a near tie that rounding could flip (pick another seed): {near}"
+
+
+TEXT_MUTANTS = {
+    "the next token from the chunk's first position, not its last": (
+        "engine/minigpt_tokens.js", "ctx.slice(cache.S, end), cache, true);",
+        "ctx.slice(cache.S, end), cache, false).subarray(0, this.model.config.V);",
+        "minigpt-text-recompute-prefix"),
+    "the token of the context without its last generated token": (
+        "engine/minigpt_tokens.js", "const t = c.t, ctx = E.context(t), end = t.computed + c.T;",
+        "const t = c.t, ctx = E.context(t).slice(0, -1).concat([0]), end = t.computed + c.T;",
+        "minigpt-text-recompute-prefix"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(TEXT_MUTANTS))
+def test_the_token_comparison_catches_a_mutant_executor(mutant: str, weights: Path, tmp_path: Path) -> None:
+    """The comparison of MiniGPT's tokens is not vacuous: each hand-made bug above changes a token or the schedule."""
+    path, old, new, case = TEXT_MUTANTS[mutant]
+    trace_opts, settings, _ = TEXT_CASES[case]
+    js = run_js(trace_opts, settings, mutant_web(tmp_path, path, old, new), weights)
+    py = run_schedule(js["trace"], settings)
+    tokens = {rid: r["tokens"] for rid, r in py["requests"].items()}
+    assert first_difference(py, js["log"]) is not None or tokens != {
+        rid: r["tokens"] for rid, r in js["log"]["requests"].items()}

@@ -76,7 +76,8 @@ LAYERS: dict[str, set[str]] = {
     "measure": {"runtime", "costs"},
     "interop": {"config", "runtime"},
     "distributed": {"runtime", "serving", "measure", "costs"},
-    "book": {"costs", "runtime", "serving", "measure", "i18n"},  # i18n: the kernel note in the reader's language
+    # i18n: the kernel note in the reader's language; corpus: the sentences web_export ships for the engine page
+    "book": {"costs", "runtime", "serving", "measure", "i18n", "corpus"},
     "exercises": {"config", "i18n", "costs", "runtime", "serving", "corpus", "measure", "interop", "book",
                   "distributed"},
     "grading": {"exercises"},

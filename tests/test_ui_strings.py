@@ -227,7 +227,8 @@ def live_tr_strings() -> set[str]:
     return {json.loads(s) for s in literal}
 
 
-ENGINE_PAGE = ("engine/watch.js", "engine/views.js")  # Watch the engine (decoder_ring/watch_engine.md)
+#: Watch the engine (decoder_ring/watch_engine.md)
+ENGINE_PAGE = ("engine/watch.js", "engine/views.js", "engine/watch_text.js")
 
 
 def _tr_literals(name: str, every: bool) -> set[str]:

@@ -2,9 +2,11 @@
 engine decides for the same trace (the fused batch, every block table, the queues, the pool's references and
 free stack, the prefix tree); stepping back shows the same states again; the meters at the end equal
 `minigpt.serving.meters`' summary; every control changes the run; it fits a 390 px screen, works from the
-keyboard, and no request leaves the page.
+keyboard, and no request leaves the page. With MiniGPT's own tokens, the text each request shows at a step is
+what the Python engine's MiniGPT has generated for it by that step.
 
-The scripting time of 2,000 steps of the default trace is printed (run with -s), never asserted.
+The scripting time of 2,000 steps of the default trace, and of the runs with MiniGPT's own tokens, is printed
+(run with -s), never asserted.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import math
 
 import pytest
 from site_browser import CHROMIUM, Visit
+from site_checks import axe_problems
+from test_engine_js import MARGIN, smallest_margins
 
+from minigpt import load_pretrained
 from minigpt.serving.schedule_log import run_schedule
 
 PAGE = "decoder_ring/watch_engine"
@@ -97,7 +102,10 @@ BASE = {"n": 60, "rate": 30, "P_lo": 64, "D_lo": 64, "num_blocks": 64, "systems"
 CHANGES = {"rate": "60", "n": "40", "P_lo": "32", "P_hi": "200", "D_lo": "32", "D_hi": "200", "systems": "1",
            "system_len": "32", "num_blocks": "80", "block_size": "8", "budget": "128", "max_batch": "4",
            "preemption": "swap", "reservation": "max_tokens", "watermark": "10", "prefix_caching": False,
-           "policy": "lpf", "model": "Llama-3-8B", "hardware": "H100 SXM", "seed": "1"}
+           "policy": "lpf", "model": "Llama-3-8B", "hardware": "H100 SXM", "seed": "1", "tokens": True}
+# The mode "MiniGPT's own tokens" runs only for MiniGPT, a small trace and a small token budget.
+TEXT_BASE = {**BASE, "model": "MiniGPT", "n": 12, "rate": 1e6, "P_lo": 8, "P_hi": 40, "D_lo": 8, "D_hi": 40,
+             "system_len": 16, "budget": 64}
 FINGERPRINT = f"""() => {{ const w = {W}; w.show(1e9);
   return JSON.stringify([w.trace, w.engine.records.map((r) => [r.end, r.chunks, r.events, Array.from(r.free)])]); }}"""
 
@@ -108,7 +116,8 @@ def test_every_control_changes_the_run(watch) -> None:
     fields = page.evaluate("Array.from(document.querySelectorAll('.we-form [name]')).map((e) => e.name)")
     assert sorted(fields) == sorted(CHANGES), "a control without a check here, or a check without a control"
     for name, value in CHANGES.items():
-        page.evaluate(f"{W}.values = Object.assign({{}}, WatchEngine.DEFAULTS, {json.dumps(BASE)}); "
+        base = TEXT_BASE if name == "tokens" else BASE
+        page.evaluate(f"{W}.values = Object.assign({{}}, WatchEngine.DEFAULTS, {json.dumps(base)}); "
                       f"{W}.sync(); {W}.rebuild()")
         before = page.evaluate(FINGERPRINT)
         field = page.locator(f".we-form [name={name}]")
@@ -119,6 +128,8 @@ def test_every_control_changes_the_run(watch) -> None:
         else:
             field.fill(value)
             field.dispatch_event("change")
+        if name == "tokens":  # MiniGPT's weights load first
+            page.wait_for_function(f"{W}.text !== null && {W}.text !== undefined")
         assert page.evaluate(FINGERPRINT) != before, f"changing {name} to {value} left the run as it was"
     assert not watch.problems(), watch.problems()
 
@@ -138,9 +149,75 @@ def test_phone_keyboard_and_play(browser, server) -> None:
     page.keyboard.press("Enter")
     page.wait_for_function(f"!{W}.playing")  # it stops by itself at the last step
     assert page.evaluate(f"{W}.cursor === {W}.engine.records.length - 1 && !{W}.engine.busy")
+    page.focus("[data-preset=text]")  # MiniGPT's own tokens: the text view fits the phone too
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"{W}.text && {W}.show(40) === 40")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     timing = page.evaluate(f"{W}.values = Object.assign({{}}, WatchEngine.DEFAULTS); {W}.sync(); {W}.benchmark(2000)")
     print(f"\n2,000 steps of the default trace: the engine alone {timing['engine_ms']:.0f} ms; played at 64 steps "
           f"per frame {timing['played_ms']:.0f} ms; every step drawn {timing['rendered_ms']:.0f} ms")
     assert timing["steps"] == 2000
     assert not visit.problems(), visit.problems()
     visit.close()
+
+
+# The text view as plain data: [request, state, the generated words it holds, the text it shows].
+TEXTS = """() => Array.from(document.querySelectorAll(".we-texts li[data-rid]")).map((li) =>
+  [li.dataset.rid, li.dataset.state, li.dataset.generated, li.textContent])"""
+# The whole run of the page's settings, step by step, timed: total and longest step (ms), tokens fed to MiniGPT.
+TIMED = f"""() => {{ const w = {W}; w.rebuild(); const e = w.engine; let longest = 0; const t0 = performance.now();
+  while (e.busy) {{ const t = performance.now(); e.step(); longest = Math.max(longest, performance.now() - t); }}
+  return {{steps: e.records.length, ms: performance.now() - t0, longest_ms: longest, fed: w.text.fed}}; }}"""
+
+
+def test_minigpt_own_tokens_show_the_python_engines_text(watch) -> None:
+    """Catches a token the page computes otherwise than the Python engine serving the same trace with the shipped
+    MiniGPT (greedy), a text view that shows another step's words, drops a running request or restarts the text
+    of a preempted one, a schedule the real tokens change (prefix keys hash them), and a text view axe-core finds
+    serious faults in; prints how long runs with MiniGPT's own tokens take in Chromium (never asserted)."""
+    page = watch.page
+    page.click("[data-preset=text]")
+    page.wait_for_function(f"{W}.text && {W}.engine.settings.tokens === 'minigpt'")
+    assert page.evaluate(f"getComputedStyle({W}.textSection).display") != "none"
+    trace, settings = page.evaluate(f"[{W}.trace, {W}.settings()]")
+    py = run_schedule(trace, settings)
+    steps, requests = py["steps"], py["requests"]
+    kinds = {e[1] for s in steps for e in s["events"]}
+    assert {"recompute", "hit"} <= kinds, kinds
+    pretrained = load_pretrained()
+    tokens = {rid: r["tokens"] for rid, r in requests.items()}
+    near = {rid: m for rid, m in smallest_margins(pretrained.model, trace, tokens).items() if m <= MARGIN}
+    assert not near, f"a near tie that rounding could flip: {near}"
+
+    def by(rid: str, k: int) -> list[int]:  # the tokens request rid has generated by the end of step k
+        return tokens[rid][:sum(t <= steps[k]["end"] for t in requests[rid]["token_s"])]
+
+    recomputes = [i for i, s in enumerate(steps) if any(e[1] == "recompute" for e in s["events"])]
+    hits = [i for i, s in enumerate(steps) if any(e[1] == "hit" for e in s["events"])]
+    check = sorted({1, 5, *hits[:2], *(i + d for i in recomputes[:3] for d in (0, 1, 4)), len(steps) // 2,
+                    len(steps) - 1} & set(range(len(steps))))
+    preempted_seen = 0
+    for k in [*check, *reversed(check[:-1])]:  # forward, then back over steps already run
+        page.evaluate(f"{W}.show({k})")
+        rows = page.evaluate(TEXTS)
+        assert [r[0] for r in rows if r[1] == "running"] == list(steps[k]["tables"]), f"step {k}"
+        queued = [rid for rid in steps[k]["waiting"] + steps[k]["swapped"] if by(rid, k)]
+        assert [r[0] for r in rows if r[1] == "preempted"] == queued, f"step {k}"
+        preempted_seen += len(queued)
+        done = [rid for rid in requests if len(by(rid, k)) == len(tokens[rid])]
+        shown = [r[0] for r in rows if r[1] == "finished"]
+        assert set(shown) <= set(done) and len(shown) == min(12, len(done)), f"step {k}"
+        for rid, _, generated, text in rows:
+            want = pretrained.tokenizer.decode(by(rid, k))
+            assert generated == want, f"step {k}, {rid}: the page shows {generated!r}, Python generated {want!r}"
+            assert want in text and pretrained.tokenizer.decode(trace[int(rid[1:])]["prompt"]) in text
+    assert preempted_seen, "no preempted request with text was shown"
+    page.evaluate(f"{W}.show({len(steps) // 2})")
+    assert not axe_problems(page), axe_problems(page)  # the text view as a reader meets it
+    for preset, extra in (("text", {}), ("limit", {"n": 100, "budget": 64, "P_lo": 8, "P_hi": 64, "D_lo": 16,
+                                                   "D_hi": 64, "num_blocks": 64, "max_batch": 16})):
+        page.evaluate(f"{W}.values = Object.assign({W}.values, {json.dumps(extra)}); {W}.sync()")
+        timing = page.evaluate(TIMED)
+        print(f"\nMiniGPT's own tokens, {preset} ({timing['steps']} steps, {timing['fed']} tokens fed): the whole "
+              f"run {timing['ms']:.0f} ms in Chromium, the longest step {timing['longest_ms']:.1f} ms")
+    assert not watch.problems(), watch.problems()

@@ -1,5 +1,8 @@
 """Export MiniGPT for the browser: its weights and vocabulary as one static script, written at build time.
 
+The manifest also carries a bank of sentences of the grammar corpus (`SENTENCES`, drawn with a fixed seed): the
+prompts of "Watch the engine"'s mode "MiniGPT's own tokens" are drawn from it (`minigpt/web/engine/minigpt_tokens.js`).
+
 `make book` runs `python -m minigpt.book.web_export _build/assets/minigpt-web`; Sphinx's
 `html_extra_path` publishes that folder as `<site>/minigpt-web/`. Nothing here is committed: the
 only copy of the weights in the repository is the shipped checkpoint (`minigpt/data/`).
@@ -25,8 +28,11 @@ import torch
 
 from minigpt import Pretrained, load_pretrained
 from minigpt.book.cost_scripts import scripts_for
+from minigpt.corpus import generate_sentences
 
 FORMAT = "minigpt-web/1"
+#: How many sentences of the grammar corpus the manifest carries, and the seed they are drawn with.
+SENTENCES, SENTENCES_SEED = 256, 0
 WEIGHTS_ASSET = "minigpt_weights.js"
 # The MiniGPTCosts functions minigpt_live.js calls (the counts beside each step, and how they print).
 LIVE_COSTS = ("weight_bytes", "kv_bytes_per_token", "kv_cache_bytes", "prefill_flops", "decode_step_flops",
@@ -40,8 +46,9 @@ LIVE_SCRIPTS = (*scripts_for(LIVE_COSTS), "minigpt_forward.js", "i18n.js", "mini
 ENGINE_COSTS = ("layer_flops", "lm_head_flops", "weight_bytes", "kv_bytes_per_token", "roofline_time",
                 "step_time_with_swap", "MODELS", "HARDWARE", "fmt_duration", "fmt_percent")
 ENGINE_TWIN = (*scripts_for(ENGINE_COSTS), "minigpt_forward.js", "engine/core.js", "engine/prefix_cache.js",
-               "engine/scheduler.js", "engine/meters.js", "engine/engine.js")
-ENGINE_SCRIPTS = (*ENGINE_TWIN, "i18n.js", "engine/views.js", "engine/watch.js", "engine/watch.css")
+               "engine/scheduler.js", "engine/meters.js", "engine/engine.js", "engine/minigpt_tokens.js")
+ENGINE_SCRIPTS = (*ENGINE_TWIN, "i18n.js", "engine/views.js", "engine/watch_text.js", "engine/watch.js",
+                  "engine/watch.css")
 SCRIPTS = tuple(dict.fromkeys((*LIVE_SCRIPTS, *ENGINE_SCRIPTS)))
 
 
@@ -63,6 +70,7 @@ def web_weights(pretrained: Pretrained) -> tuple[dict[str, Any], bytes]:
         "N_params": offset,
         "tensors": tensors,
         "sha256": hashlib.sha256(raw).hexdigest(),
+        "sentences": generate_sentences(SENTENCES, seed=SENTENCES_SEED),
     }
     return manifest, raw
 

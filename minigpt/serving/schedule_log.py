@@ -2,16 +2,19 @@
 JavaScript twin (`minigpt/web/engine/`) must decide identically (`tests/test_engine_js.py`).
 
 `run_schedule(trace, settings)` serves `trace` (plain request records) with `Engine.replay` (no model runs: a
-step's time is the formulas' prediction, every sampled token is 0) and records, right after each step's
-`schedule()`, everything the scheduler decided: the chunks (request, T, tokens computed before), the block
-table of every running request, the waiting and swapped queues (in order), who was preempted and how, the
-prefix hits of the admissions, each block's reference count, the free stack, the prefix tree (block,
-parent block, last use) and the host blocks of each swapped request; then the clock after the step. The
-per-request token times give the meters (`minigpt.serving.meters`).
+step's time is the formulas' prediction, every sampled token is 0; with `tokens="minigpt"` the shipped MiniGPT
+computes every token, greedy, on its paged cache, while the step's time is still predicted) and records, right
+after each step's `schedule()`, everything the scheduler decided: the chunks (request, T, tokens computed before),
+the block table of every running request, the waiting and swapped queues (in order), who was preempted and how,
+the prefix hits of the admissions, each block's reference count, the free stack, the prefix tree (block, parent
+block, last use) and the host blocks of each swapped request; then the clock after the step. The per-request token
+times give the meters (`minigpt.serving.meters`).
 
 Settings (`SETTINGS` names them with their defaults): `model` and `hardware` name presets of
 `minigpt.costs.presets`, `host_link` one of its `HOST_LINKS` (prices a swap), the rest are `EngineConfig`'s
-fields and the pool's `num_blocks` and `block_size`; `s` is bytes per weight and K/V value.
+fields and the pool's `num_blocks` and `block_size`; `s` is bytes per weight and K/V value; `tokens` is
+"replay" (every token 0) or "minigpt" (the model "MiniGPT" only: `load_pretrained()`'s tokens, as the page's
+mode "MiniGPT's own tokens" computes them in the browser, `minigpt/web/engine/minigpt_tokens.js`).
 """
 
 from __future__ import annotations
@@ -21,16 +24,21 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from minigpt import costs
 from minigpt.costs.presets import HARDWARE, HOST_LINKS, MODELS
+from minigpt.runtime.checkpoint import load_pretrained
+from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving.engine import Engine, EngineConfig
+from minigpt.serving.executor import ModelExecutor
 from minigpt.serving.meters import latency_summary
+from minigpt.serving.replay import ReplayExecutor
 from minigpt.serving.request import Chunk, Request, Tracked
 
 SETTINGS: dict[str, Any] = {
     "model": "Llama-2-7B", "hardware": "A100 80GB", "host_link": "PCIe Gen4 x16", "s": 2,
     "num_blocks": 64, "block_size": 16, "max_batch": 8, "chunk_size": None, "prefix_caching": False,
     "cache_aware": False, "preemption": "recompute", "reservation": "paged", "watermark": 0.0,
-    "swap_blocks": None, "swap_overlap": True,
+    "swap_blocks": None, "swap_overlap": True, "tokens": "replay",
 }
 _CONFIG = ("max_batch", "chunk_size", "prefix_caching", "cache_aware", "preemption", "reservation", "watermark",
            "swap_blocks")
@@ -42,16 +50,56 @@ def requests_of(trace: Sequence[Mapping[str, Any]]) -> list[Request]:
                     arrival_s=float(r["arrival_s"])) for r in trace]
 
 
+class PricedMiniGPT:
+    """An executor whose tokens are MiniGPT's (`ModelExecutor`: one fused forward over the paged cache, greedy)
+    and whose step time is the replay's prediction (`ReplayExecutor.step_time`), so that the clock, and with it
+    every arrival's step, is the replay's whatever the machine."""
+
+    predicts_time = True
+
+    def __init__(self, executor: ModelExecutor, prices: ReplayExecutor) -> None:
+        self.executor, self.prices = executor, prices
+        self.S_max, self.V, self.device = executor.S_max, executor.V, executor.device
+
+    def step_time(self, chunks: list[Chunk]) -> float:
+        return self.prices.step_time(chunks)
+
+    def run(self, chunks: list[Chunk]) -> dict[int, int]:
+        return self.executor.run(chunks)
+
+
+def _minigpt_engine(s: Mapping[str, Any], config: EngineConfig) -> Engine:
+    """The engine of `s` serving with the shipped MiniGPT (greedy), each step priced as in replay."""
+    if s["model"] != "MiniGPT":
+        raise ValueError(f"tokens='minigpt' runs the shipped MiniGPT: model must be 'MiniGPT', got {s['model']!r}")
+    model = load_pretrained().model
+    preset = MODELS["MiniGPT"]
+    if (model.config.S_max, model.config.V) != (preset.S_max, preset.V):
+        raise ValueError(f"the shipped MiniGPT {model.config} is not the preset MiniGPT {preset}")
+    pool = PagedKVCache(model.config, num_blocks=s["num_blocks"], block_size=s["block_size"], dtype=model.dtype,
+                        device=model.device)
+    prices = ReplayExecutor(preset, HARDWARE[s["hardware"]], pool, s=s["s"])
+    executor = PricedMiniGPT(ModelExecutor(model, pool), prices)
+    engine = Engine(executor, pool, config)
+    engine.host_link, engine.swap_overlap = HOST_LINKS[s["host_link"]], s["swap_overlap"]
+    engine._kv_token = costs.evaluate(costs.kv_bytes_per_token, preset, s=s["s"])  # noqa: SLF001 (as Engine.replay)
+    return engine
+
+
 def build_engine(settings: Mapping[str, Any]) -> Engine:
-    """The replay engine of `settings` (unknown names are refused, naming the allowed ones)."""
+    """The engine of `settings`, in replay or with MiniGPT's tokens (unknown names are refused, naming the allowed
+    ones)."""
     unknown = sorted(set(settings) - set(SETTINGS))
     if unknown:
         raise ValueError(f"unknown settings {unknown}; allowed: {sorted(SETTINGS)}")
     s = {**SETTINGS, **settings}
-    for name, table in (("model", MODELS), ("hardware", HARDWARE), ("host_link", HOST_LINKS)):
+    for name, table in (("model", MODELS), ("hardware", HARDWARE), ("host_link", HOST_LINKS),
+                        ("tokens", {"replay": 0, "minigpt": 0})):
         if s[name] not in table:
             raise ValueError(f"{name} must be one of {sorted(table)}, got {s[name]!r}")
     config = EngineConfig(**{k: s[k] for k in _CONFIG})
+    if s["tokens"] == "minigpt":
+        return _minigpt_engine(s, config)
     return Engine.replay(MODELS[s["model"]], HARDWARE[s["hardware"]], num_blocks=s["num_blocks"],
                          block_size=s["block_size"], s=s["s"], config=config,
                          host_link=HOST_LINKS[s["host_link"]], swap_overlap=s["swap_overlap"])
@@ -115,7 +163,8 @@ def run_schedule(trace: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]
         engine.step()
         steps[-1]["end"] = engine.now
     out = {rid: {"status": t.status.value, "reason": t.reason, "token_s": t.token_s, "admitted_s": t.admitted_s,
-                 "preemptions": t.preemptions, "swaps": t.swaps, "cached_tokens": t.cached_tokens}
+                 "preemptions": t.preemptions, "swaps": t.swaps, "cached_tokens": t.cached_tokens,
+                 "tokens": list(t.generated)}
            for rid, t in engine.requests.items()}
     done = [t for t in engine.requests.values() if t.token_s and t.status.value == "finished"]
     return {"steps": steps, "requests": out, "summary": latency_summary(done) if done else {}}

@@ -158,7 +158,9 @@
   // ---- A seeded trace: Poisson arrivals, uniform prompt and output lengths, shared system prompts; a share
   // `repeats` of the requests repeats an earlier request's prompt (its whole prompt cached: copy-on-write) ----
   // (the draws come from MiniGPT live's seeded generator, MiniGPTForward.rngFromSeed: load minigpt_forward.js first)
-  function trace(o) {
+  // `words(u, k, system)`, if given, draws k token ids (a system prompt's: at most k) with the trace's generator u
+  // (engine/minigpt_tokens.js: real text); by default each id is uniform below V.
+  function trace(o, words) {
     const n = positiveInt("n", o.n), seed = o.seed === undefined ? 0 : o.seed;
     if (!(o.rate > 0)) throw new RangeError("rate must be > 0 (requests per second), got " + o.rate);
     for (const k of ["P", "D"]) {
@@ -167,8 +169,8 @@
     }
     const u = root.MiniGPTForward.rngFromSeed(seed), V = Math.min(o.V || 1000, 1000);
     const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
-    const tokens = (k) => Array.from({ length: k }, () => Math.floor(u() * V));
-    const systems = Array.from({ length: o.systems || 0 }, () => tokens(o.system_len || 0));
+    const tokens = words ? (k, system) => words(u, k, system) : (k) => Array.from({ length: k }, () => Math.floor(u() * V));
+    const systems = Array.from({ length: o.systems || 0 }, () => tokens(o.system_len || 0, true));
     const out = [];
     let t = 0;
     for (let i = 0; i < n; i++) {

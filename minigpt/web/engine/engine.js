@@ -1,7 +1,8 @@
 // MiniGPTEngine, engine: the twin of minigpt/serving/engine.py in replay (Engine.replay): arrivals, the
 // rejection rule (request.rejection), one scheduled step at a time, its predicted time (replay.py's fused
 // step priced by the cost twin, MiniGPTCosts: max(bytes / BW, FLOPs / peak), a swap's blocks over the host
-// link, Eq. 12.5), every sampled token 0, the clock. `record()` after each schedule() writes what
+// link, Eq. 12.5), every sampled token 0 (or, with settings.tokens "minigpt", MiniGPT's own greedy token from an
+// executor: engine/minigpt_tokens.js), the clock. `record()` after each schedule() writes what
 // minigpt/serving/schedule_log.py writes, field for field, plus what the page draws.
 // needs: core, prefix_cache, scheduler
 (function (root) {
@@ -14,10 +15,12 @@
   E.SETTINGS = Object.freeze({
     model: "Llama-2-7B", hardware: "A100 80GB", host_link: "PCIe Gen4 x16", s: 2, num_blocks: 64, block_size: 16,
     max_batch: 8, chunk_size: null, prefix_caching: false, cache_aware: false, preemption: "recompute",
-    reservation: "paged", watermark: 0, swap_blocks: null, swap_overlap: true });
+    reservation: "paged", watermark: 0, swap_blocks: null, swap_overlap: true, tokens: "replay" });
 
   class Engine {
-    constructor(settings) {
+    // `executor` (with tokens "minigpt"): run(chunks) -> Map of request -> token, before the chunks advance;
+    // release(request) when one ends.
+    constructor(settings, executor) {
       const C = root.MiniGPTCosts;
       if (!C || !C.roofline_time || !C.MODELS) throw new Error("the cost scripts (core, flops, memory, traffic, roofline, preemption, presets) must load first");
       for (const k of Object.keys(settings || {})) {
@@ -28,6 +31,11 @@
       if (!model) throw new RangeError("model must be one of " + Object.keys(C.MODELS).join(", ") + ", got " + o.model);
       if (!hw) throw new RangeError("hardware must be one of " + Object.keys(C.HARDWARE).join(", ") + ", got " + o.hardware);
       if (!link) throw new RangeError("host_link must be one of " + Object.keys(E.HOST_LINKS).join(", ") + ", got " + o.host_link);
+      if (o.tokens !== "replay" && o.tokens !== "minigpt") throw new RangeError("tokens must be 'replay' or 'minigpt', got " + o.tokens);
+      if (o.tokens === "minigpt" && (o.model !== "MiniGPT" || !executor)) {
+        throw new RangeError("tokens 'minigpt' needs the model MiniGPT and its executor (MiniGPTEngine.MiniGPTTokens)");
+      }
+      this.executor = o.tokens === "minigpt" ? executor : null;
       this.model = model;
       this.hw = hw;
       this.link = link;
@@ -139,6 +147,7 @@
       for (const c of chunks) if (c.t.admitted_s === null) c.t.admitted_s = this.now;
       const predicted = this.stepTime(chunks);
       const samples = chunks.map((c) => c.T === E.pending(c.t));
+      const tokens = this.executor ? this.executor.run(chunks) : null;  // from the chunks' tokens, before they advance
       for (const c of chunks) this.pool.advance(c.t.seq, c.T);
       for (const c of chunks) c.t.computed += c.T;
       s.afterStep(chunks);
@@ -146,11 +155,13 @@
       chunks.forEach((c, i) => {
         if (!samples[i]) return;
         const t = c.t;
+        t.tokens.push(tokens ? tokens.get(t) : 0);
         t.generated += 1;
         t.token_s.push(this.now);
         rec.sampled.push(t.id);
         if (t.generated === t.request.max_new_tokens) {
           s.release(t);
+          if (this.executor) this.executor.release(t);
           t.status = "finished";
           t.reason = "max_new_tokens";
           t.finished_s = this.now;
@@ -176,14 +187,14 @@
   }
 
   // A run of `trace` with `settings`, as minigpt.serving.schedule_log.run_schedule returns it.
-  function runSchedule(trace, settings, maxSteps) {
-    const e = new Engine(settings);
+  function runSchedule(trace, settings, maxSteps, executor) {
+    const e = new Engine(settings, executor);
     e.submit(trace);
     const steps = e.run(maxSteps).map(plain);
     const requests = {};
     for (const [id, t] of e.requests) {
       requests[id] = { status: t.status, reason: t.reason, token_s: t.token_s, admitted_s: t.admitted_s,
-        preemptions: t.preemptions, swaps: t.swaps, cached_tokens: t.cachedTokens };
+        preemptions: t.preemptions, swaps: t.swaps, cached_tokens: t.cachedTokens, tokens: t.tokens };
     }
     const done = Array.from(e.requests.values()).filter((t) => t.status === "finished" && t.token_s.length);
     return { steps: steps, requests: requests, summary: done.length ? E.latencySummary(done) : {} };

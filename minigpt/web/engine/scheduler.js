@@ -13,9 +13,10 @@
   const E = root.MiniGPTEngine;
   if (!E || !E._) throw new Error("engine/core.js must load before engine/scheduler.js");
 
-  // What the engine keeps about a request (Tracked): its generated tokens are all 0 (replay's token).
+  // What the engine keeps about a request (Tracked): `tokens` are its generated tokens (all 0 in replay, MiniGPT's
+  // own with an executor: engine/minigpt_tokens.js), `generated` their count.
   function tracked(request) {
-    return { request: request, id: request.id, status: "waiting", reason: "", generated: 0, seq: null,
+    return { request: request, id: request.id, status: "waiting", reason: "", generated: 0, tokens: [], seq: null,
       computed: 0, cachedTokens: 0, recomputeHitTokens: 0, preemptions: 0, swaps: 0, swapped: null,
       hashes: [], registered: 0, context: null, token_s: [], admitted_s: null, finished_s: null };
   }
@@ -24,7 +25,7 @@
   const decoding = (t) => t.generated > 0 && pending(t) === 1;
   function context(t) {  // prompt then generated tokens, kept on the request (callers only read it)
     if (!t.context) t.context = t.request.prompt.slice();
-    while (t.context.length < P(t) + t.generated) t.context.push(0);
+    while (t.context.length < P(t) + t.generated) t.context.push(t.tokens[t.context.length - P(t)]);
     return t.context;
   }
 
@@ -219,5 +220,5 @@
     }
   }
 
-  Object.assign(E, { Scheduler, tracked, pending, decoding });
+  Object.assign(E, { Scheduler, tracked, pending, decoding, context });
 })(typeof globalThis !== "undefined" ? globalThis : this);

@@ -21,12 +21,23 @@
     return node;
   }
   const index = (id) => +String(id).slice(1);
-  const colour = (id) => "hsl(" + ((index(id) * 137.508) % 360).toFixed(1) + ",62%,58%)";
+  // A request's colour; `light` for a chip, whose dark text needs a light background (contrast 4.5:1 at every hue).
+  const colour = (id, light) => "hsl(" + ((index(id) * 137.508) % 360).toFixed(1) + (light ? ",62%,78%)" : ",62%,58%)");
 
   function chip(id, extra) {
     const c = h("span", { class: "we-chip", "data-rid": id, text: id + (extra || "") });
-    c.style.background = colour(id);
+    c.style.background = colour(id, true);
     return c;
+  }
+
+  // A view that scrolls is a region the keyboard can reach (Tab, then the arrow keys up and down), named by its
+  // section's heading; a list keeps its role.
+  function region(node) {
+    if (node.hasAttribute("tabindex")) return;
+    const title = node.parentNode && node.parentNode.querySelector("h4");
+    node.setAttribute("tabindex", "0");
+    if (node.tagName !== "UL") node.setAttribute("role", "region");
+    if (title) node.setAttribute("aria-label", title.textContent);
   }
 
   // ---- The block pool: one cell per block ----
@@ -73,6 +84,7 @@
   function tables(node, rec) {
     const ids = Object.keys(rec.tables);
     if (same(node, ids.map((id) => id + ":" + rec.tables[id].map((b) => b + (rec.refs[b] > 1 ? "s" : "")).join(",")).join(" "))) return;
+    region(node);
     node.replaceChildren();
     if (!ids.length) node.appendChild(h("li", { text: tr("nothing running") }));
     for (const id of ids) {
@@ -86,6 +98,7 @@
 
   function queue(node, ids, host) {
     if (same(node, ids.join(" ") + (host ? JSON.stringify(host) : ""))) return;
+    region(node);
     node.replaceChildren();
     node.dataset.ids = ids.join(" ");
     if (!ids.length) node.appendChild(h("span", { class: "we-empty", text: tr("empty") }));
@@ -119,6 +132,7 @@
     let key = "";  // the cached blocks, their parents and which are held (a match's new last use redraws nothing)
     for (let i = 0; i < rec.tree.length; i += 3) key += rec.tree[i] + "<" + rec.tree[i + 1] + (rec.refs[rec.tree[i]] > 1 ? "h " : " ");
     if (same(node, key)) return;
+    region(node);
     node.replaceChildren();
     const triples = [];
     for (let i = 0; i < rec.tree.length; i += 3) triples.push([rec.tree[i], rec.tree[i + 1], rec.tree[i + 2]]);
@@ -181,5 +195,5 @@
     box.dataset.points = String(lo);
   }
 
-  root.WatchEngineViews = { h, colour, chip, pool, freeList, tables, queue, batch, tree, plotBox, plot };
+  root.WatchEngineViews = { h, colour, chip, region, pool, freeList, tables, queue, batch, tree, plotBox, plot };
 })(typeof globalThis !== "undefined" ? globalThis : this);

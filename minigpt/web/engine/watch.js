@@ -2,21 +2,22 @@
 // step in the reader's browser, no kernel. Controls build a seeded trace and an engine; every step's record
 // is kept, so step back and forward show the same states; the views are engine/views.js. Step times are
 // predicted by the cost twin (MiniGPTCosts) for the chosen model and chip. Strings go through MiniGPTI18N.tr.
-// Loads after the cost scripts, minigpt_forward.js, engine/{core,prefix_cache,scheduler,meters,engine}.js,
-// i18n.js and engine/views.js (minigpt.book.web_export.ENGINE_SCRIPTS, in that order).
+// With "MiniGPT's own tokens" (engine/watch_text.js) the prompts are text and MiniGPT computes every token.
+// Loads after the cost scripts, minigpt_forward.js, engine/{core,prefix_cache,scheduler,meters,engine,
+// minigpt_tokens}.js, i18n.js, engine/views.js and watch_text.js (minigpt.book.web_export.ENGINE_SCRIPTS, in order).
 (function (root) {
   "use strict";
-  const E = root.MiniGPTEngine, V = root.WatchEngineViews, I18N = root.MiniGPTI18N, C = root.MiniGPTCosts;
-  if (!E || !E.Engine || !V || !I18N || !C) throw new Error("the engine, cost, i18n and view scripts must load before engine/watch.js");
+  const E = root.MiniGPTEngine, V = root.WatchEngineViews, I18N = root.MiniGPTI18N, C = root.MiniGPTCosts, X = root.WatchEngineText;
+  if (!E || !E.Engine || !V || !I18N || !C || !X) throw new Error("the engine, cost, i18n and view scripts must load before engine/watch.js");
   const tr = I18N.tr, h = V.h;
   const dur = (x) => I18N.localizeNumbers(C.fmt_duration(x));  // a duration written the edition's way
 
   const DEFAULTS = { n: 300, rate: 20, P_lo: 16, P_hi: 256, D_lo: 16, D_hi: 256, systems: 2, system_len: 64,
     seed: 0, num_blocks: 256, block_size: 16, budget: 512, max_batch: 16, preemption: "recompute",
-    prefix_caching: true, policy: "fcfs", reservation: "paged", watermark: 0, model: "Llama-2-7B", hardware: "A100 80GB" };
+    prefix_caching: true, policy: "fcfs", reservation: "paged", watermark: 0, model: "Llama-2-7B", hardware: "A100 80GB", tokens: false };
   // [key, label, kind, options]: number fields [min, max, step], selects [[value, label], ...], checkboxes.
   const FIELDS = [
-    ["rate", tr("arrival rate (requests/s)"), "number", [0.1, 1000, 0.1]], ["n", tr("requests"), "number", [1, 2000, 1]],
+    ["rate", tr("arrival rate (requests/s)"), "number", [0.1, 1e7, 0.1]], ["n", tr("requests"), "number", [1, 2000, 1]],
     ["P_lo", tr("prompt length, from"), "number", [1, 4000, 1]], ["P_hi", tr("prompt length, to"), "number", [1, 4000, 1]],
     ["D_lo", tr("output length, from"), "number", [1, 4000, 1]], ["D_hi", tr("output length, to"), "number", [1, 4000, 1]],
     ["systems", tr("shared system prompts"), "number", [0, 8, 1]], ["system_len", tr("system prompt tokens"), "number", [0, 2000, 1]],
@@ -28,7 +29,7 @@
     ["policy", tr("admission"), "select", [["fcfs", tr("first come, first served")], ["lpf", tr("longest cached prefix first")]]],
     ["model", tr("model"), "select", [["Llama-2-7B", "Llama-2-7B"], ["Llama-3-8B", "Llama-3-8B"], ["MiniGPT", "MiniGPT"]]],
     ["hardware", tr("chip"), "select", [["A100 80GB", "A100 80GB"], ["H100 SXM", "H100 SXM"]]],
-    ["seed", tr("trace seed"), "number", [0, 4294967295, 1]],
+    ["seed", tr("trace seed"), "number", [0, 4294967295, 1]], ["tokens", tr("MiniGPT's own tokens"), "checkbox"],
   ];
   const PRESETS = [
     ["paging", tr("Why paging admits more requests"), { reservation: "S_max", num_blocks: 512, n: 120, max_batch: 32, prefix_caching: false },
@@ -41,6 +42,8 @@
       tr("No token budget: a 3,000-token prompt is prefilled in one step and every running decode waits for it, so the inter-token gaps spike; set the token budget to 256 and they flatten.")],
     ["watermark", tr("What the watermark prevents"), { num_blocks: 96, rate: 40, P_lo: 32, P_hi: 160, D_lo: 64, D_hi: 192, prefix_caching: false, systems: 0 },
       tr("No watermark: new prompts take the last free blocks and running requests are preempted as they grow; set the watermark to 10 % and watch admissions wait instead, with fewer preemptions.")],
+    ["text", tr("Real text, the same schedule"), { model: "MiniGPT", tokens: true, n: 24, rate: 1e6, P_lo: 8, P_hi: 48, D_lo: 16, D_hi: 48, systems: 2, system_len: 24, num_blocks: 16, block_size: 8, budget: 64, max_batch: 6, seed: 6 },
+      tr("MiniGPT computes every token in this browser: each request's text grows in the text view, a prefix hit starts from shared sentences, and a request preempted by recompute goes on with its text where it stopped. A step of MiniGPT is predicted at a quarter of a microsecond on this chip, so the requests arrive a microsecond apart to share a batch.")],
   ];
   const SPEEDS = [1, 4, 16, 64];
 
@@ -58,7 +61,7 @@
       const v = this.values;
       return { model: v.model, hardware: v.hardware, num_blocks: v.num_blocks, block_size: v.block_size, max_batch: v.max_batch,
         chunk_size: v.budget > 0 ? v.budget : null, prefix_caching: v.prefix_caching, cache_aware: v.policy === "lpf" && v.prefix_caching,
-        preemption: v.preemption, reservation: v.reservation, watermark: v.watermark / 100 };
+        preemption: v.preemption, reservation: v.reservation, watermark: v.watermark / 100, tokens: this.text ? "minigpt" : "replay" };
     }
     traceOptions() {
       const v = this.values;
@@ -89,6 +92,7 @@
       }
       this.values[key] = value;
       this.note.textContent = "";
+      this.sync();
       this.rebuild();
     }
     sync() {
@@ -96,6 +100,7 @@
         if (kind === "checkbox") this.inputs[key].checked = !!this.values[key];
         else this.inputs[key].value = String(this.values[key]);
       }
+      this.inputs.tokens.disabled = !!(this.hint.textContent = X.unavailable(this.values) || "");
     }
     button(text, onClick, attrs) {
       const b = h("button", Object.assign({ type: "button", text: text }, attrs || {}));
@@ -107,6 +112,8 @@
         this.button(label, () => this.preset(key), { "data-preset": key }))));
       this.note = h("p", { class: "we-note", "aria-live": "polite" });
       const form = h("div", { class: "we-form" }, FIELDS.map((f) => this.field(f)));
+      this.hint = h("p", { class: "we-hint" });
+      this.textBox = h("div", { class: "we-text" });
       this.playButton = this.button(tr("Play"), () => this.toggle(), { class: "we-play" });
       this.speedSelect = h("select", { name: "speed", "aria-label": tr("speed") }, SPEEDS.map((s) => h("option", { value: String(s), text: tr("{0} steps per frame", [s]) })));
       this.speedSelect.value = String(this.speed);
@@ -127,8 +134,9 @@
       this.plots = [tr("TTFT (s)"), tr("inter-token gap (s)"), tr("throughput (tokens/s)"), tr("pool use"), tr("preemptions")].map((label, j) =>
         [label, V.plotBox(label, colours[j], j >= 2)]);
       const section = (title, ...nodes) => h("section", { class: "we-view" }, [h("h4", { text: title }), ...nodes]);
-      this.box.replaceChildren(presets, this.note, form, controls, this.status,
-        h("div", { class: "we-views" }, [section(tr("The step: one fused batch"), this.batchBox),
+      this.textSection = section(tr("Text: MiniGPT's own tokens"), this.textBox);
+      this.box.replaceChildren(presets, this.note, form, this.hint, controls, this.status,
+        h("div", { class: "we-views" }, [this.textSection, section(tr("The step: one fused batch"), this.batchBox),
           section(tr("Block pool"), this.poolCanvas, this.free), section(tr("Block tables of the running requests"), this.tablesList),
           section(tr("Waiting"), this.waitingBox), section(tr("Swapped out"), this.swappedBox), section(tr("Prefix tree"), this.treeBox),
           section(tr("Meters"), this.summaryBox, h("div", { class: "we-plots" }, this.plots.map((p) => p[1])))]));
@@ -158,9 +166,12 @@
     }
     rebuild() {
       this.pause();
+      const text = this.values.tokens && !X.unavailable(this.values);
+      if (!X.ready(this, text)) return;  // MiniGPT's weights first (once), then this run
       try {
-        this.trace = E.trace(this.traceOptions());
-        this.engine = new E.Engine(this.settings());
+        this.text = text ? new E.MiniGPTTokens(this.model) : null;
+        this.trace = text ? E.textTrace(this.traceOptions(), this.model) : E.trace(this.traceOptions());
+        this.engine = new E.Engine(this.settings(), this.text);
       } catch (err) {
         this.note.textContent = tr("Cannot run: {0}", [err.message]);
         return;
@@ -171,6 +182,8 @@
       this.tokens = 0;
       this.finished = [];
       this.doneBy = [];
+      this.textSection.hidden = !text;
+      this.tokenSteps = {};  // request -> the step of each of its tokens
       this.summaryKey = null;
       this.cursor = -1;
       this.show(0);
@@ -183,6 +196,7 @@
       const [ttft, itl, tput, kv, pre] = this.series;
       for (const id of rec.sampled) {
         const t = this.engine.requests.get(id), n = t.token_s.length;
+        (this.tokenSteps[id] = this.tokenSteps[id] || []).push(i);
         if (n === 1) ttft.push([rec.end, rec.end - t.request.arrival_s, i]);
         else itl.push([rec.end, t.token_s[n - 1] - t.token_s[n - 2], i]);
       }
@@ -214,6 +228,8 @@
       V.queue(this.waitingBox, rec.waiting);
       V.queue(this.swappedBox, rec.swapped, rec.host);
       V.tree(this.treeBox, rec);
+      if (this.text) X.view(this.textBox, { rec: rec, k: this.cursor, engine: e, vocab: this.model.tokenizer.vocab,
+        steps: this.tokenSteps, finished: this.finished.slice(0, this.doneBy[this.cursor]) });
       const tmax = Math.max(e.now, rec.end), fmt = [dur, dur, (x) => Math.round(x) + "", (x) => I18N.localizeNumbers(C.fmt_percent(x)), (x) => Math.round(x) + ""];
       this.plots.forEach(([label, canvas], j) => V.plot(canvas, this.series[j], this.cursor,
         { tmax: tmax, fmt: fmt[j], ymax: j === 3 ? 1 : 0 }));
@@ -242,8 +258,10 @@
       this.playButton.textContent = tr("Pause");
       const tick = () => {
         if (!this.playing) return;
-        const before = this.cursor;
-        this.show(this.cursor + this.speed);
+        const before = this.cursor, until = performance.now() + 12;  // up to `speed` steps, in about 12 ms of steps
+        let k = this.cursor;
+        while (k < before + this.speed && performance.now() < until) this.ensure(++k);
+        this.show(k);
         if (this.cursor === before) { this.pause(); return; }
         root.requestAnimationFrame(tick);
       };
@@ -258,7 +276,7 @@
     benchmark(n) {
       this.rebuild();
       let t = performance.now();
-      const e = new E.Engine(this.settings());
+      const e = new E.Engine(this.settings(), this.text && new E.MiniGPTTokens(this.model));
       e.submit(this.trace);
       e.run(n);
       const engineMs = performance.now() - t;
