@@ -197,10 +197,73 @@ def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
                 kinds.append("other")
         assert kinds[:3] == ["chapter", "cautious", "over"], (seed, kinds)
     for seed in SEEDS[:10]:  # each of ex14.q3's tables is drawn until its uniforms are 1e-4 from a threshold
-        full = build_case(cases("ex14.q3", seed)[0])
-        p, q = (torch.softmax(z.float(), -1) for z in (full["target_logits"], full["draft_logits"]))
-        kept = [full["u"][j] < min(1.0, float(p[j, x] / q[j, x])) for j, x in enumerate(full["drafts"].tolist())]
-        assert all(kept), seed
+        drawn = [build_case(c) for c in cases("ex14.q3", seed)]
+        assert len(drawn) == 8, seed
+        for i, case in enumerate(drawn):
+            p, q = (torch.softmax(z.float(), -1) for z in (case["target_logits"], case["draft_logits"]))
+            u, xs = case["u"], case["drafts"].tolist()
+            gamma = len(xs)
+            assert len(u) == gamma + 1 and p.shape[0] == gamma + 1 == q.shape[0] + 1, (seed, i)
+            assert ex14_cases.round_margins(case["target_logits"], case["draft_logits"], xs, u) > 1e-4, (seed, i)
+            kept = [u[j] < min(1.0, float(p[j, x] / q[j, x])) for j, x in enumerate(xs)]
+            stop = kept.index(False) if False in kept else gamma
+            assert (stop == gamma) == (i % 3 == 0), (seed, i, kept)  # every third round keeps every draft
+            if i == 0:  # the bonus token: row γ and row γ - 1 draw different tokens with u[γ]
+                assert ex14_cases.inverse_cdf(p[gamma], u[gamma]) != ex14_cases.inverse_cdf(p[gamma - 1], u[gamma])
+            if i == 1:  # the replacement: the residual and p draw different tokens with u[γ]
+                residual = (p[stop] - q[stop]).clamp_min(0)
+                assert ex14_cases.inverse_cdf(residual, u[gamma]) != ex14_cases.inverse_cdf(p[stop], u[gamma])
+
+
+def test_ex14_q1_batches_span_what_the_generator_documents() -> None:
+    """ex14 Q1: six batches a seed, B from 1 to 3 (2 to 3 in the split edge), γ from 1 to 8 (from 2 in the
+    split edge), γ + 1 argmaxes a row, token ids below 50; the random batches hold both agreeing and
+    disagreeing drafts (a generator whose disagreement drew offset 0 would propose only agreeing ones)."""
+    Bs, gammas, split_Bs, split_gammas, agree, top = set(), set(), set(), set(), [], 0
+    for seed in range(300):
+        drawn = cases("ex14.q1", seed)
+        assert len(drawn) == 6
+        for i, case in enumerate(drawn):
+            drafts, argmax = case["drafts"], case["target_argmax"]
+            assert all(len(t) == len(d) + 1 for d, t in zip(drafts, argmax, strict=True)), (seed, i)
+            (split_Bs if i == 1 else Bs).add(len(drafts))
+            (split_gammas if i == 1 else gammas).add(len(drafts[0]))
+            top = max(top, *(x for row in argmax for x in row))
+            if i >= 2:
+                agree += [x == t for d, t in zip(drafts, argmax, strict=True) for x, t in zip(d, t, strict=False)]
+    assert Bs == {1, 2, 3} and split_Bs == {2, 3}, (Bs, split_Bs)
+    assert gammas == set(range(1, 9)) and split_gammas == set(range(2, 9)), (gammas, split_gammas)
+    assert 40 <= top <= 49, top
+    assert 0.75 < sum(agree) / len(agree) < 0.92, sum(agree) / len(agree)  # the mean of 0.7, 0.85 and 0.95
+
+
+def test_ex14_q2_random_rules_are_of_every_kind_the_generator_documents() -> None:
+    """ex14 Q2's three random cases (after its three edges) are a random share of Chapter 17's rule per token,
+    a rule that never keeps, or any rule at all (most of which over-emit some token), each kind drawn; six
+    cases a seed; V from 4 to 24; and p, q softmaxes of logits 2·N(0, 1), whose log-probabilities spread about
+    2 (a spread of 3 or 4 would draw flatter or sharper distributions than the question says)."""
+    kinds, sizes, spreads = set(), set(), []
+    for seed in range(300):
+        drawn = [build_case(c) for c in cases("ex14.q2", seed)]
+        assert len(drawn) == 6, seed
+        for case in drawn:
+            p, q, accept = case["p"], case["q"], case["accept"]
+            sizes.add(len(p))
+            spreads += [float(p.log().std()), float(q.log().std())]
+        for case in drawn[3:]:
+            p, q, accept = case["p"], case["q"], case["accept"]
+            chapter = torch.tensor(ex14_cases.chapter_accept(p.tolist(), q.tolist()), dtype=torch.float64)
+            if not bool(accept.any()):
+                kinds.add("never")
+            elif bool((accept <= chapter).all()):
+                share = accept / chapter
+                assert float(share.max() - share.min()) > 0.01, seed  # a share of its own per token
+                kinds.add("per_token")
+            else:
+                kinds.add("any")
+    assert kinds == {"never", "per_token", "any"}, kinds
+    assert sizes == set(range(4, 25)), sorted(sizes)
+    assert 1.7 < sum(spreads) / len(spreads) < 2.3, sum(spreads) / len(spreads)
 
 
 def test_ex14_the_replayed_gamma_edges_are_drawn_every_time() -> None:
@@ -413,8 +476,8 @@ DOMAINS = [
     ("ex16.q2", "four to six runs a case", lambda c: [len(x["runs"]) for x in c], {4, 5, 6}),
     ("ex16.q2", "a TTFT objective between 0.1 and 0.5 s",
      lambda c: [round(x["ttft_slo"], 1) for x in c], {0.1, 0.2, 0.3, 0.4, 0.5}),
-    ("ex16.q3", "nine traces, one to three workers in each pool",
-     lambda c: [len(c)] + [x["prefill_workers"] for x in c] + [x["decode_workers"] for x in c], {9, 1, 2, 3}),
+    ("ex16.q3", "ten traces, one to three workers in each pool",
+     lambda c: [len(c)] + [x["prefill_workers"] for x in c] + [x["decode_workers"] for x in c], {10, 1, 2, 3}),
     ("ex16.q3", "five to ten requests a trace, prompts of 1 to 60 tokens",
      lambda c: [len(x["arrivals_ms"]) for x in c] + [-t for x in c for t in x["prompt_tokens"]],
      set(range(5, 11)) | {-t for t in range(1, 61)}),

@@ -188,7 +188,7 @@ def _routing(slip: str) -> Callable[..., list[list[int]]]:
     """ex16 Q3 written as a student would, with one slip: "work_left" routes to the prefill worker that frees
     first, "cumulative" never takes a finished request off a worker's load, "decode_tokens" loads decode workers
     by their requests' prompt tokens, "highest" breaks ties towards the highest number, "no_wait" gives the
-    prefill's own time as the time to first token."""
+    prefill's own time as the time to first token, "at_arrival" still counts what ends at the arrival's time."""
     def route_requests(arrivals_ms: list[int], prompt_tokens: list[int], new_tokens: list[int],
                        prefill_workers: int, decode_workers: int, prefill_ms_per_token: int,
                        decode_step_ms: int) -> list[list[int]]:
@@ -196,9 +196,9 @@ def _routing(slip: str) -> Callable[..., list[list[int]]]:
         for t, P, D in zip(arrivals_ms, prompt_tokens, new_tokens, strict=True):
             p_load, d_load = [0] * prefill_workers, [0] * decode_workers
             for p, end, n, d, last in routed:
-                if end > t or slip == "cumulative":
+                if end > t or slip == "cumulative" or (slip == "at_arrival" and end == t):
                     p_load[p] += n
-                if last > t or slip == "cumulative":
+                if last > t or slip == "cumulative" or (slip == "at_arrival" and last == t):
                     d_load[d] += n if slip == "decode_tokens" else 1
             if slip == "work_left":
                 p_load = [max(0, f - t) for f in free_at]
@@ -403,7 +403,8 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("not every token ever routed there", _fn(_routing("cumulative"))),
                 ("not by those requests' prompt tokens", _fn(_routing("decode_tokens"))),
                 ("not the highest", _fn(_routing("highest"))),
-                ("the wait counted", _fn(_routing("no_wait")))],
+                ("the wait counted", _fn(_routing("no_wait"))),
+                ("not still counted", _fn(_routing("at_arrival")))],
     "ex16.q4": [("in id order", _fn(_receive(order="sorted"))), ("every free block taken", _fn(_receive(order="all"))),
                 ("without moving the heads", _fn(_receive(heads_first=False))),
                 ("the last block dropped", _fn(_receive(last="floor"))),

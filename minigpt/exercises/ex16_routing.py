@@ -29,10 +29,19 @@ ROUTE_EDGES = (
     "decode workers loaded by the requests they hold, not by those requests' prompt tokens",
     "equal loads: the lowest-numbered worker, not the highest",
     "a worker still busy when the request arrives: the wait counted in the time to first token",
+    "a prefill or a last token that ends at the very time of an arrival: not counted there, not still counted",
 )
 # The slips, in the order of ROUTE_EDGES: routing to the prefill worker that frees first; loads that never go
-# down; the decode pool loaded by prompt tokens; ties to the highest number; the TTFT without the queue.
-WRONG_KINDS = ("work_left", "cumulative", "decode_tokens", "highest", "no_wait")
+# down; the decode pool loaded by prompt tokens; ties to the highest number; the TTFT without the queue; what
+# ends at an arrival's time still counted there.
+WRONG_KINDS = ("work_left", "cumulative", "decode_tokens", "highest", "no_wait", "at_arrival")
+
+
+def _gone(end: int, t: int, kind: str | None) -> bool:
+    """Whether what ends at `end` no longer loads its worker at an arrival at `t` (ends at or before it)."""
+    if kind == "cumulative":
+        return False
+    return end < t if kind == "at_arrival" else end <= t
 
 
 def route(arrivals_ms: list[int], prompt_tokens: list[int], new_tokens: list[int], prefill_workers: int,
@@ -45,12 +54,12 @@ def route(arrivals_ms: list[int], prompt_tokens: list[int], new_tokens: list[int
     held: list[tuple[int, int, int]] = []  # (last token, decode worker, P)
     out = []
     for t, P, D in zip(arrivals_ms, prompt_tokens, new_tokens, strict=True):
-        gone = (lambda end: False) if kind == "cumulative" else (lambda end: end <= t)  # noqa: B023
-        p_load = {k: sum(n for end, w, n in prefilling if w == k and not gone(end)) for k in range(prefill_workers)}
+        p_load = {k: sum(n for end, w, n in prefilling if w == k and not _gone(end, t, kind))
+                  for k in range(prefill_workers)}
         if kind == "work_left":
             p_load = {k: max(0, free_at[k] - t) for k in range(prefill_workers)}
-        d_load = {k: sum(n if kind == "decode_tokens" else 1 for end, w, n in held if w == k and not gone(end))
-                  for k in range(decode_workers)}
+        d_load = {k: sum(n if kind == "decode_tokens" else 1 for end, w, n in held
+                         if w == k and not _gone(end, t, kind)) for k in range(decode_workers)}
         if kind == "highest":
             p, d = (max(load, key=lambda k, load=load: (-load[k], k)) for load in (p_load, d_load))
         else:
