@@ -481,6 +481,17 @@ DOMAINS = [
     ("ex16.q3", "five to ten requests a trace, prompts of 1 to 60 tokens",
      lambda c: [len(x["arrivals_ms"]) for x in c] + [-t for x in c for t in x["prompt_tokens"]],
      set(range(5, 11)) | {-t for t in range(1, 61)}),
+    ("ex16.q3", "the random traces: one to three workers in each pool",
+     lambda c: [(x["prefill_workers"], x["decode_workers"]) for x in c[6:]], {(n, m) for n in (1, 2, 3) for m in
+                                                                                (1, 2, 3)}),
+    ("ex16.q3", "the edges about several prefill workers: two or three of them",
+     lambda c: [c[i]["prefill_workers"] for i in (0, 1, 3)], {2, 3}),
+    ("ex16.q3", "the edges about several decode workers: two or three of them",
+     lambda c: [c[i]["decode_workers"] for i in (2, 3)], {2, 3}),
+    ("ex16.q3", "the first arrival from 0 ms to 60 ms x 3", lambda c: [x["arrivals_ms"][0] for x in c], (0, 180)),
+    ("ex16.q3", "arrivals together or up to 60 ms x 3 apart",
+     lambda c: [b - a for x in c for a, b in zip(x["arrivals_ms"], x["arrivals_ms"][1:], strict=False)], (0, 180)),
+    ("ex16.q3", "1 to 40 tokens to generate", lambda c: [t for x in c for t in x["new_tokens"]], (1, 40)),
     ("ex16.q3", "1 to 3 ms a prompt token, decode steps of 5 to 20 ms",
      lambda c: [x["prefill_ms_per_token"] for x in c] + [x["decode_step_ms"] for x in c], set(range(1, 4)) |
      set(range(5, 21))),

@@ -157,11 +157,20 @@ def test_the_disaggregation_checks_say_what_was_returned() -> None:
     route = ex16.EXERCISE.question("q3").compare
     trace = [[0, 0, 30], [1, 0, 12]]
     assert route(trace, [[0, 0, 30], [1, 0, 12]]) is None and route(trace, ((0, 0, 30), (1, 0, 12))) is None
-    assert route(trace, [[0, 0, 30]]).startswith("expected one [prefill worker, decode worker, TTFT in ms] of ints "
-                                                 "per request (2 of them)")
-    assert route(trace, [[0, 0, 30], [0, 0, 12]]).startswith("request 1: prefill worker 0, the driver picks 1")
-    assert route(trace, [[0, 0, 30], [1, 1, 12]]).startswith("request 1: decode worker 1, the driver picks 0")
-    assert route(trace, [[0, 0, 30], [1, 0, 42]]).startswith("request 1: time to first token 42 ms, expected 12")
+    shape = "expected one [prefill worker, decode worker, TTFT in ms] of ints per request (2 of them), got "
+    assert route(trace, [[0, 0, 30]]) == shape + "[[0, 0, 30]]"
+    assert route(trace, None) == shape + "None" and route(trace, 5) == shape + "5"  # no TypeError on a non-list
+    assert route(trace, ["x" * 300]) == shape + repr(["x" * 300])[:200]  # a long answer cut at 200 characters
+    assert route(trace, [[0, 0, 30], [0, 0, 12]]) == (
+        "request 1: prefill worker 0, the driver picks 1: at the arrival, count the prompt tokens of the requests "
+        "still prefilling on each worker (whole prompts, until their prefill ends); the fewest wins, the lowest "
+        "number on a tie")
+    assert route(trace, [[0, 0, 30], [1, 1, 12]]) == (
+        "request 1: decode worker 1, the driver picks 0: count the requests each decode worker holds at the arrival "
+        "(from their arrival to their last token); the fewest wins, the lowest number on a tie")
+    assert route(trace, [[0, 0, 30], [1, 0, 42]]) == (
+        "request 1: time to first token 42 ms, expected 12 ms: from the arrival to the end of its prefill, which "
+        "starts when both the request and its worker are there")
     assert route(trace, [[0, 0, 30.0], [1, 0, 12]]).startswith("expected one [")
     assert route(trace, _tensor([[0, 0, 30], [1, 0, 12]])) is None
     receive = ex16.EXERCISE.question("q4").compare
