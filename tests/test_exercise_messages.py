@@ -161,7 +161,7 @@ def test_the_disaggregation_checks_say_what_was_returned() -> None:
     assert route(trace, [[0, 0, 30]]) == shape + "[[0, 0, 30]]"
     assert route(trace, None) == shape + "None" and route(trace, 5) == shape + "5"  # no TypeError on a non-list
     assert route(trace, ["x" * 300]) == shape + repr(["x" * 300])[:200]  # a long answer cut at 200 characters
-    assert route(trace, [[0, 0, 30], [0, 0, 12]]) == (
+    assert route(trace, [[0, 0, 30], [0, 1, 12]]) == (  # the prefill worker named, not the decode one
         "request 1: prefill worker 0, the driver picks 1: at the arrival, count the prompt tokens of the requests "
         "still prefilling on each worker (whole prompts, until their prefill ends); the fewest wins, the lowest "
         "number on a tie")
