@@ -215,11 +215,18 @@ def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
                 assert ex14_cases.inverse_cdf(residual, u[gamma]) != ex14_cases.inverse_cdf(p[stop], u[gamma])
 
 
+def test_ex14_q3_draws_the_same_rounds_from_the_same_seed() -> None:
+    """Each draft of ex14 Q3 is drawn by a generator seeded from the case's own random stream: a draw from the
+    global RNG would give every call other drafts (the class's cases would change between grader runs)."""
+    for seed in range(3):
+        assert cases("ex14.q3", seed) == cases("ex14.q3", seed), seed
+
+
 def test_ex14_q1_batches_span_what_the_generator_documents() -> None:
     """ex14 Q1: six batches a seed, B from 1 to 3 (2 to 3 in the split edge), γ from 1 to 8 (from 2 in the
     split edge), γ + 1 argmaxes a row, token ids below 50; the random batches hold both agreeing and
     disagreeing drafts (a generator whose disagreement drew offset 0 would propose only agreeing ones)."""
-    Bs, gammas, split_Bs, split_gammas, agree, top = set(), set(), set(), set(), [], 0
+    Bs, gammas, split_Bs, split_gammas, agree, split_agree, top = set(), set(), set(), set(), [], [], 0
     for seed in range(300):
         drawn = cases("ex14.q1", seed)
         assert len(drawn) == 6
@@ -229,12 +236,19 @@ def test_ex14_q1_batches_span_what_the_generator_documents() -> None:
             (split_Bs if i == 1 else Bs).add(len(drafts))
             (split_gammas if i == 1 else gammas).add(len(drafts[0]))
             top = max(top, *(x for row in argmax for x in row))
+            pairs = [x == t for d, t in zip(drafts, argmax, strict=True) for x, t in zip(d, t, strict=False)]
             if i >= 2:
-                agree += [x == t for d, t in zip(drafts, argmax, strict=True) for x, t in zip(d, t, strict=False)]
+                agree += pairs
+            if i == 1:  # the sequences after the one that keeps every draft
+                split_agree += pairs[len(drafts[0]):]
     assert Bs == {1, 2, 3} and split_Bs == {2, 3}, (Bs, split_Bs)
     assert gammas == set(range(1, 9)) and split_gammas == set(range(2, 9)), (gammas, split_gammas)
     assert 40 <= top <= 49, top
-    assert 0.75 < sum(agree) / len(agree) < 0.92, sum(agree) / len(agree)  # the mean of 0.7, 0.85 and 0.95
+    # each draft agrees with probability 0.7, 0.85 or 0.95 (one per batch), the split's with 0.85 or 0.95 but for
+    # one forced miss: over these 300 seeds 0.828 and 0.793 (an agreement of 1.0 in place of one of them moves
+    # either share by 0.017 or more, at least four standard deviations of these draws)
+    assert 0.815 < sum(agree) / len(agree) < 0.84, sum(agree) / len(agree)
+    assert 0.775 < sum(split_agree) / len(split_agree) < 0.81, sum(split_agree) / len(split_agree)
 
 
 def test_ex14_q2_random_rules_are_of_every_kind_the_generator_documents() -> None:
@@ -242,7 +256,7 @@ def test_ex14_q2_random_rules_are_of_every_kind_the_generator_documents() -> Non
     a rule that never keeps, or any rule at all (most of which over-emit some token), each kind drawn; six
     cases a seed; V from 4 to 24; and p, q softmaxes of logits 2·N(0, 1), whose log-probabilities spread about
     2 (a spread of 3 or 4 would draw flatter or sharper distributions than the question says)."""
-    kinds, sizes, spreads = set(), set(), []
+    kinds, sizes, spreads = [], set(), []
     for seed in range(300):
         drawn = [build_case(c) for c in cases("ex14.q2", seed)]
         assert len(drawn) == 6, seed
@@ -254,14 +268,17 @@ def test_ex14_q2_random_rules_are_of_every_kind_the_generator_documents() -> Non
             p, q, accept = case["p"], case["q"], case["accept"]
             chapter = torch.tensor(ex14_cases.chapter_accept(p.tolist(), q.tolist()), dtype=torch.float64)
             if not bool(accept.any()):
-                kinds.add("never")
+                kinds.append("never")
             elif bool((accept <= chapter).all()):
                 share = accept / chapter
                 assert float(share.max() - share.min()) > 0.01, seed  # a share of its own per token
-                kinds.add("per_token")
+                kinds.append("per_token")
             else:
-                kinds.add("any")
-    assert kinds == {"never", "per_token", "any"}, kinds
+                kinds.append("any")
+    # drawn one in four, one in four and one in two; an "any" rule under Chapter 17's on every token reads as a
+    # share per token, rarely: the shares, not just the kinds seen, tell a generator that never draws one
+    share = {k: kinds.count(k) / len(kinds) for k in ("never", "per_token", "any")}
+    assert 0.18 < share["never"] < 0.32 and 0.18 < share["per_token"] < 0.38 and 0.38 < share["any"] < 0.6, share
     assert sizes == set(range(4, 25)), sorted(sizes)
     assert 1.7 < sum(spreads) / len(spreads) < 2.3, sum(spreads) / len(spreads)
 
@@ -469,6 +486,9 @@ DOMAINS = [
     ("ex12.q4", "S of the random cases, up to 4,096", lambda c: [x["S"] for x in c[1:]], (16, 4096)),
     ("ex15.q1", "S from 1 to 30", lambda c: [x["S"] for x in c], (1, 30)),
     ("ex15.q4", "S_max of the random cases, from 1", lambda c: [x["S_max"] for x in c[1:]], (1, 40)),
+    ("ex14.q3", "γ from 1 to 5 drafts, over 3 to 9 tokens",
+     lambda c: [len(x["drafts"]["$long"]) for x in c] + [-x["draft_logits"]["$randn"][1] for x in c],
+     {1, 2, 3, 4, 5} | {-v for v in range(3, 10)}),
     ("ex16.q1", "eight cases, the random latencies 0 or 2e-6 s", lambda c: [len(c)] + [x["latency"] for x in c[3:]],
      {8, 0.0, 2e-6}),
     ("ex16.q1", "the random models, with and without GQA",
