@@ -486,7 +486,7 @@ DOMAINS = [
     ("ex12.q4", "S of the random cases, up to 4,096", lambda c: [x["S"] for x in c[1:]], (16, 4096)),
     ("ex15.q1", "S from 1 to 30", lambda c: [x["S"] for x in c], (1, 30)),
     ("ex15.q4", "S_max of the random cases, from 1", lambda c: [x["S_max"] for x in c[1:]], (1, 40)),
-    ("ex14.q3", "γ from 1 to 5 drafts, over 3 to 9 tokens",
+    ("ex14.q3", "gamma from 1 to 5 drafts, over 3 to 9 tokens",
      lambda c: [len(x["drafts"]["$long"]) for x in c] + [-x["draft_logits"]["$randn"][1] for x in c],
      {1, 2, 3, 4, 5} | {-v for v in range(3, 10)}),
     ("ex16.q1", "eight cases, the random latencies 0 or 2e-6 s", lambda c: [len(c)] + [x["latency"] for x in c[3:]],
