@@ -204,7 +204,14 @@ def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
             u, xs = case["u"], case["drafts"].tolist()
             gamma = len(xs)
             assert len(u) == gamma + 1 and p.shape[0] == gamma + 1 == q.shape[0] + 1, (seed, i)
+            assert all(0 <= x < 1 for x in u), (seed, i, u)  # uniforms in [0, 1), as the question says
             assert ex14_cases.round_margins(case["target_logits"], case["draft_logits"], xs, u) > 1e-4, (seed, i)
+            pd, qd = p.double(), q.double()  # the same margins, computed here apart from the generator's filter
+            cuts = [min(1.0, float(pd[j, x] / qd[j, x])) for j, x in enumerate(xs)]
+            assert min(abs(u[j] - c) for j, c in enumerate(cuts)) > 1e-4, (seed, i)
+            for dist in [*((pd[j] - qd[j]).clamp_min(0) for j in range(gamma)), pd[gamma]]:
+                cdf = torch.cumsum(dist / dist.sum(), -1)
+                assert float((cdf - u[gamma]).abs().min()) > 1e-4, (seed, i)
             kept = [u[j] < min(1.0, float(p[j, x] / q[j, x])) for j, x in enumerate(xs)]
             stop = kept.index(False) if False in kept else gamma
             assert (stop == gamma) == (i % 3 == 0), (seed, i, kept)  # every third round keeps every draft
