@@ -46,7 +46,8 @@ def _import_without_glue(node: ast.stmt, lines: list[str]) -> str | None:
     kept = [a for a in node.names if a.name not in PLUMBING_NAMES]
     if not kept:
         return ""
-    indent = lines[node.lineno - 1][: len(lines[node.lineno - 1]) - len(lines[node.lineno - 1].lstrip())]
+    line = lines[node.lineno - 1]
+    indent = line[: len(line) - len(line.lstrip())]
     names = ", ".join(a.name if a.asname is None else f"{a.name} as {a.asname}" for a in kept)
     return f"{indent}from {'.' * node.level}{node.module or ''} import {names}"
 
