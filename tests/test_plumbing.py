@@ -60,6 +60,8 @@ def test_a_cell_that_is_not_python_and_a_cell_of_plumbing_alone() -> None:
     assert strip_plumbing(magic) == magic  # IPython syntax: shown as written, never half-stripped
     assert strip_plumbing("from minigpt.book import glue\nglue('a', 1)\nassert True") == ""
     assert strip_plumbing("glue2('a', 1)\nx.glue('b', 2)") == "glue2('a', 1)\nx.glue('b', 2)"  # other names
+    assert strip_plumbing("from minigpt.book import (\n    glue,\n    setup,\n)\nx = 1") == (
+        "from minigpt.book import setup\nx = 1")  # an import over several lines, rewritten whole
     tree = ast.parse("if a:\n    glue('x', 1)\nelse:\n    print(2)")
     assert not is_plumbing(tree.body[0])  # a branch that prints is the lesson
 

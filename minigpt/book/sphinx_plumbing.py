@@ -72,11 +72,10 @@ def strip_plumbing(source: str) -> str:
         for node in body:
             first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
             new = _import_without_glue(node, lines)
-            if new is not None and first == last:
+            if new is not None:  # the import, on one line or several, rewritten on its first line without glue
+                drop.update(range(first + bool(new), last + 1))
                 if new:
                     replace[first] = new
-                else:
-                    drop.add(first)
                 continue
             if not is_plumbing(node):
                 for field in ("body", "orelse", "finalbody"):  # a compound statement: its plumbing, inside
