@@ -350,6 +350,26 @@ def test_ex15_every_seed_draws_its_mask_cases_and_the_chunk_edge() -> None:
             assert p == list(range(p[0], p[0] + len(p))) and p[-1] < c["S_max"], seed
 
 
+def test_ex17_q3_plans_keep_a_norms_width_and_the_chapters_forward_is_the_chapters() -> None:
+    """A norm leaves its input's width (a plan whose norm changed it would not be a forward); the ninth case is
+    `chapter_layers` of its own d, H, H_kv, d_ffn = 4d and V, whose walk is Eqs. (20.1)-(20.2)."""
+    from minigpt import costs
+    from minigpt.exercises import ex17_placements
+
+    for seed in range(300):
+        for case in cases("ex17.q3", seed):
+            widths = [w for _, w in case["layers"]]
+            assert all(w == widths[i - 1] for i, (k, w) in enumerate(case["layers"]) if k == "norm" and i), case
+        c = cases("ex17.q3", seed)[8]
+        layers = c["layers"]
+        L, d, qkv, V = (len(layers) - 3) // 8, layers[0][1], layers[2][1], layers[-1][1]
+        assert layers == ex17_placements.chapter_layers(L=L, d=d, qkv=qkv, d_ffn=4 * d, V=V)
+        got = ex17_placements.collectives(**c)
+        assert len(got) == costs.tp_collectives_per_step(L=L, W=c["W"])
+        assert sum(n for _, n in got) == costs.tp_collective_bytes(L=L, B=c["B"], T=c["T"], d=d, V=V, s=c["s"],
+                                                                   W=c["W"])
+
+
 def test_ex17_the_replica_edge_picks_a_rank_the_tiled_mapping_gets_wrong() -> None:
     edge("ex17.q2", "a rank whose K/V head (rank·H_kv // W) is not rank % H_kv")
     for seed in SEEDS:
@@ -522,6 +542,24 @@ DOMAINS = [
     ("ex16.q3", "1 to 3 ms a prompt token, decode steps of 5 to 20 ms",
      lambda c: [x["prefill_ms_per_token"] for x in c] + [x["decode_step_ms"] for x in c], set(range(1, 4)) |
      set(range(5, 21))),
+    ("ex17.q3", "twelve plans", lambda c: [len(c)], {12}),
+    ("ex17.q3", "one rank for the one-rank edge", lambda c: [c[5]["W"]], {1}),
+    ("ex17.q3", "2, 4 or 8 ranks for the other edges and the chapter's forward",
+     lambda c: [x["W"] for i, x in enumerate(c[:9]) if i != 5], {2, 4, 8}),
+    ("ex17.q3", "1, 2, 4 or 8 ranks in the random plans", lambda c: [x["W"] for x in c[9:]], {1, 2, 4, 8}),
+    ("ex17.q3", "two to eight layers a plan", lambda c: [len(x["layers"]) for x in c[:8] + c[9:]], set(range(2, 9))),
+    ("ex17.q3", "every kind of layer", lambda c: [k for x in c for k, _ in x["layers"]],
+     {"column", "row", "local", "norm"}),
+    ("ex17.q3", "widths of 8 to 512, multiples of 8", lambda c: [w for x in c[:8] + c[9:] for _, w in x["layers"]],
+     set(range(8, 513, 8))),
+    ("ex17.q3", "1 to 8 sequences", lambda c: [x["B"] for x in c], set(range(1, 9))),
+    ("ex17.q3", "1 to 64 new tokens", lambda c: [x["T"] for x in c], set(range(1, 65))),
+    ("ex17.q3", "2 or 4 bytes a value", lambda c: [x["s"] for x in c], {2, 4}),
+    ("ex17.q3", "the chapter's forward of 1 to 4 blocks", lambda c: [(len(c[8]["layers"]) - 3) / 8], {1, 2, 3, 4}),
+    ("ex17.q3", "the chapter's forward: d of 64, 512 or 4,096, V of 600, 32,000 or 128,256",
+     lambda c: [c[8]["layers"][0][1], -c[8]["layers"][-1][1]], {64, 512, 4096, -600, -32000, -128256}),
+    ("ex17.q3", "the chapter's forward: MHA, GQA and MQA (QKV widths over d)",
+     lambda c: [c[8]["layers"][2][1] / c[8]["layers"][0][1]], {1.5, 2.0, 3.0, 1.125, 1.25, 1.0625}),
 ]
 
 

@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import profiles
@@ -46,34 +48,45 @@ ORACLE_IS_THE_SOLUTION = {
     # grader checks values, not the method: the notebook asks for the loop, the review cannot enforce it)
     "ex13.q3",
     "ex13.q4",  # each chunk's max, sum and normalised output, computed chunk by chunk with torch
+    "ex14.q2",  # (p − q·accept) / (1 − Σ q·accept), or None, with torch (ex14.replacement_for)
+    "ex14.q4",  # the replay of the rounds at every γ, plain Python (ex14_rounds.best_from_rounds)
     "ex17.q1",  # the W partial products, sliced and stacked with torch
-    "ex17.q3",  # the list of [kind, bytes] pairs, plain Python
+    "ex17.q3",  # the placement walk, plain Python (ex17_placements.collectives)
 }
 
 
 def oracle_cells(eid: str) -> list[str]:
-    """The exercise's module as cells: every top-level statement its own cell (imports in try/except), the
-    stand-in for `minigpt.exercises.spec`'s names, then each question's function bound to its oracle."""
-    module = inspect.getmodule(EXERCISES[eid].questions[0].oracle)
-    tree = ast.parse(inspect.getsource(module))
+    """The exercise's module as cells: every top-level statement its own cell (imports in try/except; a helper
+    module of `minigpt.exercises`, such as `ex17_placements`, inlined the same way, since the sandbox does not
+    offer the exercises' package), the stand-in for `minigpt.exercises.spec`'s names, then each question's
+    function bound to its oracle."""
     cells = ["class Question:\n    def __init__(self, id, function, signature, cases, oracle, *rest, **kw):\n"
              "        self.id, self.function, self.oracle = id, function, oracle\n\n\n"
              "class Exercise:\n    def __init__(self, id, notebook, title, questions=()):\n"
              "        self.questions = questions\n\n\n"
              "def _inert(*args, **kwargs):\n    return _inert\n"]
-    for node in tree.body:
-        text = ast.get_source_segment(inspect.getsource(module), node) or ""
+    cells += _module_cells(inspect.getmodule(EXERCISES[eid].questions[0].oracle))
+    cells.append("for _q in EXERCISE.questions:\n"
+                 "    globals()[_q.function] = (lambda o: lambda **kw: o(**kw))(_q.oracle)\n")
+    return cells
+
+
+def _module_cells(module: Any) -> list[str]:
+    source = inspect.getsource(module)
+    cells = []
+    for node in ast.parse(source).body:
+        text = ast.get_source_segment(source, node) or ""
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "minigpt.exercises.spec":
             cells.append("\n".join(f"{a.asname or a.name} = _inert" for a in node.names
                                    if a.name not in ("Exercise", "Question")))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minigpt.exercises.ex"):
+            cells += _module_cells(importlib.import_module(node.module))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             cells.append("try:\n    " + text + "\nexcept Exception as err:\n    print('import failed:', err)\n")
         elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
             cells.append(text)
-    cells.append("for _q in EXERCISE.questions:\n"
-                 "    globals()[_q.function] = (lambda o: lambda **kw: o(**kw))(_q.oracle)\n")
     return cells
 
 

@@ -257,12 +257,36 @@ def _tiled_rows(H: int, H_kv: int, d_h: int, W: int, rank: int) -> list[int]:
     return q + k + [i + H_kv * d_h for i in k]
 
 
-def _record(one_rank_sends: bool = False, sliced_gather: bool = False) -> Callable[..., list[list[Any]]]:
-    def collectives_of_forward(L: int, B: int, T: int, d: int, V: int, s: int, W: int) -> list[list[Any]]:
-        if W == 1 and not one_rank_sends:
+def _placements(kind: str) -> Callable[..., list[list[Any]]]:
+    """ex17 Q3 written with one slip, apart from `ex17_placements`: "eager" all-reduces right after every
+    row-parallel layer (RowwiseParallel's default output); "no_gather" passes a split on to a column layer or a
+    norm; "local_partial" feeds partial sums to a value-wise layer; "gather_slice" and "scatter_slice" count one
+    rank's block as the payload; "reduce_for_gather" sums a split; "one_rank" sends with one rank; "end_as_is"
+    leaves the output as the last layer left it."""
+    def collectives_of_forward(layers: list[list[Any]], B: int, T: int, s: int, W: int) -> list[list[Any]]:
+        if W == 1 and kind != "one_rank":
             return []
-        gather = B * T * (V // W if sliced_gather else V) * s
-        return [["all_reduce", B * T * d * s]] * (2 * L + 1) + [["all_gather", gather]]
+        out: list[list[Any]] = []
+        have, width = "whole", 0
+        ends = [] if kind == "end_as_is" else [["output", 0]]
+        for layer, new_width in [*layers, *ends]:
+            n = B * T * width * s
+            need = {"column": "whole", "norm": "whole", "output": "whole", "row": "split"}.get(layer)
+            if layer == "local" and have == "partial" and kind != "local_partial":
+                need = "whole"
+            if need == "whole" and have == "partial":
+                out.append(["all_reduce", n])
+            elif need == "whole" and have == "split" and (kind != "no_gather" or layer == "output"):
+                out.append(["all_reduce" if kind == "reduce_for_gather" else "all_gather",
+                            n // W if kind == "gather_slice" else n])
+            elif need == "split" and have == "partial":
+                out.append(["reduce_scatter", n // W if kind == "scatter_slice" else n])
+            have = {"column": "split", "row": "partial", "norm": "whole"}.get(layer, need or have)
+            width = new_width
+            if kind == "eager" and have == "partial":
+                out.append(["all_reduce", B * T * width * s])
+                have = "whole"
+        return out
     return collectives_of_forward
 
 
@@ -411,8 +435,14 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("written whole", _fn(_receive(last="padded")))],
     "ex17.q1": [("strided columns", _fn(_strided_partials))],
     "ex17.q2": [("tiled replicas", _fn(_tiled_rows))],
-    "ex17.q3": [("one rank still records", _fn(_record(one_rank_sends=True))),
-                ("gather of one vocabulary slice", _fn(_record(sliced_gather=True)))],
+    "ex17.q3": [("an all-reduce right after every row-parallel layer", _fn(_placements("eager"))),
+                ("not passed on split", _fn(_placements("no_gather"))),
+                ("the partial sums made whole first", _fn(_placements("local_partial"))),
+                ("not one rank's block", _fn(_placements("gather_slice"))),
+                ("an all-gather, not an all-reduce", _fn(_placements("reduce_for_gather"))),
+                ("one rank: nothing sent", _fn(_placements("one_rank"))),
+                ("made whole at the end", _fn(_placements("end_as_is"))),
+                ("the whole tensor summed", _fn(_placements("scatter_slice")))],
     "ex17.q4": [("K/V replicas forgotten", _fn(_smallest_tp(replicas=False))),
                 ("W must divide H_kv", _fn(_smallest_tp(divide_only=True)))],
     "ex18.q1": [("√d_c", _absorbed_sqrt_dc), ("the naive path", lambda oracle: oracle),
@@ -450,6 +480,20 @@ def test_ex18_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
             args = build_case(case)
             for neighbour, kind in kinds.items():
                 assert ex18_h2o._replay(**args, wrong=neighbour)[0] == _h2o_reads(kind)(**args), (seed, kind)
+
+
+def test_ex17_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex17 Q3's case generator draws each edge until the module's own slip (`ex17_placements.collectives(kind=
+    ...)`) changes the answer; each must answer what the wrong answer named above answers, written apart from it,
+    or the edge would separate another rule (a gather counted short elsewhere, a norm fed a split)."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex17_placements
+
+    for seed in range(20):
+        for case in EXERCISES["ex17"].question("q3").cases(random.Random(seed)):
+            for kind in ex17_placements.WRONG_KINDS:
+                assert ex17_placements.collectives(**case, kind=kind) == _placements(kind)(**case), (seed, kind)
 
 
 def test_ex14_q4_generators_neighbours_are_the_named_wrong_answers() -> None:

@@ -22,6 +22,7 @@ from minigpt import costs
 from minigpt.distributed import launch
 from minigpt.distributed.collectives import Collectives
 from minigpt.distributed.tensor_parallel import TensorParallelMiniGPT, check_shardable
+from minigpt.exercises import ex17_placements
 from minigpt.runtime.checkpoint import load_pretrained
 from tests.workers import tp as workers
 
@@ -43,6 +44,13 @@ def _cases(W: int) -> list[tuple[str, int, int, int, int]]:
 def _expected_record(L: int, B: int, T: int, d: int, V: int, s: int = 4) -> list[tuple[str, int]]:
     """The collectives of one forward, in order: embedding, 2 per layer, the LM head's gather."""
     return [("all_reduce", B * T * d * s)] * (1 + 2 * L) + [("all_gather", B * T * V * s)]
+
+
+def _layers(c) -> list[list]:
+    """The sharded MiniGPT's forward as Exercise 17's placement walk sees it (`ex17_placements.chapter_layers`):
+    the walk over it must place the collectives where the real run records them, so the exercise's oracle is
+    the model's own rule, not a second transcription of Eq. (20.2)."""
+    return ex17_placements.chapter_layers(L=c.L, d=c.d, qkv=(c.H + 2 * c.H_kv) * c.d_h, d_ffn=c.d_ffn, V=c.V)
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["W2", "W4"])
@@ -72,6 +80,7 @@ def test_collectives_match_eqs_20_1_and_20_2(runs) -> None:
         for step, record in enumerate(got["records"]):
             T = P if step == 0 else 1
             assert record == _expected_record(c.L, B, T, c.d, c.V)
+            assert [list(r) for r in record] == ex17_placements.collectives(_layers(c), B=B, T=T, s=4, W=W)
             assert len(record) == costs.tp_collectives_per_step(L=c.L, W=W)
             assert sum(n for _, n in record) == costs.tp_collective_bytes(L=c.L, B=B, T=T, d=c.d, V=c.V, s=4, W=W)
         assert got["pair_ok"], "the (max, index) all-gather chose another token than the full argmax"
@@ -110,6 +119,7 @@ def test_one_rank_is_the_model_and_sends_nothing() -> None:
     got = workers._run(model, tp, prompt, 3)
     assert max(got["diffs"]) <= TOL and got["agree"]
     assert got["records"] == [[]] * 4 and costs.tp_collectives_per_step(L=4, W=1) == 0
+    assert ex17_placements.collectives(_layers(pre.config), B=3, T=5, s=4, W=1) == []
 
 
 def test_bad_shapes_are_named() -> None:

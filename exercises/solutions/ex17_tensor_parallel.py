@@ -32,14 +32,27 @@ def qkv_rows_for_rank(H, H_kv, d_h, W, rank):
 
 
 # %% solution:q3
-def collectives_of_forward(L, B, T, d, V, s, W):
-    """[kind, payload bytes] of every collective of one forward, in order."""
+def collectives_of_forward(layers, B, T, s, W):
+    """[[kind, nbytes], ...] of a forward through `layers`, in order."""
     if W == 1:
         return []
-    record = [["all_reduce", B * T * d * s]]  # the embedding
-    for _ in range(L):
-        record += [["all_reduce", B * T * d * s], ["all_reduce", B * T * d * s]]  # attention, MLP
-    return record + [["all_gather", B * T * V * s]]  # the LM head's slices
+    record = []
+    have, width = "whole", 0  # the activation's placement, and its full width
+    for kind, out_width in layers + [["output", None]]:
+        need = {"column": "whole", "norm": "whole", "output": "whole", "row": "split"}.get(kind)
+        if kind == "local" and have == "partial":
+            need = "whole"  # a value-wise layer never takes partial sums
+        nbytes = B * T * width * s
+        if need == "whole" and have == "partial":
+            record.append(["all_reduce", nbytes])
+        elif need == "whole" and have == "split":
+            record.append(["all_gather", nbytes])
+        elif need == "split" and have == "partial":
+            record.append(["reduce_scatter", nbytes])
+        have = need or have  # whole to split: each rank keeps its block
+        have = {"column": "split", "row": "partial", "norm": "whole"}.get(kind, have)
+        width = out_width
+    return record
 
 
 # %% solution:q4

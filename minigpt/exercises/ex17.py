@@ -1,10 +1,10 @@
 """Exercise 17 (Chapter 20, tensor parallelism): a row-parallel product whose all-reduce rebuilds the
-matmul, the QKV rows a rank keeps (with K/V replicas when H_kv < W), the collectives of one forward,
-and the smallest W whose shard fits a chip.
+matmul, the QKV rows a rank keeps (with K/V replicas when H_kv < W), where the collectives of a forward
+go, derived from what each layer needs (`ex17_placements`), and the smallest W whose shard fits a chip.
 
 The oracles are the package: `minigpt.distributed.tensor_parallel.qkv_rows` (what the sharded model
-loads), the record `minigpt.distributed.collectives` keeps (Eqs. 20.1-20.2, as the tests check it
-against a real gloo run), and `costs.tp_kv_cache_bytes` (Eq. 20.3) for the fit.
+loads), the placement walk of `ex17_placements` (which the tests check against the record of a real
+gloo run of the sharded MiniGPT), and `costs.tp_kv_cache_bytes` (Eq. 20.3) for the fit.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from minigpt.config import ModelConfig
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.distributed.tensor_parallel import qkv_rows
+from minigpt.exercises.ex17_placements import PLACEMENT_EDGES, collectives, placement_cases
 from minigpt.exercises.spec import N_, Exercise, Question, _, exact_int, int_list, randn, tensor
 
 PARTIALS_EDGES = ("W ≥ 2 ranks of k ≥ 2 columns each: strided columns (r, r + W, ...) instead of contiguous blocks",)
@@ -63,23 +64,6 @@ def _rows_cases(rng: random.Random) -> list[dict]:
 def _rows(H: int, H_kv: int, d_h: int, W: int, rank: int) -> list[int]:
     config = ModelConfig(L=1, H=H, H_kv=H_kv, d_h=d_h, d_ffn=W, V=W)
     return qkv_rows(config, W, rank).tolist()
-
-
-RECORD_EDGES = ("a single rank (W = 1): one rank still records its collectives",
-                "W > 1: the gather of one vocabulary slice (V/W) instead of the full logits")
-
-
-def _record_cases(rng: random.Random) -> list[dict]:
-    """The first case has one rank, the second several (`RECORD_EDGES`), the others are random."""
-    return [dict(L=rng.randint(1, 96), B=rng.randint(1, 64), T=rng.choice([1, 1, rng.randint(2, 512)]),
-                 d=rng.choice([64, 512, 4096, 8192]), V=rng.choice([600, 32000, 128256]), s=rng.choice([2, 4]),
-                 W=rng.choice([1] if i == 0 else [2, 4, 8] if i == 1 else [1, 2, 4, 8])) for i in range(8)]
-
-
-def _record(L: int, B: int, T: int, d: int, V: int, s: int, W: int) -> list[list[Any]]:
-    if W == 1:
-        return []
-    return [["all_reduce", B * T * d * s]] * (2 * L + 1) + [["all_gather", B * T * V * s]]
 
 
 def _records(expected: Any, actual: Any) -> str | None:
@@ -154,13 +138,16 @@ EXERCISE = Exercise(
             edges=ROWS_EDGES,
         ),
         Question(
-            "q3", "collectives_of_forward", "collectives_of_forward(L, B, T, d, V, s, W) -> list", _record_cases,
-            _record, _records,
-            N_("in the order the forward issues them: the vocabulary-split embedding's sum, then two sums per "
-               "layer (after attention, after the MLP), then the gather of the LM head's vocabulary slices. A sum "
-               "carries the activations of the B·T tokens; the gather's payload is the full logits. One rank "
-               "sends nothing."),
-            edges=RECORD_EDGES,
+            "q3", "collectives_of_forward", "collectives_of_forward(layers, B, T, s, W) -> list", placement_cases,
+            collectives, _records,
+            N_("walk the layers keeping the activation's placement on a rank; it starts whole. Before a layer, "
+               "change it if the layer needs another: a column-parallel layer and a norm need it whole, a "
+               "row-parallel layer split, a local layer takes it whole or split but never as partial sums. "
+               "Partial sums to whole is an all_reduce, split to whole an all_gather, partial sums to split a "
+               "reduce_scatter, whole to split costs nothing. The layer then leaves it split (column), as partial "
+               "sums (row), whole (norm) or as it came (local); at the end it must be whole. A payload is "
+               "B·T·width·s, the tensor's full width. One rank sends nothing."),
+            edges=PLACEMENT_EDGES,
         ),
         Question(
             "q4", "smallest_tp", "smallest_tp(model, hardware, S, B) -> int", _fit_cases, _smallest_tp,
