@@ -94,7 +94,7 @@ def build_engine(settings: Mapping[str, Any]) -> Engine:
         raise ValueError(f"unknown settings {unknown}; allowed: {sorted(SETTINGS)}")
     s = {**SETTINGS, **settings}
     for name, table in (("model", MODELS), ("hardware", HARDWARE), ("host_link", HOST_LINKS),
-                        ("tokens", {"replay": 0, "minigpt": 0})):
+                        ("tokens", {"replay", "minigpt"})):
         if s[name] not in table:
             raise ValueError(f"{name} must be one of {sorted(table)}, got {s[name]!r}")
     config = EngineConfig(**{k: s[k] for k in _CONFIG})
@@ -111,7 +111,7 @@ def _state(engine: Engine, chunks: list[Chunk], before: dict[str, tuple[int, int
     alloc = pool.allocator
     events = []
     for rid, t in engine.requests.items():
-        p, sw, hit, rhit = before.get(rid, (0, 0, 0, 0))
+        p, sw, hit, rhit = before[rid]  # every request here arrived before this step's schedule() (`Engine.step`)
         if t.preemptions > p:
             events.append([rid, "swap" if t.swaps > sw else "recompute"])
         if t.cached_tokens > hit or t.recompute_hit_tokens > rhit:
