@@ -370,6 +370,36 @@ def test_ex17_q3_plans_keep_a_norms_width_and_the_chapters_forward_is_the_chapte
                                                                    W=c["W"])
 
 
+def test_ex17_q4_models_span_what_the_generator_documents() -> None:
+    """ex17 Q4's eight models (one draw of 100 seeds: each case builds a MiniGPT's shapes): the edges first, the
+    replica edge (the second) with H_kv < W, the shipped MiniGPT sixth over 2 or 4 ranks, and the random ones
+    spanning L 1-3, H 2-8, d_h 4-16, d_ffn 8-256 and V 16-1,024 in steps of 8, S_max 8-256, W 1-8, s 2 or 4.
+    Catches a range moved by one, or an edge drawn without the property that makes it one."""
+    from minigpt.config import ModelConfig
+    from minigpt.exercises import ex17_shards
+
+    seen: dict[str, set] = {k: set() for k in ("L", "H", "H_kv", "d_h", "d_ffn", "V", "S_max", "W", "s", "n")}
+    for seed in range(100):
+        drawn = cases("ex17.q4", seed)
+        seen["n"].add(len(drawn))
+        assert drawn[1]["H_kv"] < drawn[1]["W"], seed
+        assert drawn[5]["shapes"] == ex17_shards.model_shapes(ModelConfig()) and drawn[5]["W"] in (2, 4), seed
+        for c in drawn[:5] + drawn[6:]:
+            shapes = c["shapes"]
+            V, d = shapes["tok_emb.weight"]
+            for key, value in (("L", len({k.split(".")[1] for k in shapes if k.startswith("blocks.")})),
+                               ("H", c["H"]), ("H_kv", c["H_kv"]), ("d_h", d // c["H"]), ("V", V),
+                               ("d_ffn", shapes["blocks.0.mlp.up.weight"][0]), ("S_max", shapes["pos_emb.weight"][0]),
+                               ("W", c["W"]), ("s", c["s"])):
+                seen[key].add(value)
+    assert seen["n"] == {8}
+    assert (seen["L"], seen["H"], seen["H_kv"]) == ({1, 2, 3}, {2, 4, 8}, {1, 2, 4, 8})
+    assert (seen["d_h"], seen["W"], seen["s"]) == ({4, 8, 16}, {1, 2, 4, 8}, {2, 4})
+    assert all(v % 8 == 0 for v in seen["d_ffn"] | seen["V"])
+    assert (min(seen["d_ffn"]), max(seen["d_ffn"]), min(seen["V"]), max(seen["V"])) == (8, 256, 16, 1024)
+    assert (min(seen["S_max"]), max(seen["S_max"])) == (8, 256)
+
+
 def test_ex17_the_replica_edge_picks_a_rank_the_tiled_mapping_gets_wrong() -> None:
     edge("ex17.q2", "a rank whose K/V head (rank·H_kv // W) is not rank % H_kv")
     for seed in SEEDS:

@@ -131,10 +131,14 @@ MUTANTS = [
      "    for kind, out_width in layers:", "the output left split or as partial sums"),
     ("ex17.q3", "collectives_of_forward", "    if W == 1:\n        return []\n", "",
      "collectives counted with one rank"),
-    ("ex17.q4", "smallest_tp", "kv_heads = max(1, model.H_kv // W)", "kv_heads = model.H_kv / W",
+    ("ex17.q4", "rank_bytes", "kv = max(1, H_kv // W)  # a whole", "kv = H_kv / W  # a whole",
      "K/V replicas not counted when H_kv < W"),
-    ("ex17.q4", "smallest_tp", "cache = 2 * model.L * B * S * kv_heads * model.d_h * 2",
-     "cache = 2 * model.L * B * S * model.H_kv * model.d_h * 2 / W", "the cache split W ways regardless of heads"),
+    ("ex17.q4", "rank_bytes", '"mlp.down.weight", "tok_emb.weight"):', '"mlp.down.weight", "tok_emb.weight", '
+     '"attn.out.bias", "mlp.down.bias"):', "the row-parallel biases split"),
+    ("ex17.q4", "rank_bytes", '"mlp.down.weight", "tok_emb.weight"):', '"mlp.down.weight"):',
+     "the embedding whole on every rank"),
+    ("ex17.q4", "rank_bytes", "    return total * s\n", "    return math.prod([sum(math.prod(v) for v in "
+     "shapes.values()), s]) // W\n", "the model's bytes over W"),
     ("ex18.q1", "absorbed_decode", "scores = c @ q_lat / math.sqrt(d_h)", "scores = c @ q_lat / math.sqrt(d_c)",
      "scores scaled by the latent's width, not the head's"),
     ("ex18.q1", "absorbed_decode", "out = out + w_o[:, rows] @ (w_uv[h] @ o_lat)",

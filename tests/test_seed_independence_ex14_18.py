@@ -290,20 +290,34 @@ def _placements(kind: str) -> Callable[..., list[list[Any]]]:
     return collectives_of_forward
 
 
-def _smallest_tp(replicas: bool = True, divide_only: bool = False) -> Callable[..., int]:
-    """ex17 Q4 without the K/V replicas (each rank holds H_kv/W of the cache, rounded down), or skipping every W
-    that does not divide H_kv (no replicas allowed at all)."""
-    def smallest_tp(model: ModelPreset, hardware: HardwarePreset, S: int, B: int) -> int:
-        budget = math.floor(hardware.memory_bytes * (1 - costs.FIT_RESERVE))
-        for W in (1, 2, 4, 8, 16):
-            if model.H % W or (model.H_kv % W and (divide_only or W % model.H_kv)):
-                continue
-            heads = max(model.H_kv // W, 1) * W if replicas else model.H_kv
-            kv = 2 * model.L * B * S * heads * model.d_h * 2 // W
-            if math.ceil(model.N_params * 2 / W) + kv <= budget:
-                return W
-        return 0
-    return smallest_tp
+def _rank_bytes(kind: str) -> Callable[..., int]:
+    """ex17 Q4 written with one slip, apart from `ex17_shards`: "over_W" the whole model over W; "no_replicas"
+    the fused QKV split W ways, K/V heads too (a fraction of a head when H_kv < W); "row_bias_split" the biases of out
+    and down split; "replicated_split" the LayerNorms and the position table split; "embedding_whole" every
+    row of the embedding on every rank."""
+    def rank_bytes(shapes: dict[str, list[int]], H: int, H_kv: int, W: int, s: int) -> int:
+        if kind == "over_W":
+            return sum(math.prod(shape) for shape in shapes.values()) * s // W
+        d_h = shapes["tok_emb.weight"][1] // H
+        kv_rows = max(1, H_kv // W) * d_h
+        split = ["attn.out.weight", "mlp.up.weight", "mlp.up.bias", "mlp.down.weight"]
+        split += ["attn.out.bias", "mlp.down.bias"] if kind == "row_bias_split" else []
+        split += ["ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias", "pos_emb.weight", "ln_f.weight",
+                  "ln_f.bias"] if kind == "replicated_split" else []
+        split += [] if kind == "embedding_whole" else ["tok_emb.weight"]
+        total = 0
+        for name, shape in shapes.items():
+            part = name.split(".", 2)[2] if name.startswith("blocks.") else name
+            n = math.prod(shape)
+            if part.startswith("attn.qkv.") and kind == "no_replicas":
+                n //= W
+            elif part.startswith("attn.qkv."):
+                n = n // shape[0] * (H // W * d_h + 2 * kv_rows)
+            elif part in split:
+                n //= W
+            total += n
+        return total * s
+    return rank_bytes
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -443,8 +457,11 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("one rank: nothing sent", _fn(_placements("one_rank"))),
                 ("made whole at the end", _fn(_placements("end_as_is"))),
                 ("the whole tensor summed", _fn(_placements("scatter_slice")))],
-    "ex17.q4": [("K/V replicas forgotten", _fn(_smallest_tp(replicas=False))),
-                ("W must divide H_kv", _fn(_smallest_tp(divide_only=True)))],
+    "ex17.q4": [("the tensors a rank holds whole counted whole", _fn(_rank_bytes("over_W"))),
+                ("a whole K/V head copied", _fn(_rank_bytes("no_replicas"))),
+                ("the row-parallel layers' biases", _fn(_rank_bytes("row_bias_split"))),
+                ("the LayerNorms and the position table", _fn(_rank_bytes("replicated_split"))),
+                ("V/W rows on a rank, not all V", _fn(_rank_bytes("embedding_whole")))],
     "ex18.q1": [("√d_c", _absorbed_sqrt_dc), ("the naive path", lambda oracle: oracle),
                 ("the naive path", lambda oracle: _decompressed)],
     "ex18.q2": [("recent tokens compete", _fn(_h2o_recent_compete))],
@@ -494,6 +511,19 @@ def test_ex17_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
         for case in EXERCISES["ex17"].question("q3").cases(random.Random(seed)):
             for kind in ex17_placements.WRONG_KINDS:
                 assert ex17_placements.collectives(**case, kind=kind) == _placements(kind)(**case), (seed, kind)
+
+
+def test_ex17_q4_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex17 Q4's case generator draws each edge until the module's own slip (`ex17_shards.rank_bytes(kind=...)`)
+    changes the count; each must count what the wrong answer named above counts, written apart from it."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex17_shards
+
+    for seed in range(10):
+        for case in EXERCISES["ex17"].question("q4").cases(random.Random(seed)):
+            for kind in ex17_shards.WRONG_KINDS:
+                assert ex17_shards.rank_bytes(**case, kind=kind) == _rank_bytes(kind)(**case), (seed, kind)
 
 
 def test_ex14_q4_generators_neighbours_are_the_named_wrong_answers() -> None:

@@ -22,7 +22,7 @@ from minigpt import costs
 from minigpt.distributed import launch
 from minigpt.distributed.collectives import Collectives
 from minigpt.distributed.tensor_parallel import TensorParallelMiniGPT, check_shardable
-from minigpt.exercises import ex17_placements
+from minigpt.exercises import ex17_placements, ex17_shards
 from minigpt.runtime.checkpoint import load_pretrained
 from tests.workers import tp as workers
 
@@ -95,6 +95,20 @@ def test_cache_bytes_count_the_replicated_kv_heads(runs) -> None:
                                                              s=4, W=W)
         whole = 2 * c.L * B * (P + steps) * c.H_kv * c.d_h * 4
         assert W * got["cache_bytes"] == max(whole, W * whole // c.H_kv)  # replicas when H_kv < W
+
+
+def test_every_rank_holds_the_bytes_exercise_17_counts(runs) -> None:
+    """What a rank loads, counted on the running shard, is `ex17_shards.rank_bytes` of the checkpoint's shapes
+    (Exercise 17 Q4's oracle): more than the model over W, by the replicated LayerNorms, row biases and position
+    table, and by the K/V replicas when H_kv < W. Catches a shard that loads a tensor the rule splits whole, or
+    the exercise's oracle drifting from the model."""
+    W, cases, out = runs
+    for i, (name, *_rest) in enumerate(cases):
+        c = load_pretrained(name=name).config
+        want = ex17_shards.rank_bytes(ex17_shards.model_shapes(c), H=c.H, H_kv=c.H_kv, W=W, s=4)
+        assert {rank[i]["held_bytes"] for rank in out} == {want}, (W, name)
+        whole = sum(t.numel() for t in load_pretrained(name=name).model.state_dict().values()) * 4
+        assert want > whole // W
 
 
 def test_mutants_fail_the_count_and_the_logits(runs) -> None:

@@ -56,14 +56,19 @@ def collectives_of_forward(layers, B, T, s, W):
 
 
 # %% solution:q4
-def smallest_tp(model, hardware, S, B):
-    """The smallest W in 1, 2, 4, 8, 16 whose per-rank weights and cache fit 90 % of the chip; 0 if none."""
-    budget = math.floor(hardware.memory_bytes * 0.9)
-    for W in (1, 2, 4, 8, 16):
-        if model.H % W or (model.H_kv % W and W % model.H_kv):
-            continue
-        kv_heads = max(1, model.H_kv // W)
-        cache = 2 * model.L * B * S * kv_heads * model.d_h * 2
-        if math.ceil(model.N_params * 2 / W) + cache <= budget:
-            return W
-    return 0
+def rank_bytes(shapes, H, H_kv, W, s):
+    """Bytes of the tensors one rank of W holds."""
+    d = shapes["tok_emb.weight"][1]
+    d_h = d // H
+    kv = max(1, H_kv // W)  # a whole K/V head copied when H_kv < W
+    total = 0
+    for name, shape in shapes.items():
+        n = math.prod(shape)
+        part = name.split(".", 2)[2] if name.startswith("blocks.") else name
+        if part.startswith("attn.qkv."):  # column: its query heads, then K and V
+            n = n // shape[0] * (H // W + 2 * kv) * d_h
+        elif part in ("attn.out.weight", "mlp.up.weight", "mlp.up.bias", "mlp.down.weight", "tok_emb.weight"):
+            n //= W  # split W ways (rows or input columns)
+        # out's and down's biases, the LayerNorms and the position table: whole
+        total += n
+    return total * s

@@ -53,6 +53,35 @@ def check_shardable(config: ModelConfig, W: int) -> None:
         raise ValueError(f"W={W} and H_kv={c.H_kv}: one must divide the other")
 
 
+def shard_state(state: dict[str, torch.Tensor], config: ModelConfig, W: int, rank: int) -> dict[str, torch.Tensor]:
+    """The tensors `rank` of `W` holds, under the names of MiniGPT's `state_dict()` (detached slices of
+    `state`): the QKV weight's and bias's `qkv_rows` (column), the output projection's columns of its query
+    heads (row), `up`'s d_ffn/W rows and their biases (column), `down`'s d_ffn/W columns (row), the
+    embedding's V/W rows (vocabulary); the row-parallel layers' biases, the LayerNorms and the position
+    table whole, on every rank."""
+    c = config
+    check_shardable(c, W)
+    rows = qkv_rows(c, W, rank)
+    q_rows = rows[:c.H // W * c.d_h]
+    f, v = c.d_ffn // W, c.V // W
+    out = {}
+    for name, t in state.items():
+        t = t.detach()
+        kind = name.split(".", 2)[-1] if name.startswith("blocks.") else name
+        if kind in ("attn.qkv.weight", "attn.qkv.bias"):
+            t = t[rows]
+        elif kind == "attn.out.weight":
+            t = t[:, q_rows]
+        elif kind in ("mlp.up.weight", "mlp.up.bias"):
+            t = t[rank * f:(rank + 1) * f]
+        elif kind == "mlp.down.weight":
+            t = t[:, rank * f:(rank + 1) * f]
+        elif kind == "tok_emb.weight":
+            t = t[rank * v:(rank + 1) * v]
+        out[name] = t
+    return out
+
+
 class TensorParallelMiniGPT:
     """Rank `comm.rank`'s shard of a MiniGPT; `forward` returns the full logits on every rank."""
 
@@ -63,22 +92,17 @@ class TensorParallelMiniGPT:
         H, kv = c.H // W, kv_heads_per_rank(c.H_kv, W)
         # the shard's shape: what this rank's cache holds
         self.local = replace(c, H=H, H_kv=kv, d_ffn=c.d_ffn // W, V=c.V // W)
-        rows = qkv_rows(c, W, r)
-        q_rows = rows[:H * c.d_h]
-        f = c.d_ffn // W
-        p = {k: v.detach() for k, v in model.state_dict().items()}
+        p = shard_state(model.state_dict(), c, W, r)
         self.layers = []
         for i in range(c.L):
             g = {k.removeprefix(f"blocks.{i}."): t for k, t in p.items() if k.startswith(f"blocks.{i}.")}
             self.layers.append(dict(
                 ln1=(g["ln1.weight"], g["ln1.bias"]), ln2=(g["ln2.weight"], g["ln2.bias"]),
-                qkv_w=g["attn.qkv.weight"][rows], qkv_b=g["attn.qkv.bias"][rows],    # column
-                out_w=g["attn.out.weight"][:, q_rows], out_b=g["attn.out.bias"],    # row
-                up_w=g["mlp.up.weight"][r * f:(r + 1) * f], up_b=g["mlp.up.bias"][r * f:(r + 1) * f],
-                down_w=g["mlp.down.weight"][:, r * f:(r + 1) * f], down_b=g["mlp.down.bias"]))
-        v = c.V // W
-        self.vocab_start = r * v
-        self.tok_emb = p["tok_emb.weight"][r * v:(r + 1) * v]  # [V/W, d], also the LM head's rows
+                qkv_w=g["attn.qkv.weight"], qkv_b=g["attn.qkv.bias"], out_w=g["attn.out.weight"],
+                out_b=g["attn.out.bias"], up_w=g["mlp.up.weight"], up_b=g["mlp.up.bias"],
+                down_w=g["mlp.down.weight"], down_b=g["mlp.down.bias"]))
+        self.vocab_start = r * (c.V // W)
+        self.tok_emb = p["tok_emb.weight"]  # [V/W, d], also the LM head's rows
         self.pos_emb = p["pos_emb.weight"]
         self.ln_f = (p["ln_f.weight"], p["ln_f.bias"])
 

@@ -1,26 +1,24 @@
 """Exercise 17 (Chapter 20, tensor parallelism): a row-parallel product whose all-reduce rebuilds the
 matmul, the QKV rows a rank keeps (with K/V replicas when H_kv < W), where the collectives of a forward
-go, derived from what each layer needs (`ex17_placements`), and the smallest W whose shard fits a chip.
+go, derived from what each layer needs (`ex17_placements`), and the bytes one rank holds, tensor by
+tensor (`ex17_shards`).
 
-The oracles are the package: `minigpt.distributed.tensor_parallel.qkv_rows` (what the sharded model
-loads), the placement walk of `ex17_placements` (which the tests check against the record of a real
-gloo run of the sharded MiniGPT), and `costs.tp_kv_cache_bytes` (Eq. 20.3) for the fit.
+The oracles are the package: `minigpt.distributed.tensor_parallel.qkv_rows` and `shard_state` (what the
+sharded model loads), and the placement walk of `ex17_placements` (which the tests check against the
+record of a real gloo run of the sharded MiniGPT).
 """
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
 import torch
 
-from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.preset_types import HardwarePreset, ModelPreset
-from minigpt.costs.presets import HARDWARE, MODELS
 from minigpt.distributed.tensor_parallel import qkv_rows
 from minigpt.exercises.ex17_placements import PLACEMENT_EDGES, collectives, placement_cases
+from minigpt.exercises.ex17_shards import SHARD_EDGES, rank_bytes, shard_cases
 from minigpt.exercises.spec import N_, Exercise, Question, _, exact_int, int_list, randn, tensor
 
 PARTIALS_EDGES = ("W ≥ 2 ranks of k ≥ 2 columns each: strided columns (r, r + W, ...) instead of contiguous blocks",)
@@ -80,41 +78,6 @@ def _records(expected: Any, actual: Any) -> str | None:
     return None
 
 
-FIT_EDGES = ("the K/V replicas decide the answer: K/V replicas forgotten",
-             "an answer W > H_kv: W must divide H_kv (no replicas allowed)")
-
-
-def _fit_cases(rng: random.Random) -> list[dict]:
-    """Half the cases drawn until the K/V replicas decide the answer (16 ranks of a model with 8 K/V heads), and
-    the first until its answer is more ranks than K/V heads (`FIT_EDGES`)."""
-    names = [n for n in MODELS if n != "MiniGPT"]
-    cases: list[dict] = []
-    while len(cases) < 8:
-        model, chip = rng.choice(names), rng.choice(list(HARDWARE))
-        S, B = rng.choice([1024, 4096, 8192, 32768]), rng.choice([1, 8, 32, 128, 512])
-        args = (MODELS[model], HARDWARE[chip], S, B)
-        if len(cases) % 2 and _smallest_tp(*args) == _smallest_tp(*args, replicas=False):
-            continue
-        if not cases and _smallest_tp(*args) <= MODELS[model].H_kv:
-            continue
-        cases.append(dict(model={"$preset": model}, hardware={"$hardware": chip}, S=S, B=B))
-    return cases
-
-
-def _smallest_tp(model: ModelPreset, hardware: HardwarePreset, S: int, B: int, replicas: bool = True) -> int:
-    budget = math.floor(hardware.memory_bytes * (1 - costs.FIT_RESERVE))
-    for W in (1, 2, 4, 8, 16):
-        if model.H % W or (model.H_kv % W and W % model.H_kv):
-            continue
-        if replicas:
-            kv = costs.tp_kv_cache_bytes(L=model.L, B=B, S=S, H_kv=model.H_kv, d_h=model.d_h, s=2, W=W)
-        else:  # the answer that forgets the copies, to pick cases where they matter
-            kv = 2 * model.L * B * S * model.H_kv * model.d_h * 2 // W
-        if math.ceil(model.N_params * 2 / W) + kv <= budget:
-            return W
-    return 0
-
-
 EXERCISE = Exercise(
     id="ex17",
     notebook="ex17_tensor_parallel.ipynb",
@@ -150,14 +113,13 @@ EXERCISE = Exercise(
             edges=PLACEMENT_EDGES,
         ),
         Question(
-            "q4", "smallest_tp", "smallest_tp(model, hardware, S, B) -> int", _fit_cases, _smallest_tp,
-            exact_int,
-            N_("try W = 1, 2, 4, 8, 16 in turn, skipping a W that does not divide H or that neither divides nor is "
-               "divided by H_kv. One rank holds its share of the bf16 weights (rounded up to whole bytes) and its "
-               "own cache of B sequences of S tokens, with a whole K/V head copied when there are fewer K/V heads "
-               "than ranks; it must fit in 90 % of the chip's memory (rounded down). Return 0 when even 16 is not "
-               "enough."),
-            edges=FIT_EDGES,
+            "q4", "rank_bytes", "rank_bytes(shapes, H, H_kv, W, s) -> int", shard_cases, rank_bytes, exact_int,
+            N_("go through the tensors by name. Split W ways: the QKV weight and bias by rows (H/W query heads, "
+               "and of the K/V heads H_kv/W, or one whole head when H_kv < W), the output projection's weight "
+               "by its input columns, up's weight and bias by rows, down's weight by its input columns, the "
+               "embedding by rows (vocabulary). Whole on every rank: the biases of out and down (added after "
+               "the sum), every LayerNorm, the position table. Count the elements a rank holds, s bytes each."),
+            edges=SHARD_EDGES,
         ),
     ),
 )

@@ -74,6 +74,10 @@ EXTRA_TESTS = {
     "minigpt/exercises/ex17_placements.py": ("tests/test_seed_independence_ex14_18.py",
                                              "tests/test_case_generators.py", "tests/test_exercises.py",
                                              "tests/test_exercise_mechanisms.py", "tests/test_tensor_parallel.py"),
+    # ex17 Q4's count, its slips and generator: the same, and what a running rank of the sharded model holds.
+    "minigpt/exercises/ex17_shards.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
+                                         "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
+                                         "tests/test_tensor_parallel.py"),
     # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
     "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
                                   "tests/test_exercises.py"),

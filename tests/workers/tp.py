@@ -29,9 +29,18 @@ def _run(model, tp, prompt: torch.Tensor, steps: int) -> dict:
     v, r = tp.local.V, tp.comm.rank
     tp.comm.reset()
     pair = tp.greedy_token(out[:, -1, r * v:(r + 1) * v])
-    return dict(diffs=diffs, records=records, agree=agree, cache_bytes=cache.nbytes,
+    return dict(diffs=diffs, records=records, agree=agree, cache_bytes=cache.nbytes, held_bytes=_held_bytes(tp),
                 pair_ok=bool(torch.equal(pair, out[:, -1].argmax(dim=-1))),
                 pair_record=list(tp.comm.record))
+
+
+def _held_bytes(tp: TensorParallelMiniGPT) -> int:
+    """Bytes of every tensor the rank's shard holds: its layers, the embedding, the positions, the final norm."""
+    tensors = [tp.tok_emb, tp.pos_emb, *tp.ln_f]
+    for p in tp.layers:
+        for v in p.values():
+            tensors += list(v) if isinstance(v, tuple) else [v]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _prompt(V: int, W: int, B: int, P: int, seed: int) -> torch.Tensor:
