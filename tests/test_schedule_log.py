@@ -13,8 +13,11 @@ import math
 import sys
 
 import pytest
+import torch
 
+from minigpt import Pretrained, load_pretrained
 from minigpt.costs.presets import MODELS
+from minigpt.serving import schedule_log
 from minigpt.serving.schedule_log import SETTINGS, build_engine, main, run_schedule
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -29,6 +32,15 @@ TRACE = [
 ]
 #: A request that needs more KV blocks than a pool of 8 blocks of 16 tokens holds: rejected on arrival.
 TOO_LONG = {"id": "big", "prompt": list(range(1, 140)), "max_new_tokens": 2, "arrival_s": 0.0}
+
+
+#: MiniGPT's own tokens on a pool that preempts (by recompute), prompts chunked.
+MINIGPT = {"model": "MiniGPT", "num_blocks": 8, "block_size": 8, "s": 4, "max_batch": 3, "chunk_size": 16}
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Pretrained:
+    return load_pretrained()
 
 
 def durations(log: dict) -> list[float]:
@@ -84,9 +96,8 @@ def test_minigpt_tokens_change_only_the_tokens_without_a_prefix_cache() -> None:
     the replay's schedule, clock included (each step priced as the replay prices it). Catches the MiniGPT engine's
     step prices built without `s` (at its default 2 bytes while the replay uses 4) and any other setting that
     reaches one engine and not the other."""
-    settings = {"model": "MiniGPT", "num_blocks": 8, "block_size": 8, "s": 4, "max_batch": 3, "chunk_size": 16}
-    replay = run_schedule(TRACE, settings)
-    own = run_schedule(TRACE, {**settings, "tokens": "minigpt"})
+    replay = run_schedule(TRACE, MINIGPT)
+    own = run_schedule(TRACE, {**MINIGPT, "tokens": "minigpt"})
     assert own["steps"] == replay["steps"]
     assert any(s["events"] for s in replay["steps"]), "the pool is meant to preempt (by recompute)"
     assert any(any(r["tokens"]) for r in own["requests"].values()), "MiniGPT's tokens are not all 0"
@@ -94,6 +105,27 @@ def test_minigpt_tokens_change_only_the_tokens_without_a_prefix_cache() -> None:
         assert {k: v for k, v in r.items() if k != "tokens"} == {
             k: v for k, v in replay["requests"][rid].items() if k != "tokens"}, rid
     assert own["summary"] == replay["summary"]
+
+
+def test_the_minigpt_pool_is_the_models_whatever_torchs_defaults(monkeypatch: pytest.MonkeyPatch,
+                                                                  shipped: Pretrained) -> None:
+    """Catches MiniGPT's paged pool made on torch's default device (a reader's `torch.set_default_device("cuda")` in
+    Colab) or in its default dtype instead of the model's: with the default device `meta` (a tensor made without
+    `device=` lands there on a CPU-only machine) the run must be the same, and with the default dtype float64 the
+    pool must still hold the model's float32. The shipped model is loaded before (its loader builds the module on
+    the default device)."""
+    monkeypatch.setattr(schedule_log, "load_pretrained", lambda: shipped)
+    settings = {**MINIGPT, "tokens": "minigpt"}
+    want = run_schedule(TRACE, settings)
+    with torch.device("meta"):
+        assert run_schedule(TRACE, settings) == want
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        pool = build_engine(settings).pool
+    finally:
+        torch.set_default_dtype(default)
+    assert (pool.k.dtype, pool.k.device, pool.v.dtype) == (shipped.model.dtype, shipped.model.device, torch.float32)
 
 
 def test_the_step_limit_lets_exactly_max_steps_steps_run() -> None:
