@@ -97,6 +97,29 @@ def test_paged_attention_equals_the_plain_kernel():
         torch.testing.assert_close(got[i], paged_attention(q[i : i + 1], ks[i], vs[i], L - 1)[0], rtol=0, atol=1e-6)
 
 
+def test_paged_decode_is_the_same_whatever_torchs_default_dtype() -> None:
+    """The decode kernel's float32 merge buffers take their dtype from the scores, not from torch's default: a
+    reader who set `torch.set_default_dtype(torch.float64)` got "scatter(): Expected self.dtype to be equal to
+    src.dtype" from every paged decode. Catches a buffer built with the default dtype."""
+    g = torch.Generator().manual_seed(5)
+    H, H_kv, d_h, b, lens = 4, 2, 8, 3, [2, 5]
+    ks = [torch.randn(-(-L // b), H_kv, b, d_h, generator=g) for L in lens]
+    vs = [torch.randn_like(x) for x in ks]
+    q = torch.randn(len(lens), H, d_h, generator=g)
+    owner = torch.tensor([i for i, x in enumerate(ks) for _ in range(x.shape[0])])
+    start = torch.tensor([j * b for x in ks for j in range(x.shape[0])])
+    args = (q, torch.cat(ks), torch.cat(vs), owner, start, torch.tensor(lens))
+    want = paged_decode_attention(*args)
+    default = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        got = paged_decode_attention(*args)
+    finally:
+        torch.set_default_dtype(default)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def ragged_step(pool, lengths: list[int], T: int):
     """Sequences holding `lengths` tokens, then one step feeding T tokens each; returns the step's batch."""
     seqs = [pool.add_sequence() for _ in lengths]

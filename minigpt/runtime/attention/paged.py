@@ -64,9 +64,10 @@ def paged_decode_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: to
     l = p.sum(dim=-1)  # noqa: E741
     o = (p.to(v_blocks.dtype) @ v_blocks).float() / l[..., None]  # [I, H_kv, g, d_h]
     lse = m + torch.log(l)  # log Σ exp(score) over the block
-    top = torch.full((B, H_kv, g), float("-inf"), device=q.device).scatter_reduce(
+    top = torch.full((B, H_kv, g), float("-inf"), dtype=lse.dtype, device=q.device).scatter_reduce(
         0, owner.view(I, 1, 1).expand_as(lse), lse, "amax")  # [B, H_kv, g]: each sequence's largest lse
     w = torch.exp(lse - top.index_select(0, owner))  # [I, H_kv, g]
-    den = torch.zeros(B, H_kv, g, device=q.device).index_add(0, owner, w)
-    out = torch.zeros(B, H_kv, g, d_h, device=q.device).index_add(0, owner, w[..., None] * o) / den[..., None]
+    den = torch.zeros(B, H_kv, g, dtype=w.dtype, device=q.device).index_add(0, owner, w)
+    out = torch.zeros(B, H_kv, g, d_h, dtype=o.dtype, device=q.device).index_add(0, owner, w[..., None] * o)
+    out = out / den[..., None]
     return out.to(q.dtype).view(B, H, d_h)
