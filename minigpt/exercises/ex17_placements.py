@@ -116,10 +116,12 @@ def placement_cases(rng: random.Random) -> list[dict[str, Any]]:
     several for the others), Chapter 20's forward on several ranks, then three random plans."""
     cases = []
     for kind in WRONG_KINDS:
-        while True:
+        for _attempt in range(10_000):  # a handful of draws in practice; bounded, so a broken edge fails loudly
             case = _case(rng, 1 if kind == "one_rank" else rng.choice([2, 4, 8]))
             if collectives(**case, kind=kind) != collectives(**case):
                 break
+        else:
+            raise RuntimeError(f"no plan in 10,000 draws separates the slip {kind!r}")
         cases.append(case)
     d, H = rng.choice([(64, 4), (512, 8), (4096, 32)])
     H_kv = rng.choice([h for h in (1, 2, H // 4, H) if H % h == 0])

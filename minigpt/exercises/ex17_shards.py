@@ -82,12 +82,14 @@ def model_shapes(config: ModelConfig) -> dict[str, list[int]]:
 
 def _case(rng: random.Random, replicas: bool) -> dict[str, Any]:
     """A random MiniGPT and a W it can be split over; `replicas`: H_kv < W."""
-    while True:
+    for _attempt in range(1_000):  # replicas: about one draw in five
         H = rng.choice([2, 4, 8])
         H_kv = rng.choice([h for h in (1, 2, 4, 8) if H % h == 0])
         W = rng.choice([w for w in (1, 2, 4, 8) if H % w == 0 and (H_kv % w == 0 or w % H_kv == 0)])
         if (H_kv < W) == replicas:
             break
+    else:
+        raise RuntimeError(f"no head layout in 1,000 draws with replicas={replicas}")
     config = ModelConfig(L=rng.randint(1, 3), H=H, H_kv=H_kv, d_h=rng.choice([4, 8, 16]),
                          d_ffn=8 * rng.randint(1, 32), V=8 * rng.randint(2, 128), S_max=rng.randint(8, 256))
     return dict(shapes=model_shapes(config), H=H, H_kv=H_kv, W=W, s=rng.choice([2, 4]))
@@ -99,10 +101,12 @@ def shard_cases(rng: random.Random) -> list[dict[str, Any]]:
     ranks, then two random models."""
     cases = []
     for kind in WRONG_KINDS:
-        while True:
+        for _attempt in range(1_000):  # a draw or two in practice; bounded, so a broken edge fails loudly
             case = _case(rng, replicas=kind == "no_replicas")
             if rank_bytes(**case, kind=kind) != rank_bytes(**case):
                 break
+        else:
+            raise RuntimeError(f"no model in 1,000 draws separates the slip {kind!r}")
         cases.append(case)
     cases.append(dict(shapes=model_shapes(ModelConfig()), H=4, H_kv=4, W=rng.choice([2, 4]), s=rng.choice([2, 4])))
     return cases + [_case(rng, replicas=rng.random() < 0.5) for _ in range(2)]
