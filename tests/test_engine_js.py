@@ -39,7 +39,14 @@ const E = globalThis.MiniGPTEngine;
 const job = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const model = job.weights ? MiniGPTForward.loadModel(require(job.weights)) : null;  // MiniGPT's own tokens
 const trace = model ? E.textTrace(job.trace, model) : E.trace(job.trace);
-const log = E.runSchedule(trace, job.settings, undefined, model ? new E.MiniGPTTokens(model) : undefined);
+let log;
+try {
+  const steps = job.max_steps === null ? undefined : job.max_steps;
+  log = E.runSchedule(trace, job.settings, steps, model ? new E.MiniGPTTokens(model) : undefined);
+} catch (err) {
+  process.stdout.write(JSON.stringify({error: err.message}));
+  process.exit(0);
+}
 process.stdout.write(JSON.stringify({trace, log, links: E.HOST_LINKS, settings: E.SETTINGS}));
 """
 
@@ -71,9 +78,27 @@ CASES: dict[str, tuple[dict, dict, set[str]]] = {
 }
 
 
-def run_js(trace: dict, settings: dict, web: Path = WEB, weights: Path | None = None) -> dict[str, Any]:
-    job = json.dumps({"trace": trace, "settings": settings, "weights": str(weights) if weights else None})
+def run_js(trace: dict, settings: dict, web: Path = WEB, weights: Path | None = None,
+           max_steps: int | None = None) -> dict[str, Any]:
+    job = json.dumps({"trace": trace, "settings": settings, "weights": str(weights) if weights else None,
+                      "max_steps": max_steps})
     return run_node(DRIVER, job, str(web), json.dumps(list(ENGINE_TWIN)))  # type: ignore[return-value]
+
+
+def test_both_engines_refuse_a_run_past_the_step_limit_alike() -> None:
+    """A run that has not ended after `max_steps` steps is an error in both, with the same words, not a schedule
+    silently cut short in the browser's twin while Python refuses it. Catches the limit dropped from either side,
+    or moved by one (the run below ends in exactly `n` steps: `n` passes, `n - 1` is refused)."""
+    opts, settings, _ = CASES["chunked-decodes"]
+    js = run_js(opts, settings)
+    n = len(js["log"]["steps"])
+    trace = js["trace"]
+    assert run_js(opts, settings, max_steps=n)["log"]["steps"] == js["log"]["steps"]
+    assert first_difference(run_schedule(trace, {**settings}, max_steps=n), js["log"]) is None
+    refused = run_js(opts, settings, max_steps=n - 1)
+    with pytest.raises(ValueError) as python:
+        run_schedule(trace, {**settings}, max_steps=n - 1)
+    assert refused == {"error": str(python.value)} == {"error": f"the run did not end within max_steps={n - 1} steps"}
 
 
 def first_difference(py: dict[str, Any], js: dict[str, Any]) -> str | None:

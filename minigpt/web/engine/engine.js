@@ -190,7 +190,9 @@
   function runSchedule(trace, settings, maxSteps, executor) {
     const e = new Engine(settings, executor);
     e.submit(trace);
-    const steps = e.run(maxSteps).map(plain);
+    const limit = maxSteps === undefined ? 100000 : maxSteps;
+    const steps = e.run(limit).map(plain);
+    if (e.busy) throw new Error("the run did not end within max_steps=" + limit + " steps");  // as Python
     const requests = {};
     for (const [id, t] of e.requests) {
       requests[id] = { status: t.status, reason: t.reason, token_s: t.token_s, admitted_s: t.admitted_s,
