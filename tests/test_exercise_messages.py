@@ -74,6 +74,8 @@ def test_inputs_are_described_as_the_student_would_build_them() -> None:
     assert describe(list(range(10))) == "[0, 1, 2, 3, 4, 5, 6, 7, ...]"
     wide = {f"key{i}": list(range(40)) for i in range(7)}
     assert describe(wide) == "{" + ", ".join(f"'key{i}': [40 items]" for i in range(6)) + ", ...}"
+    layers = [["column", 123_456_789]] * 40  # ex17 Q3, outlined: its first layer read in full
+    assert describe(layers) == "[40 items, the first ['column', 123456789]]"
     shapes = {f"blocks.{i}.mlp.up.weight": [256, 64] for i in range(12)}  # ex17 Q4: a shape read in full
     assert describe(shapes) == "{" + ", ".join(f"'blocks.{i}.mlp.up.weight': [256, 64]" for i in range(6)) + ", ...}"
 

@@ -119,9 +119,9 @@ LONG = 160  # characters of one input's description before it is shown as an out
 
 
 def _outline(value: Any) -> str:
-    """`value` one level deep: a list as its length (a shape, up to four numbers, in full), a dict as its keys
-    with their values outlined."""
-    if isinstance(value, list) and len(value) <= 4 and all(isinstance(v, int) for v in value):
+    """`value` one level deep: a list as its length (up to four numbers or words, a shape or a layer, in full), a
+    dict as its keys with their values outlined."""
+    if isinstance(value, list) and len(value) <= 4 and all(isinstance(v, (int, str)) for v in value):
         return repr(value)
     if isinstance(value, list):
         return f"[{len(value)} items]"
