@@ -351,8 +351,9 @@ def test_ex15_every_seed_draws_its_mask_cases_and_the_chunk_edge() -> None:
 
 
 def test_ex17_q3_plans_keep_a_norms_width_and_the_chapters_forward_is_the_chapters() -> None:
-    """A norm leaves its input's width (a plan whose norm changed it would not be a forward); the ninth case is
-    `chapter_layers` of its own d, H, H_kv, d_ffn = 4d and V, whose walk is Eqs. (20.1)-(20.2)."""
+    """A norm leaves its input's width (a plan whose norm changed it would not be a forward), every width is an
+    int; the ninth case is `chapter_layers` of its own d, H, H_kv, d_ffn = 4d and V, whose walk is Eqs.
+    (20.1)-(20.2)."""
     from minigpt import costs
     from minigpt.exercises import ex17_placements
 
@@ -360,6 +361,7 @@ def test_ex17_q3_plans_keep_a_norms_width_and_the_chapters_forward_is_the_chapte
         for case in cases("ex17.q3", seed):
             widths = [w for _, w in case["layers"]]
             assert all(w == widths[i - 1] for i, (k, w) in enumerate(case["layers"]) if k == "norm" and i), case
+            assert all(type(w) is int for w in widths), case  # a float width would reach the student as 96.0
         c = cases("ex17.q3", seed)[8]
         layers = c["layers"]
         L, d, qkv, V = (len(layers) - 3) // 8, layers[0][1], layers[2][1], layers[-1][1]
@@ -580,10 +582,14 @@ DOMAINS = [
     ("ex17.q3", "two to eight layers a plan", lambda c: [len(x["layers"]) for x in c[:8] + c[9:]], set(range(2, 9))),
     ("ex17.q3", "every kind of layer", lambda c: [k for x in c for k, _ in x["layers"]],
      {"column", "row", "local", "norm"}),
-    ("ex17.q3", "widths of 8 to 512, multiples of 8", lambda c: [w for x in c[:8] + c[9:] for _, w in x["layers"]],
-     set(range(8, 513, 8))),
-    ("ex17.q3", "1 to 8 sequences", lambda c: [x["B"] for x in c], set(range(1, 9))),
-    ("ex17.q3", "1 to 64 new tokens", lambda c: [x["T"] for x in c], set(range(1, 65))),
+    ("ex17.q3", "a layer's width (not a norm's) of 8 to 512, multiples of 8",
+     lambda c: [w for x in c[:8] + c[9:] for k, w in x["layers"] if k != "norm"], set(range(8, 513, 8))),
+    ("ex17.q3", "a plan's input width (read by a first norm) of 8 to 512, multiples of 8",
+     lambda c: [x["layers"][0][1] for x in c[:8] + c[9:] if x["layers"][0][0] == "norm"], set(range(8, 513, 8))),
+    ("ex17.q3", "1 to 8 sequences in the plans", lambda c: [x["B"] for x in c[:8] + c[9:]], set(range(1, 9))),
+    ("ex17.q3", "1 to 8 sequences in the chapter's forward", lambda c: [c[8]["B"]], set(range(1, 9))),
+    ("ex17.q3", "1 to 64 new tokens in the plans", lambda c: [x["T"] for x in c[:8] + c[9:]], set(range(1, 65))),
+    ("ex17.q3", "1 to 64 new tokens in the chapter's forward", lambda c: [c[8]["T"]], set(range(1, 65))),
     ("ex17.q3", "2 or 4 bytes a value", lambda c: [x["s"] for x in c], {2, 4}),
     ("ex17.q3", "the chapter's forward of 1 to 4 blocks", lambda c: [(len(c[8]["layers"]) - 3) / 8], {1, 2, 3, 4}),
     ("ex17.q3", "the chapter's forward: d of 64, 512 or 4,096, V of 600, 32,000 or 128,256",
