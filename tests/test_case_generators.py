@@ -380,12 +380,15 @@ def test_ex17_q4_models_span_what_the_generator_documents() -> None:
     from minigpt.config import ModelConfig
     from minigpt.exercises import ex17_shards
 
-    seen: dict[str, set] = {k: set() for k in ("L", "H", "H_kv", "d_h", "d_ffn", "V", "S_max", "W", "s", "n")}
+    keys = ("L", "H", "H_kv", "d_h", "d_ffn", "V", "S_max", "W", "s", "n", "layouts", "shipped")
+    seen: dict[str, set] = {k: set() for k in keys}
     for seed in range(100):
         drawn = cases("ex17.q4", seed)
         seen["n"].add(len(drawn))
         assert drawn[1]["H_kv"] < drawn[1]["W"], seed
-        assert drawn[5]["shapes"] == ex17_shards.model_shapes(ModelConfig()) and drawn[5]["W"] in (2, 4), seed
+        assert drawn[5]["shapes"] == ex17_shards.model_shapes(ModelConfig()), seed
+        seen["shipped"].add((drawn[5]["W"], drawn[5]["s"]))
+        seen["layouts"] |= {(c["H"], c["H_kv"], c["W"]) for c in drawn[:5] + drawn[6:]}
         for c in drawn[:5] + drawn[6:]:
             shapes = c["shapes"]
             V, d = shapes["tok_emb.weight"]
@@ -395,6 +398,10 @@ def test_ex17_q4_models_span_what_the_generator_documents() -> None:
                                ("W", c["W"]), ("s", c["s"])):
                 seen[key].add(value)
     assert seen["n"] == {8}
+    assert seen["shipped"] == {(2, 2), (2, 4), (4, 2), (4, 4)}
+    # every head layout the sharded model accepts: W divides H, and W divides H_kv or H_kv divides W
+    assert seen["layouts"] == {(H, h, W) for H in (2, 4, 8) for h in (1, 2, 4, 8) for W in (1, 2, 4, 8)
+                               if H % h == 0 and H % W == 0 and (h % W == 0 or W % h == 0)}
     assert (seen["L"], seen["H"], seen["H_kv"]) == ({1, 2, 3}, {2, 4, 8}, {1, 2, 4, 8})
     assert (seen["d_h"], seen["W"], seen["s"]) == ({4, 8, 16}, {1, 2, 4, 8}, {2, 4})
     assert all(v % 8 == 0 for v in seen["d_ffn"] | seen["V"])

@@ -38,10 +38,10 @@ _ROW_BIASES = ("attn.out.bias", "mlp.down.bias")
 
 
 def _config(shapes: dict[str, list[int]], H: int, H_kv: int) -> ModelConfig:
+    """The shape `shard_state` splits by (heads, d_ffn, V); it walks the tensors it is given, so L and S_max are
+    not read."""
     V, d = shapes["tok_emb.weight"]
-    L = len({name.split(".")[1] for name in shapes if name.startswith("blocks.")})
-    return ModelConfig(L=L, H=H, H_kv=H_kv, d_h=d // H, d_ffn=shapes["blocks.0.mlp.up.weight"][0], V=V,
-                       S_max=shapes["pos_emb.weight"][0])
+    return ModelConfig(H=H, H_kv=H_kv, d_h=d // H, d_ffn=shapes["blocks.0.mlp.up.weight"][0], V=V)
 
 
 def _numel(shape: list[int]) -> int:
@@ -65,7 +65,7 @@ def rank_bytes(shapes: dict[str, list[int]], H: int, H_kv: int, W: int, s: int, 
             n = shapes[name][0] * n // t.shape[0] // W
         elif kind == "row_bias_split" and part in _ROW_BIASES:
             n //= W
-        elif kind == "replicated_split" and (part.startswith(("ln", "pos_emb")) or name.startswith("ln_f")):
+        elif kind == "replicated_split" and part.startswith(("ln", "pos_emb")):  # ln1, ln2, ln_f, pos_emb
             n //= W
         elif kind == "embedding_whole" and name == "tok_emb.weight":
             n *= W
