@@ -19,6 +19,7 @@ import torch
 from limits import DISTRIBUTED, HANG_S
 
 from minigpt import costs
+from minigpt.config import ModelConfig
 from minigpt.distributed import launch
 from minigpt.distributed.collectives import Collectives
 from minigpt.distributed.tensor_parallel import TensorParallelMiniGPT, check_shardable
@@ -136,12 +137,32 @@ def test_one_rank_is_the_model_and_sends_nothing() -> None:
     assert ex17_placements.collectives(_layers(pre.config), B=3, T=5, s=4, W=1) == []
 
 
+def test_a_shard_keeps_its_models_device_and_dtype() -> None:
+    """A rank's cache, its causal mask and its logits live where its shard does, in the shard's dtype: here the
+    meta device (which allocates nothing and refuses to mix with CPU tensors) and float64. Catches the cache
+    built with torch's default device or dtype, the mask built on the default device (a GPU rank fails), and the
+    default batch of `new_cache` (one sequence)."""
+    meta = TensorParallelMiniGPT(load_pretrained(name="minigpt-gqa2").model.to("meta"), Collectives(0, 1))
+    cache = meta.new_cache(2, S_max=8)
+    assert cache.k[0].device.type == "meta"
+    out = meta(torch.zeros(2, 3, dtype=torch.long, device="meta"), cache)
+    assert out.device.type == "meta" and tuple(out.shape) == (2, 3, 600)
+    wide = TensorParallelMiniGPT(load_pretrained(name="minigpt-gqa2").model.double(), Collectives(0, 1))
+    assert wide.new_cache(2, S_max=8).k[0].dtype == torch.float64
+    assert wide.new_cache().k[0].shape[0] == 1
+
+
 def test_bad_shapes_are_named() -> None:
     c = load_pretrained().config
     with pytest.raises(ValueError, match="W=3 must divide H=4"):
         check_shardable(c, 3)
     with pytest.raises(ValueError, match="W must be an int"):
         check_shardable(c, 0)
+    for W in (True, 2.0):  # a bool or a float is not a number of ranks, even one that equals an int
+        with pytest.raises(ValueError, match="W must be an int"):
+            check_shardable(c, W)
+    with pytest.raises(ValueError, match="W=2 and H_kv=3: one must divide the other"):
+        check_shardable(ModelConfig(H=6, H_kv=3, d_h=4, d_ffn=24, V=12), 2)
     with pytest.raises(ValueError, match="initialised process group"):
         Collectives(0, 2)
     with pytest.raises(ValueError, match="rank must be"):
