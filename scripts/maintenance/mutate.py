@@ -69,15 +69,11 @@ EXTRA_TESTS = {
     # ex16 Q3's routing walk, its slips and generator: the named wrong answers, written apart, and the messages.
     "minigpt/exercises/ex16_routing.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                           "tests/test_exercises.py", "tests/test_exercise_messages.py"),
-    # ex17 Q3's placement walk, its slips and generator: the named wrong answers, written apart, the generator's
-    # ranges, the reference solution's mutants, and the real sharded model's record.
-    "minigpt/exercises/ex17_placements.py": ("tests/test_seed_independence_ex14_18.py",
-                                             "tests/test_case_generators.py", "tests/test_exercises.py",
-                                             "tests/test_exercise_mechanisms.py", "tests/test_tensor_parallel.py"),
-    # ex17 Q4's count, its slips and generator: the same, and what a running rank of the sharded model holds.
-    "minigpt/exercises/ex17_shards.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                         "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
-                                         "tests/test_tensor_parallel.py"),
+    # ex17 Q3's placement walk and Q4's count, their slips and generators: the named wrong answers, written apart,
+    # the generators' ranges, the reference solution's mutants, and what the real sharded model records and holds.
+    **dict.fromkeys(("minigpt/exercises/ex17_placements.py", "minigpt/exercises/ex17_shards.py"),
+                    ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
+                     "tests/test_exercises.py", "tests/test_exercise_mechanisms.py", "tests/test_tensor_parallel.py")),
     # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
     "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
                                   "tests/test_exercises.py"),

@@ -8,6 +8,7 @@
 (function (root) {
   "use strict";
   const E = root.MiniGPTEngine;
+  const MAX_STEPS = 100000;  // a run that has not ended by then is a bug: run_schedule's max_steps default
   if (!E || !E.Scheduler) throw new Error("engine/core.js, prefix_cache.js and scheduler.js must load before engine/engine.js");
 
   // minigpt.costs.presets.HOST_LINKS: bytes per second each way (tests/test_engine_js.py checks them).
@@ -173,7 +174,7 @@
     }
     // Serve until every request has ended (or `maxSteps` steps); returns the records.
     run(maxSteps) {
-      const limit = maxSteps === undefined ? 100000 : maxSteps;
+      const limit = maxSteps === undefined ? MAX_STEPS : maxSteps;
       while (this.busy && this.records.length < limit) this.step();
       return this.records;
     }
@@ -190,7 +191,7 @@
   function runSchedule(trace, settings, maxSteps, executor) {
     const e = new Engine(settings, executor);
     e.submit(trace);
-    const limit = maxSteps === undefined ? 100000 : maxSteps;
+    const limit = maxSteps === undefined ? MAX_STEPS : maxSteps;
     const steps = e.run(limit).map(plain);
     if (e.busy) throw new Error("the run did not end within max_steps=" + limit + " steps");  // as Python
     const requests = {};
