@@ -180,6 +180,36 @@ def test_a_prefill_worker_that_dies_mid_prefill_costs_no_request() -> None:
     assert any(r.retried for r in run.records) and all(r.prefill_rank == 2 for r in run.records if r.retried)
 
 
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_a_worker_that_hangs_is_fenced_and_its_requests_end(role: str) -> None:
+    """A worker that stops answering (SIGSTOP, as a deadlock or a kernel call that never returns would leave
+    it) keeps its connections open: no receive from it fails and its process is still there. The driver
+    finds it by a send it never takes (a gloo send waits for the peer's receive; the driver's are bounded by
+    silence_s) or by its silence, declares it dead, kills it, and ends its requests elsewhere or with the
+    reason. A hung prefill worker is the only one here, so the late request's prompt is sent to it; a hung
+    decode worker's requests are decoded again on the other.
+
+    The bugs it catches: a driver blocked for good in a send to a worker that will never receive (it was,
+    once in a few hundred runs, when a prefill worker died just as the driver sent it a request), and a
+    worker declared dead but left running (the launcher would wait for it until its timeout). Either ends in
+    the launcher's TimeoutError, in `run.error`."""
+    prefill = role == "prefill"
+    requests = _trace(10, seed=3) + [Request("late", (5, 17, 9, 4), 6, arrival_s=1.0)]
+    cfg = disagg.DisaggConfig(decode_workers=1 if prefill else 2, silence_s=3.0,
+                              faults=(Fault(role, role, after=2, hangs=True),))
+    run = disagg.serve(requests, cfg, timeout_s=HANG_S)
+    finished, failed = _ended_well(run, requests)
+    hung = 1 if prefill else 2
+    assert set(run.dead) == {hung} and "exit code -9" in run.dead[hung], run.dead  # fenced: SIGKILL
+    if prefill:  # found by the send of the late request's prompt, which it never took
+        assert "a send to it failed" in run.dead[hung], run.dead
+        assert failed and all("no live prefill worker" in r.reason for r in failed), [r.reason for r in failed]
+        assert "late" in {r.id for r in failed}
+    else:  # found by its silence; every request decoded on rank 3 in the end
+        assert "silence_s=3.0" in run.dead[hung] and not failed, (run.dead, [r.reason for r in failed])
+        assert any(r.retried for r in run.records)
+
+
 def test_deaths_in_mid_transfer_end_every_request_with_a_reason() -> None:
     """A prefill worker killed between a transfer's header and its K/V, and a decode worker killed after
     receiving a header: the half-sent request goes back to the queue; a request caught by both deaths has
@@ -320,6 +350,23 @@ def test_a_fault_names_its_worker_by_role_and_number() -> None:
         disagg.Fault("driver", "decode", after=5)))
     assert [cfg.fault_at(rank, "prefill") for rank in range(5)] == [None, None, 3, None, None]
     assert [cfg.fault_at(rank, "decode") for rank in range(5)] == [5, None, None, 2, None]
+
+
+def test_a_hang_is_a_workers_fault_after_its_group_formed() -> None:
+    """`hangs=True` stops a worker at a phase after its group formed; elsewhere it is refused by name (a hung
+    driver, or a hang before the rendezvous, only waits for the launcher's timeout; `step` raises). Guards the
+    hang read from another fault of the rank: the hung-worker tests would then kill their worker instead."""
+    cfg = disagg.DisaggConfig(prefill_workers=2, faults=(
+        Fault("prefill", "prefill", worker=1, after=3, hangs=True), Fault("prefill", "transfer", worker=1, after=2),
+        Fault("decode", "decode", after=4), Fault("decode", "decode", after=2, hangs=True)))
+    assert [cfg.fault_hangs(rank, "prefill") for rank in range(4)] == [False, False, True, False]
+    assert not cfg.fault_hangs(2, "transfer") and cfg.fault_at(2, "transfer") == 2
+    assert cfg.fault_hangs(3, "decode") and cfg.fault_at(3, "decode") == 2  # the first to fire says how
+    for role, phase in (("driver", "decode"), ("prefill", "rendezvous"), ("decode", "step")):
+        with pytest.raises(ValueError, match="hangs=True is for a worker"):
+            Fault(role, phase, hangs=True)
+    with pytest.raises(ValueError, match="hangs must be True or False"):
+        Fault("prefill", "prefill", hangs=1)
 
 
 def test_the_backend_goes_with_the_device() -> None:

@@ -60,7 +60,7 @@ from minigpt.distributed.disagg_admission import admission
 from minigpt.distributed.disagg_driver import Driver, driver
 from minigpt.distributed.disagg_engines import DecodeEngine, PrefillEngine
 from minigpt.distributed.disagg_records import DisaggConfig, DisaggRun, Fault, PoolInterval, RequestRecord
-from minigpt.distributed.disagg_wire import kill_self
+from minigpt.distributed.disagg_wire import ctrl_groups, kill_self
 from minigpt.distributed.disagg_workers import decode_worker, prefill_worker
 from minigpt.runtime.checkpoint import load_pretrained
 from minigpt.serving.request import Request
@@ -94,12 +94,15 @@ def _pair_groups(cfg: DisaggConfig, device: str) -> dict[tuple[int, int], object
 def _rank_main(rank: int, world_size: int, cfg: DisaggConfig, requests: list[Request], echo: bool,
                timeout_s: float, device: str) -> object:
     pairs = _pair_groups(cfg, device)
+    ctrl = ctrl_groups(cfg.prefill_ranks() + cfg.decode_ranks())
     if rank == 0:
         c = load_pretrained().model.config
-        return driver(rank, world_size, cfg, requests, echo, timeout_s, S_max=c.S_max, V=c.V)
+        return driver(rank, world_size, cfg, requests, echo, timeout_s, S_max=c.S_max, V=c.V, ctrl=ctrl)
     if rank in cfg.prefill_ranks():
-        return prefill_worker(rank, cfg, {d: g for (p, d), g in pairs.items() if p == rank}, _device(rank, device))
-    return decode_worker(rank, cfg, {p: g for (p, d), g in pairs.items() if d == rank}, _device(rank, device))
+        return prefill_worker(rank, cfg, {d: g for (p, d), g in pairs.items() if p == rank}, _device(rank, device),
+                              ctrl[rank])
+    return decode_worker(rank, cfg, {p: g for (p, d), g in pairs.items() if d == rank}, _device(rank, device),
+                         ctrl[rank])
 
 
 def _check_backend(cfg: DisaggConfig, backend: str, device: str) -> str:

@@ -9,15 +9,15 @@ raised, is prefilled again once; a second failure ends it, since it may be what 
 
 from __future__ import annotations
 
-import os
 import queue
 import time
 from collections import deque
+from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from minigpt.distributed.disagg_admission import admission, least_loaded
+from minigpt.distributed.disagg_processes import fence, has_ended
 from minigpt.distributed.disagg_records import DisaggConfig, DisaggRun, PoolInterval, RequestRecord
 from minigpt.distributed.disagg_wire import (
     DONE,
@@ -37,6 +37,7 @@ from minigpt.distributed.disagg_wire import (
     Tripwire,
     _recv_report,
     _thread,
+    send_within,
 )
 from minigpt.serving.request import Request
 
@@ -46,8 +47,10 @@ PROCESS_CHECK_S = 0.1  # how often the driver looks whether a worker's process i
 class Driver:
     """Rank 0: arrivals, routing, the reports of both pools, failures, the pool log."""
 
-    def __init__(self, cfg: DisaggConfig, requests: list[Request], echo: bool, *, S_max: int, V: int) -> None:
+    def __init__(self, cfg: DisaggConfig, requests: list[Request], echo: bool, *, S_max: int, V: int,
+                 ctrl: dict[int, Any] | None = None) -> None:
         self.cfg, self.requests, self.echo = cfg, requests, echo
+        self.ctrl = ctrl or {}  # worker rank -> the group of the driver's messages to it (`ctrl_groups`)
         self.records = [RequestRecord(r.id, r.P, r.max_new_tokens, r.arrival_s) for r in requests]
         self.verdicts = admission(requests, cfg, S_max=S_max, V=V)  # None, or why a request is refused
         self.tokens_heard = Tripwire(cfg.fault_at(0, "decode"))
@@ -86,32 +89,14 @@ class Driver:
                 or (r.status == "decoding" and r.decode_rank == rank and r.transfer_s is not None)]
 
     def gone(self) -> list[int]:
-        """Live ranks whose process has ended. Every worker runs on this machine here, so its process id (from
-        its hello) is enough; a receive from a dead peer may never complete, and a cluster would use a
-        heartbeat for this."""
-        out = []
-        for k in self.live:
-            pid = self.pids.get(k)
-            if pid is None:
-                continue
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                out.append(k)
-                continue
-            except OSError:
-                continue  # it exists (another user's process would say so; ours never does)
-            try:  # a zombie (dead, not yet reaped by the launcher) is dead too; Linux says so in /proc
-                with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                        out.append(k)
-            except (OSError, IndexError):
-                pass  # no /proc here: os.kill's answer stands
-        return out
+        """Live ranks whose process has ended."""
+        return [k for k in self.live if k in self.pids and has_ended(self.pids[k])]
 
     def declare_dead(self, rank: int, why: str) -> None:
         if rank not in self.live:
             return
+        if rank in self.pids:
+            fence(self.pids[rank])
         self.live.discard(rank)
         held = [i for i, r in enumerate(self.records) if self._waits_on(r, rank)]
         self.dead[rank] = f"{why}; it held {', '.join(self.records[i].id for i in held) or 'no request'}"
@@ -161,9 +146,10 @@ class Driver:
         if not self.holding(p):
             self.heard[p] = now  # its silence is counted from when it was given work
         r.status, r.prefill_rank, r.decode_rank = "prefilling", p, d
-        try:
-            dist.send(torch.tensor([NEW, i, r.attempt, r.P, r.max_new_tokens, d], dtype=torch.long), p, tag=TAG_CTRL)
-            dist.send(torch.tensor(req.prompt, dtype=torch.long), p, tag=TAG_PROMPT)
+        try:  # bounded: a worker that never takes its work is found here, not waited on for good
+            header = torch.tensor([NEW, i, r.attempt, r.P, r.max_new_tokens, d], dtype=torch.long)
+            send_within(header, p, TAG_CTRL, self.cfg.silence_s, self.ctrl.get(p))
+            send_within(torch.tensor(req.prompt, dtype=torch.long), p, TAG_PROMPT, self.cfg.silence_s, self.ctrl.get(p))
         except Exception as e:
             self.declare_dead(p, f"a send to it failed: {str(e).splitlines()[0][:80]}")
 
@@ -287,14 +273,16 @@ class Driver:
         Tripwire(cfg.fault_at(0, "shutdown")).hit()
         for k in sorted(self.live):
             try:
-                dist.send(torch.tensor([STOP, 0, 0, 0, 0, 0], dtype=torch.long), k, tag=TAG_CTRL)
+                stop = torch.tensor([STOP, 0, 0, 0, 0, 0], dtype=torch.long)
+                send_within(stop, k, TAG_CTRL, cfg.silence_s, self.ctrl.get(k))
             except Exception:
-                pass  # it died after the last request ended
+                if k in self.pids:  # it died after the last request ended, or it hangs: it must not hold the end
+                    fence(self.pids[k])
         for t in threads:
             t.join(timeout=10)
         return DisaggRun(self.records, self.log, {}, dict(self.dead), end, dict(self.pids))
 
 
 def driver(rank: int, world_size: int, cfg: DisaggConfig, requests: list[Request], echo: bool,
-           timeout_s: float, S_max: int, V: int) -> DisaggRun:
-    return Driver(cfg, requests, echo, S_max=S_max, V=V).run(timeout_s)
+           timeout_s: float, S_max: int, V: int, ctrl: dict[int, Any] | None = None) -> DisaggRun:
+    return Driver(cfg, requests, echo, S_max=S_max, V=V, ctrl=ctrl).run(timeout_s)

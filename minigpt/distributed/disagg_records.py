@@ -17,6 +17,8 @@ PHASES = {
     "decode": ("rendezvous", "transfer", "decode", "step", "shutdown"),
 }
 
+HANGS_AT = ("prefill", "transfer", "decode", "shutdown")  # where a worker's fault may stop it instead
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -26,12 +28,15 @@ class Fault:
     header and its K/V (the prefill worker sending it, or the decode worker receiving it); `decode`, after a
     generated token (a decode worker) or a report of one (the driver); `shutdown`, once the last request has
     ended (the driver before it sends STOP, a worker once it has received it). `step` kills nothing: the
-    worker's `after`-th engine step raises, as a kernel error would."""
+    worker's `after`-th engine step raises, as a kernel error would. `hangs=True` (a worker, not at `step`
+    or `rendezvous`): the process stops there instead (SIGSTOP), as a deadlock or a kernel call that never
+    returns would leave it: its connections stay open and it answers nothing."""
 
     role: str
     phase: str
     worker: int = 0
     after: int = 1
+    hangs: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in PHASES:
@@ -42,6 +47,11 @@ class Fault:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "after" else 0):
                 raise ValueError(f"{name} must be an integer >= {1 if name == 'after' else 0}, got {v!r}")
+        if not isinstance(self.hangs, bool):
+            raise ValueError(f"hangs must be True or False, got {self.hangs!r}")
+        if self.hangs and (self.role == "driver" or self.phase in ("rendezvous", "step")):
+            raise ValueError(f"hangs=True is for a worker at a phase after its group formed ({HANGS_AT}); got a "
+                             f"{self.role} fault at {self.phase!r}")
 
 
 @dataclass(frozen=True)
@@ -81,12 +91,20 @@ class DisaggConfig:
             if f.worker >= top:
                 raise ValueError(f"a {f.role} fault names worker {f.worker}, but there are {top} (0..{top - 1})")
 
-    def fault_at(self, rank: int, phase: str) -> int | None:
-        """How many times `rank` gets to `phase` before it is killed there, or None."""
+    def _faults(self, rank: int, phase: str) -> list[Fault]:
         role = "driver" if rank == 0 else "prefill" if rank in self.prefill_ranks() else "decode"
         first = {"driver": 0, "prefill": 1, "decode": 1 + self.prefill_workers}[role]
-        hits = [f.after for f in self.faults if f.role == role and f.phase == phase and first + f.worker == rank]
+        return [f for f in self.faults if f.role == role and f.phase == phase and first + f.worker == rank]
+
+    def fault_at(self, rank: int, phase: str) -> int | None:
+        """How many times `rank` gets to `phase` before it is killed there, or None."""
+        hits = [f.after for f in self._faults(rank, phase)]
         return min(hits) if hits else None
+
+    def fault_hangs(self, rank: int, phase: str) -> bool:
+        """Whether `rank`'s first fault at `phase` stops it (`Fault.hangs`) rather than killing it."""
+        hits = sorted(self._faults(rank, phase), key=lambda f: f.after)
+        return bool(hits) and hits[0].hangs
 
     @property
     def world_size(self) -> int:

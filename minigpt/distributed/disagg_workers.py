@@ -38,6 +38,7 @@ from minigpt.distributed.disagg_wire import (
     _report,
     _report_text,
     _thread,
+    tripwire,
 )
 from minigpt.distributed.kv_transfer import Transfer, recv_kv, send_bye
 from minigpt.serving.engine import Engine
@@ -84,17 +85,18 @@ def _drain(done: queue.Queue, stats: dict, report: bool) -> bool:
     return any_done
 
 
-def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
-    """Rank `rank`'s loop: prompts in from the driver, first tokens reported, K/V out to decode workers over
-    `groups` (the pair's group per decode rank)."""
+def prefill_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu",
+                   ctrl: Any = None) -> dict:
+    """Rank `rank`'s loop: prompts in from the driver (over `ctrl`, its group with the driver), first tokens
+    reported, K/V out to decode workers over `groups` (the pair's group per decode rank)."""
     _report(HELLO, a=os.getpid())
     engine = _engine(PrefillEngine, cfg, prefill=True, device=device)
     inbox: queue.Queue = queue.Queue()
-    listener = _thread(inbox, 0, _recv_ctrl)
+    listener = _thread(inbox, 0, partial(_recv_ctrl, ctrl))
     done: queue.Queue = queue.Queue()
-    senders = _Senders(done, groups, between=Tripwire(cfg.fault_at(rank, "transfer")).hit)
-    stepped, stopped = Tripwire(cfg.fault_at(rank, "prefill")), Tripwire(cfg.fault_at(rank, "shutdown"))
-    raising = Tripwire(cfg.fault_at(rank, "step"), raises=True)
+    senders = _Senders(done, groups, between=tripwire(cfg, rank, "transfer").hit)
+    stepped, stopped = tripwire(cfg, rank, "prefill"), tripwire(cfg, rank, "shutdown")
+    raising = tripwire(cfg, rank, "step")
     _report(READY)
     meta: dict[str, tuple[int, int, int, int]] = {}  # rid -> (index, attempt, max_new_tokens, dst)
     stats = {"role": "prefill", "rank": rank, "pid": os.getpid(), "prompt_tokens": 0, "busy_s": 0.0,
@@ -162,9 +164,10 @@ def _admit(engine: DecodeEngine, x: Transfer) -> str | None:
         return str(e)
 
 
-def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu") -> dict:
+def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: torch.device | str = "cpu",
+                  ctrl: Any = None) -> dict:
     """Rank `rank`'s loop: K/V in from prefill workers over `groups` (the pair's group per prefill rank),
-    decoded in its engine, every token reported to the driver."""
+    decoded in its engine, every token reported to the driver; the driver's STOP over `ctrl`."""
     _report(HELLO, a=os.getpid())
 
     def fresh() -> DecodeEngine:
@@ -176,12 +179,12 @@ def decode_worker(rank: int, cfg: DisaggConfig, groups: dict[int, Any], device: 
     c = engine.pool.config
     shape = (2, c.L, c.H_kv, c.d_h)
     inbox: queue.Queue = queue.Queue()
-    on_header = Tripwire(cfg.fault_at(rank, "transfer")).hit
-    threads = [_thread(inbox, 0, _recv_ctrl)]
+    on_header = tripwire(cfg, rank, "transfer").hit
+    threads = [_thread(inbox, 0, partial(_recv_ctrl, ctrl))]
     threads += [_thread(inbox, src, partial(recv_kv, src, shape, engine.pool.dtype, engine.pool.device,
                                             groups.get(src), on_header)) for src in cfg.prefill_ranks()]
-    token, stopped = Tripwire(cfg.fault_at(rank, "decode")), Tripwire(cfg.fault_at(rank, "shutdown"))
-    raising = Tripwire(cfg.fault_at(rank, "step"), raises=True)
+    token, stopped = tripwire(cfg, rank, "decode"), tripwire(cfg, rank, "shutdown")
+    raising = tripwire(cfg, rank, "step")
     _report(READY)
     held: deque[Transfer] = deque()  # received, waiting for room in the pool
     active: dict[str, tuple[Tracked, int, int, int]] = {}  # rid -> (tracked, index, attempt, tokens reported)
