@@ -53,6 +53,12 @@ def check_shardable(config: ModelConfig, W: int) -> None:
         raise ValueError(f"W={W} and H_kv={c.H_kv}: one must divide the other")
 
 
+def param_kind(name: str) -> str:
+    """A parameter's name within its block (`blocks.2.attn.qkv.weight` is `attn.qkv.weight`), or the
+    name itself outside the blocks (`tok_emb.weight`)."""
+    return name.split(".", 2)[-1] if name.startswith("blocks.") else name
+
+
 def shard_state(state: dict[str, torch.Tensor], config: ModelConfig, W: int, rank: int) -> dict[str, torch.Tensor]:
     """The tensors `rank` of `W` holds, under the names of MiniGPT's `state_dict()` (detached slices of
     `state`): the QKV weight's and bias's `qkv_rows` (column), the output projection's columns of its query
@@ -67,7 +73,7 @@ def shard_state(state: dict[str, torch.Tensor], config: ModelConfig, W: int, ran
     out = {}
     for name, t in state.items():
         t = t.detach()
-        kind = name.split(".", 2)[-1] if name.startswith("blocks.") else name
+        kind = param_kind(name)
         if kind in ("attn.qkv.weight", "attn.qkv.bias"):
             t = t[rows]
         elif kind == "attn.out.weight":
@@ -87,12 +93,11 @@ class TensorParallelMiniGPT:
 
     def __init__(self, model: MiniGPT, comm: Collectives) -> None:
         c, W, r = model.config, comm.world_size, comm.rank
-        check_shardable(c, W)
+        p = shard_state(model.state_dict(), c, W, r)  # checks that W can split the model
         self.config, self.comm = c, comm
         H, kv = c.H // W, kv_heads_per_rank(c.H_kv, W)
         # the shard's shape: what this rank's cache holds
         self.local = replace(c, H=H, H_kv=kv, d_ffn=c.d_ffn // W, V=c.V // W)
-        p = shard_state(model.state_dict(), c, W, r)
         self.layers = []
         for i in range(c.L):
             g = {k.removeprefix(f"blocks.{i}."): t for k, t in p.items() if k.startswith(f"blocks.{i}.")}

@@ -14,13 +14,14 @@ model on which each slip changes the answer (`SHARD_EDGES`), then the shipped Mi
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
 import torch
 
 from minigpt.config import ModelConfig
-from minigpt.distributed.tensor_parallel import shard_state
+from minigpt.distributed.tensor_parallel import param_kind, shard_state
 from minigpt.runtime.model import MiniGPT
 
 SHARD_EDGES = (
@@ -44,23 +45,16 @@ def _config(shapes: dict[str, list[int]], H: int, H_kv: int) -> ModelConfig:
     return ModelConfig(H=H, H_kv=H_kv, d_h=d // H, d_ffn=shapes["blocks.0.mlp.up.weight"][0], V=V)
 
 
-def _numel(shape: list[int]) -> int:
-    n = 1
-    for size in shape:
-        n *= size
-    return n
-
-
 def rank_bytes(shapes: dict[str, list[int]], H: int, H_kv: int, W: int, s: int, kind: str | None = None) -> int:
     """Bytes of the tensors one rank of `W` holds (`shard_state`), `s` bytes a value; `kind` one of
     `WRONG_KINDS` (or None: the package's rule)."""
     if kind == "over_W":
-        return sum(_numel(shape) for shape in shapes.values()) * s // W
+        return sum(math.prod(shape) for shape in shapes.values()) * s // W
     c = _config(shapes, H, H_kv)
     held = shard_state({k: torch.empty(v, device="meta") for k, v in shapes.items()}, c, W, 0)
     total = 0
     for name, t in held.items():
-        n, part = t.numel(), name.split(".", 2)[-1] if name.startswith("blocks.") else name
+        n, part = t.numel(), param_kind(name)
         if kind == "no_replicas" and part.startswith("attn.qkv."):  # every row split W ways, K/V heads too
             n = shapes[name][0] * n // t.shape[0] // W
         elif kind == "row_bias_split" and part in _ROW_BIASES:
