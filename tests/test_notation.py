@@ -157,6 +157,11 @@ def errata_values() -> dict[str, str]:
     )
 
     seed_7b = dict(L=32, d=4096, s=2, N_params=costs.non_embedding_matrix_params(L=32, d=4096))
+    l7 = MODELS["Llama-2-7B"]
+
+    def l7_decode(B: int, S: int) -> float:
+        """A Llama-2-7B decode step's intensity in bf16, as Chapter 7's box computes it."""
+        return costs.evaluate(costs.decode_intensity, l7, S=S, s=2, N_params=l7.N_params, B=B)
     llama70 = MODELS["Llama-3-70B"]
     a100 = HARDWARE["A100 80GB"]
     h100 = HARDWARE["H100 SXM"]
@@ -197,8 +202,9 @@ def errata_values() -> dict[str, str]:
         "decode intensity": f"1.00 FLOP, per byte; for a multi-head model in fp16 (no LM head) the intensity is "
         f"{costs.decode_intensity(S=4096, **seed_7b):.2f} FLOP/byte",
         "decode intensity S=0": f"i.e. {costs.decode_intensity(S=0, **seed_7b):.2f} FLOP,",
-        "batch 16 short": f"({costs.decode_intensity(S=0, B=16, **seed_7b):.1f} at $S = 0$)",
-        "batch 16 long": f"reaches {costs.decode_intensity(S=4096, B=16, **seed_7b):.2f} FLOP/byte",
+        "batch 16 short": f"at $S = 128$ the intensity goes from {l7_decode(B=1, S=128):.2f} at $B = 1$ to "
+        f"{l7_decode(B=16, S=128):.1f} at $B = 16$",
+        "batch 16 long": f"reaches {l7_decode(B=16, S=4096):.2f} FLOP/byte",
         "70B bf16": f"({costs.weight_bytes(N_params=llama70.N_params, s=2) / 1e9:.1f} GB for Llama-3-70B's "
         f"{llama70.N_params / 1e9:.1f} B parameters)",
         "70B int8": f"in int8 ({costs.weight_bytes(N_params=llama70.N_params, s=1) / 1e9:.1f} GB)",
@@ -211,14 +217,15 @@ def errata_values() -> dict[str, str]:
         "attention at 128k": f"{costs.prefill_attention_share(P=131072, d=4096):.1%} of the prefill",
         "20k tokens": f"20,000 tokens take {costs.fmt_bytes(20000 * kv8b, binary=False)} = "
         f"{costs.fmt_bytes(20000 * kv8b)}",
-        "128k tokens": f"131,072 tokens take {costs.fmt_bytes(131072 * kv8b, binary=False)} = "
+        "128k tokens": f"128,000 tokens {costs.fmt_bytes(128000 * kv8b, binary=False)} = "
+        f"{costs.fmt_bytes(128000 * kv8b)}",
+        "131,072 tokens": f"read as 131,072 tokens, {costs.fmt_bytes(131072 * kv8b, binary=False)} = "
         f"{costs.fmt_bytes(131072 * kv8b)}",
-        "128,000 tokens": f"128,000 tokens would take {costs.fmt_bytes(128000 * kv8b)}",
         "crossover": f"holds in the course page's formula ({costs.prefill_crossover_P(d=4096):,})",
         "6d regimes": f"equal at $P = 6d$ ({costs.prefill_crossover_P(d=64)} for MiniGPT, "
         f"{costs.prefill_crossover_P(d=4096):,} for Llama-2-7B)",
-        "prefill intensity": f"{costs.prefill_intensity(L=32, P=4096, d=4096, s=2, N_params=seed_7b['N_params']):,.0f}"
-        " FLOP/byte for Llama-2-7B's shape",
+        "prefill intensity": f"{costs.of(l7).prefill_intensity(P=4096, s=2, N_params=l7.N_params):,.0f}"
+        " FLOP/byte for Llama-2-7B in bf16",
         "50 tok/s": f"holds: {costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=8e9):.1f} tok/s",
         "fp16 weights": f"with FP16 weights, 16 GB, the same card's ceiling is "
         f"{costs.decode_tok_s_ceiling(bandwidth=400e9, bytes_per_step=16e9):.1f} tok/s",
