@@ -125,3 +125,19 @@ def test_directives_become_plain_markdown():
     assert "FAMILY: dict" in between.splitlines()[3] and between.splitlines()[-2].strip().endswith("}")
     note = D.resolve_directives("```{admonition} Erratum\n:class: tip\n:name: x\n\nOne.\n\nTwo.\n```", "c/x", blob)
     assert note == "> **Erratum**\n>\n> One.\n>\n> Two."
+
+
+def test_a_glued_figure_keeps_its_caption_and_its_number():
+    """Catches: the figure's option lines read past their line (`.*` under re.S), swallowing the caption, so
+    Colab showed the image with no caption; and a chapter past the eighth left unnumbered in Colab although
+    the site numbers its figures ("Fig. 16.1")."""
+    fig = {"image/png": "iVBORw0KGgo="}
+    source = ("```{glue:figure} ch16_fig\n:name: fig-ch16-merge\n\nSplitting the cache *fills* the SMs.\n"
+              "Two lines of caption.\n```\n\nAfter.")
+    page = C.Page("chapters/16_flash_decoding", "en", {"ch16_fig": fig}, {"fig-ch16-merge": "16.1"})
+    out = C.resolve_markdown(source, page, {})
+    assert out.startswith("![ch16_fig](attachment:ch16_fig.png)\n\n**Fig. 16.1.** Splitting the cache *fills*")
+    assert "Two lines of caption." in out and out.endswith("After.")
+    notebook = {"cells": [{"cell_type": "markdown", "source": [source]},
+                          {"cell_type": "markdown", "source": ["```{glue:figure} b\n:name: fig-b\n\nB.\n```"]}]}
+    assert C.figure_numbers(notebook, "chapters/16_flash_decoding") == {"fig-ch16-merge": "16.1", "fig-b": "16.2"}

@@ -40,7 +40,7 @@ GLUE_PREFIX = "application/papermill.record/"
 FIGURE_WORD = {"en": "Fig.", "es": "Figura"}
 
 _GLUE_TEXT = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
-_GLUE_FIGURE = re.compile(r"^```\{glue:figure\}[ \t]+(\S+)\n((?::[a-z_-]+:.*\n)*)\n?(.*?)^```[ \t]*$", re.M | re.S)
+_GLUE_FIGURE = re.compile(r"^```\{glue:figure\}[ \t]+(\S+)\n((?::[a-z_-]+:[^\n]*\n)*)\n?(.*?)^```[ \t]*$", re.M | re.S)
 _ROLE = re.compile(r"\{(term|cite|cite:p|cite:t|claim|numref)\}`([^`]*)`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _LABEL_LINE = re.compile(r"^\(([A-Za-z0-9_-]+)\)=[ \t]*$", re.M)
@@ -84,9 +84,10 @@ def labels() -> dict[str, str]:
 
 
 def figure_numbers(notebook: dict, page: str) -> dict[str, str]:
-    """Figure label -> "N.M" in a numbered chapter (chapters/01..08: N from the file name, M in page order)."""
+    """Figure label -> "N.M" in a numbered chapter (chapters/NN_…: N from the file name, M in page order), as
+    the site numbers them (`sphinx_numbering`)."""
     match = re.match(r"chapters/(\d\d)_", page)
-    if not match or int(match.group(1)) > 8:
+    if not match:
         return {}
     order: list[str] = []
     for cell in notebook["cells"]:
