@@ -38,7 +38,7 @@ def test_mentions_are_found():
 #: Other projects whose sources the book cites by a blob/tree link (references/claims.yml): not ours.
 CITED = {"Dao-AILab/flash-attention", "deepseek-ai/DeepSeek-V3.2-Exp", "FasterDecoding/SnapKV", "FMInference/H2O",
          "openai/gpt-oss", "deepseek-ai/FlashMLA", "vllm-project/vllm", "ggml-org/llama.cpp", "meta-pytorch/gpt-fast",
-         "pytorch/pytorch"}
+         "pytorch/pytorch", "MiniMax-AI/MiniMax-01", "huggingface/transformers"}
 
 
 def test_every_file_names_the_configured_repository():
