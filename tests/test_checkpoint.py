@@ -63,3 +63,16 @@ def test_a_saved_card_is_the_same_bytes_whatever_the_order_of_its_keys(tmp_path)
     assert first.read_bytes() == second.read_bytes()
     text = first.read_text()
     assert text.index('"alpha"') < text.index('"config"') < text.index('"zeta"')
+
+
+def test_loading_ignores_the_callers_default_device():
+    """Catches: the model built on the ambient default device. Under `torch.device("meta")` (how a caller
+    describes shapes without memory, as Exercise 17's oracle does) the weights went into meta tensors, which
+    hold no values, and the load failed ("Cannot copy out of meta tensor")."""
+    want = load_pretrained().model.state_dict()
+    with torch.device("meta"):
+        got = load_pretrained().model.state_dict()
+    assert got.keys() == want.keys()
+    for name, t in got.items():
+        assert t.device.type == "cpu", name
+        assert torch.equal(t, want[name]), name

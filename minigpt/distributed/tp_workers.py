@@ -69,7 +69,7 @@ def time_all_reduce(rank: int, W: int, sizes: list[int], repeats: int, inner: in
     calls between barriers, sizes interleaved (every size once per repeat, in turn)."""
     times: dict[int, list[float]] = {n: [] for n in sizes}
     device = device_of(rank)
-    bufs = {n: torch.ones(n, device=device) for n in sizes}
+    bufs = {n: torch.ones(n, dtype=torch.float32, device=device) for n in sizes}
     for n in sizes:  # warm-up: the first collective of a size sets up buffers
         dist.all_reduce(bufs[n])
     for _ in range(repeats):
@@ -136,7 +136,7 @@ def time_all_reduce_with_gaps(rank: int, W: int, n: int, gaps_s: list[float], ca
     """Seconds per all-reduce of `n` fp32 values when each rank first computes (spins) for `gap` seconds
     before every call, as a decode step computes between its collectives; the gap itself subtracted."""
     device = device_of(rank)
-    buf = torch.ones(n, device=device)
+    buf = torch.ones(n, dtype=torch.float32, device=device)
     dist.all_reduce(buf)
     out: dict[float, list[float]] = {g: [] for g in gaps_s}
     for _ in range(3):  # rounds, the gaps interleaved

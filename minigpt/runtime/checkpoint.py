@@ -91,12 +91,13 @@ def load_pretrained(
                          f"but {meta} says {config.to_dict()}")
     if tokenizer.V != config.V:
         raise ValueError(f"checkpoint mismatch: tokenizer has V={tokenizer.V} but config has V={config.V}")
-    if "latent" in card:  # multi-head latent attention (runtime.mla): the card names the latent's width
-        from minigpt.runtime.mla import MiniGPTMLA
+    with torch.device("cpu"):  # whatever default device the caller set (meta would load nothing); moved below
+        if "latent" in card:  # multi-head latent attention (runtime.mla): the card names the latent's width
+            from minigpt.runtime.mla import MiniGPTMLA
 
-        model = MiniGPTMLA(config, d_c=card["latent"]["d_c"])
-    else:
-        model = MiniGPT(config)
+            model = MiniGPTMLA(config, d_c=card["latent"]["d_c"])
+        else:
+            model = MiniGPT(config)
     try:
         model.load_state_dict(tensors, strict=True)
     except RuntimeError as e:
