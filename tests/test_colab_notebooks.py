@@ -141,3 +141,18 @@ def test_a_glued_figure_keeps_its_caption_and_its_number():
     notebook = {"cells": [{"cell_type": "markdown", "source": [source]},
                           {"cell_type": "markdown", "source": ["```{glue:figure} b\n:name: fig-b\n\nB.\n```"]}]}
     assert C.figure_numbers(notebook, "chapters/16_flash_decoding") == {"fig-ch16-merge": "16.1", "fig-b": "16.2"}
+
+
+def test_a_code_cells_figure_caption_follows_it_as_text():
+    """Catches: a figure shown by its code cell (`show_figure`), whose caption and label live in the cell's
+    `mystnb.figure` metadata: the site shows them, Colab shows no metadata, so its figure had no caption."""
+    figure = {"name": "fig-ch14-x", "caption": "**Chunks cut the tail.** See [Eq. (1.2)](#eq-1-2)."}
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "c1", "metadata": {"mystnb": {"figure": figure}}, "source": ["x = 1"],
+         "outputs": [], "execution_count": None},
+        {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["After."]}]}
+    out = C.colab_notebook(notebook, "chapters/14_chunked_prefill")
+    kinds = [(c["cell_type"], c.get("id")) for c in out["cells"]]
+    assert kinds == [("code", "c1"), ("markdown", "c1-caption"), ("markdown", "m1")]
+    text = "".join(out["cells"][1]["source"])
+    assert text.startswith("**Fig. 14.1.** **Chunks cut the tail.** See [Eq. (1.2)](https://") and "](#" not in text

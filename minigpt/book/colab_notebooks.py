@@ -250,10 +250,13 @@ def colab_notebook(notebook: dict, page: str, lang: str = "en", outputs_from: di
     source = outputs_from or notebook
     resolver = Page(page, lang, glued_values(source), figure_numbers(source, page))
     out = copy.deepcopy(notebook)
+    cells = []
     for cell in out["cells"]:
+        cells.append(cell)
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         if "caption" in figure:
             figure["caption"] = resolve_markdown(figure["caption"], resolver)
+            cells.append(_caption_cell(cell, figure, resolver))  # Colab shows no cell metadata
         if cell["cell_type"] != "markdown":
             continue
         attachments: dict = dict(cell.get("attachments", {}))
@@ -261,7 +264,19 @@ def colab_notebook(notebook: dict, page: str, lang: str = "en", outputs_from: di
         cell["source"] = resolve_markdown(text, resolver, attachments).splitlines(keepends=True)
         if attachments:
             cell["attachments"] = attachments
+    out["cells"] = cells
     return out
+
+
+def _caption_cell(cell: dict, figure: dict, page: Page) -> dict:
+    """The caption of a code cell's figure (its `mystnb.figure` metadata, which the site shows and Colab does
+    not) as a markdown cell to follow it, numbered as the site numbers it."""
+    number = page.figures.get(figure.get("name", ""))
+    head = f"**{FIGURE_WORD.get(page.lang, 'Fig.')} {number}.** " if number else ""
+    caption = {"cell_type": "markdown", "metadata": {}, "source": (head + figure["caption"]).splitlines(keepends=True)}
+    if "id" in cell:
+        caption["id"] = f"{cell['id']}-caption"
+    return caption
 
 
 def leftover_markup(notebook: dict) -> list[str]:
