@@ -227,9 +227,13 @@ def _figure(page: Page, match: re.Match, attachments: dict) -> str:
     value = data[mime]
     attachments[filename] = {mime: value if mime != "image/svg+xml" else
                              base64.b64encode("".join(value).encode()).decode()}
+    return f"![{name}](attachment:{filename})\n\n{_figure_head(page, label)}{caption}"
+
+
+def _figure_head(page: Page, label: str) -> str:
+    """A caption's lead, "**Fig. 16.1.** ", as the site numbers the figure labelled `label` (or nothing)."""
     number = page.figures.get(label)
-    head = f"**{FIGURE_WORD.get(page.lang, 'Fig.')} {number}.** " if number else ""
-    return f"![{name}](attachment:{filename})\n\n{head}{caption}"
+    return f"**{FIGURE_WORD.get(page.lang, 'Fig.')} {number}.** " if number else ""
 
 
 def resolve_markdown(source: str, page: Page, attachments: dict | None = None) -> str:
@@ -271,9 +275,8 @@ def colab_notebook(notebook: dict, page: str, lang: str = "en", outputs_from: di
 def _caption_cell(cell: dict, figure: dict, page: Page) -> dict:
     """The caption of a code cell's figure (its `mystnb.figure` metadata, which the site shows and Colab does
     not) as a markdown cell to follow it, numbered as the site numbers it."""
-    number = page.figures.get(figure.get("name", ""))
-    head = f"**{FIGURE_WORD.get(page.lang, 'Fig.')} {number}.** " if number else ""
-    caption = {"cell_type": "markdown", "metadata": {}, "source": (head + figure["caption"]).splitlines(keepends=True)}
+    text = _figure_head(page, figure.get("name", "")) + figure["caption"]
+    caption = {"cell_type": "markdown", "metadata": {}, "source": text.splitlines(keepends=True)}
     if "id" in cell:
         caption["id"] = f"{cell['id']}-caption"
     return caption

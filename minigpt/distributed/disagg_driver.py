@@ -92,11 +92,19 @@ class Driver:
         """Live ranks whose process has ended."""
         return [k for k in self.live if k in self.pids and has_ended(self.pids[k])]
 
+    def _send(self, tensor: torch.Tensor, rank: int, tag: int) -> None:
+        """A message to worker `rank` on its own group, bounded by `silence_s` (`send_within`)."""
+        send_within(tensor, rank, tag, self.cfg.silence_s, self.ctrl.get(rank))
+
+    def _fence(self, rank: int) -> None:
+        """Kill worker `rank`'s process if it is still there (`disagg_processes.fence`), once its hello named it."""
+        if rank in self.pids:
+            fence(self.pids[rank])
+
     def declare_dead(self, rank: int, why: str) -> None:
         if rank not in self.live:
             return
-        if rank in self.pids:
-            fence(self.pids[rank])
+        self._fence(rank)
         self.live.discard(rank)
         held = [i for i, r in enumerate(self.records) if self._waits_on(r, rank)]
         self.dead[rank] = f"{why}; it held {', '.join(self.records[i].id for i in held) or 'no request'}"
@@ -148,8 +156,8 @@ class Driver:
         r.status, r.prefill_rank, r.decode_rank = "prefilling", p, d
         try:  # bounded: a worker that never takes its work is found here, not waited on for good
             header = torch.tensor([NEW, i, r.attempt, r.P, r.max_new_tokens, d], dtype=torch.long)
-            send_within(header, p, TAG_CTRL, self.cfg.silence_s, self.ctrl.get(p))
-            send_within(torch.tensor(req.prompt, dtype=torch.long), p, TAG_PROMPT, self.cfg.silence_s, self.ctrl.get(p))
+            self._send(header, p, TAG_CTRL)
+            self._send(torch.tensor(req.prompt, dtype=torch.long), p, TAG_PROMPT)
         except Exception as e:
             self.declare_dead(p, f"a send to it failed: {str(e).splitlines()[0][:80]}")
 
@@ -273,11 +281,9 @@ class Driver:
         Tripwire(cfg.fault_at(0, "shutdown")).hit()
         for k in sorted(self.live):
             try:
-                stop = torch.tensor([STOP, 0, 0, 0, 0, 0], dtype=torch.long)
-                send_within(stop, k, TAG_CTRL, cfg.silence_s, self.ctrl.get(k))
+                self._send(torch.tensor([STOP, 0, 0, 0, 0, 0], dtype=torch.long), k, TAG_CTRL)
             except Exception:
-                if k in self.pids:  # it died after the last request ended, or it hangs: it must not hold the end
-                    fence(self.pids[k])
+                self._fence(k)  # it died after the last request ended, or it hangs: it must not hold the end
         for t in threads:
             t.join(timeout=10)
         return DisaggRun(self.records, self.log, {}, dict(self.dead), end, dict(self.pids))

@@ -49,7 +49,7 @@ class Fault:
                 raise ValueError(f"{name} must be an integer >= {1 if name == 'after' else 0}, got {v!r}")
         if not isinstance(self.hangs, bool):
             raise ValueError(f"hangs must be True or False, got {self.hangs!r}")
-        if self.hangs and (self.role == "driver" or self.phase in ("rendezvous", "step")):
+        if self.hangs and (self.role == "driver" or self.phase not in HANGS_AT):
             raise ValueError(f"hangs=True is for a worker at a phase after its group formed ({HANGS_AT}); got a "
                              f"{self.role} fault at {self.phase!r}")
 
