@@ -8,8 +8,8 @@ import pytest
 
 from minigpt import costs
 from minigpt.config import ModelConfig
-from minigpt.costs.preset_types import HardwarePreset, ModelPreset
-from minigpt.costs.presets import HARDWARE, LATENT_MODELS, MODELS, MOE_MODELS
+from minigpt.costs.preset_types import PRECISIONS, HardwarePreset, ModelPreset
+from minigpt.costs.presets import ALL_HARDWARE, HARDWARE, LATENT_MODELS, MODELS, MOE_MODELS, RECENT_HARDWARE
 from minigpt.runtime.model import MiniGPT
 
 KiB, MiB = 1024, 1024**2
@@ -78,6 +78,34 @@ def test_kv_bytes_per_token_bf16(name, per_token):
 #: 1 GiB less, and an H100 80GB 81,559 MiB, 361 MiB less than 80 GiB.
 NVIDIA_SMI_MIB = {"T4": 15_360, "A100 40GB": 40_960, "A100 80GB": 81_920, "H100 SXM": 81_559, "H200": 143_771}
 UNREPORTED = {"TPU v5e": 16 * 1024, "Laptop GPU 8 GB": 8 * 1024, "RTX 4090": 24 * 1024}
+
+
+#: The recent chips' capacities as their drivers report them, MiB: the B200's nvidia-smi total, the MI300X's
+#: rocm-smi VRAM total (205,822,885,888 B), and Metal's working-set limit on a 192 GB M2 Ultra (3/4 of it).
+#: The bug this catches: the marketing "192 GB" taken for what a B200 (179 GiB) or a Mac's GPU (144 GiB) offers.
+RECENT_MIB = {"B200": 183_359, "MI300X": 196_288, "M2 Ultra 192GB": 144 * 1024}
+
+
+def test_recent_chips_capacities_and_low_precision_peaks():
+    assert set(RECENT_MIB) == set(RECENT_HARDWARE), "a new preset: pin its capacity here"
+    assert not set(RECENT_HARDWARE) & set(HARDWARE) and ALL_HARDWARE == {**HARDWARE, **RECENT_HARDWARE}
+    for name, mib in RECENT_MIB.items():
+        assert RECENT_HARDWARE[name].memory_bytes == mib * MiB, name
+    assert RECENT_HARDWARE["MI300X"].memory_bytes == 205_822_885_888
+    b200, mi300x, h100 = RECENT_HARDWARE["B200"], RECENT_HARDWARE["MI300X"], HARDWARE["H100 SXM"]
+    # Dense peaks double with each halving of the format: the ridge doubles while the bandwidth stays.
+    assert (b200.peak("16-bit"), b200.peak("fp8"), b200.peak("fp4")) == (2.25e15, 4.5e15, 9.0e15)
+    assert mi300x.peak("fp8") == pytest.approx(2 * mi300x.peak("16-bit"), rel=1e-4)
+    assert h100.peak("fp8") == pytest.approx(2 * h100.peak("16-bit"), rel=1e-3)
+    with pytest.raises(ValueError, match="precision='fp4': the MI300X preset has no fp4 peak"):
+        mi300x.peak("fp4")
+    with pytest.raises(ValueError, match="precision='fp8': the A100 80GB preset has no fp8 peak"):
+        HARDWARE["A100 80GB"].peak("fp8")
+    with pytest.raises(ValueError, match="precision='int8': allowed are 16-bit, fp8, fp4"):
+        h100.peak("int8")
+    for hw in ALL_HARDWARE.values():
+        assert hw.peak("16-bit") == hw.peak_flops and set(PRECISIONS) == {"16-bit", "fp8", "fp4"}
+        assert 0 <= hw.peak_flops_fp8 and 0 <= hw.peak_flops_fp4 and hw.source
 
 
 def test_capacities_are_what_nvidia_smi_reports():

@@ -90,9 +90,17 @@ class ModelPreset:
         return self.matrix_params + biases + norms + embeddings
 
 
+#: The precisions `HardwarePreset.peak` answers for: the preset's 16-bit peak, and its FP8 and FP4 peaks.
+PRECISIONS = ("16-bit", "fp8", "fp4")
+
+
 @dataclass(frozen=True)
 class HardwarePreset:
-    """An accelerator's memory (bytes, binary capacity), bandwidth (bytes/s) and dense peak (FLOP/s) in one dtype."""
+    """An accelerator's memory (bytes, binary capacity), bandwidth (bytes/s) and dense peak (FLOP/s) in one dtype.
+
+    ``peak_flops_fp8`` and ``peak_flops_fp4`` are the dense tensor-core peaks in those formats, 0 where the
+    chip has no such units (or the book does not price them).
+    """
 
     name: str
     memory_bytes: int
@@ -100,6 +108,17 @@ class HardwarePreset:
     peak_flops: float
     peak_flops_dtype: str
     source: str
+    peak_flops_fp8: float = 0.0
+    peak_flops_fp4: float = 0.0
+
+    def peak(self, precision: str) -> float:
+        """The dense peak (FLOP/s) for ``precision``: "16-bit" (``peak_flops``), "fp8" or "fp4"."""
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision={precision!r}: allowed are {', '.join(PRECISIONS)}")
+        value = {"16-bit": self.peak_flops, "fp8": self.peak_flops_fp8, "fp4": self.peak_flops_fp4}[precision]
+        if not value:
+            raise ValueError(f"precision={precision!r}: the {self.name} preset has no {precision} peak")
+        return value
 
 
 @dataclass(frozen=True)

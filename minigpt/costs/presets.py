@@ -15,6 +15,7 @@ from __future__ import annotations
 from minigpt.config import ModelConfig
 from minigpt.costs.params import config_param_count
 from minigpt.costs.preset_types import HardwarePreset, LatentPreset, LinkPreset, ModelPreset
+from minigpt.costs.presets_recent import RECENT_HARDWARE
 
 MiB = 2**20
 GiB = 2**30
@@ -148,15 +149,16 @@ HARDWARE: dict[str, HardwarePreset] = {
         ),
         HardwarePreset(
             "H100 SXM", memory_bytes=81_559 * MiB, bandwidth=3.35e12, peak_flops=989e12,
-            peak_flops_dtype="bf16",
+            peak_flops_dtype="bf16", peak_flops_fp8=1979e12,
             source="NVIDIA H100 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
-            "989 dense); https://www.nvidia.com/en-us/data-center/h100/; nvidia-smi reports 81,559 MiB",
+            "989 dense; FP8 3,958 with sparsity, 1,979 dense); https://www.nvidia.com/en-us/data-center/h100/; "
+            "nvidia-smi reports 81,559 MiB",
         ),
         HardwarePreset(
             "H200", memory_bytes=143_771 * MiB, bandwidth=4.8e12, peak_flops=989e12,
-            peak_flops_dtype="bf16",
+            peak_flops_dtype="bf16", peak_flops_fp8=1979e12,
             source="NVIDIA H200 Tensor Core GPU datasheet (SXM; BF16 1,979 TFLOP/s with sparsity, "
-            "989 dense); https://www.nvidia.com/en-us/data-center/h200/",
+            "989 dense; FP8 3,958 with sparsity, 1,979 dense); https://www.nvidia.com/en-us/data-center/h200/",
         ),
         HardwarePreset(
             "RTX 4090", memory_bytes=24 * GiB, bandwidth=1008e9, peak_flops=165.2e12,
@@ -179,6 +181,9 @@ HARDWARE: dict[str, HardwarePreset] = {
         ),
     )
 }
+
+#: Every chip preset: the explorers' `HARDWARE` and the `RECENT_HARDWARE` of Chapter 3's low-precision table.
+ALL_HARDWARE: dict[str, HardwarePreset] = {**HARDWARE, **RECENT_HARDWARE}
 
 
 # ---------------------------------------------------------------------------------------------
