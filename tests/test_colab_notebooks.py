@@ -136,11 +136,28 @@ def test_a_glued_figure_keeps_its_caption_and_its_number():
               "Two lines of caption.\n```\n\nAfter.")
     page = C.Page("chapters/16_flash_decoding", "en", {"ch16_fig": fig}, {"fig-ch16-merge": "16.1"})
     out = C.resolve_markdown(source, page, {})
-    assert out.startswith("![ch16_fig](attachment:ch16_fig.png)\n\n**Fig. 16.1.** Splitting the cache *fills*")
+    assert out.startswith("![Fig. 16.1. Splitting the cache *fills* the SMs.](attachment:ch16_fig.png)\n\n"
+                          "**Fig. 16.1.** Splitting the cache *fills*")
     assert "Two lines of caption." in out and out.endswith("After.")
     notebook = {"cells": [{"cell_type": "markdown", "source": [source]},
                           {"cell_type": "markdown", "source": ["```{glue:figure} b\n:name: fig-b\n\nB.\n```"]}]}
     assert C.figure_numbers(notebook, "chapters/16_flash_decoding") == {"fig-ch16-merge": "16.1", "fig-b": "16.2"}
+
+
+def test_a_glued_figures_alt_text_states_its_finding():
+    """Catches: the image's alt text left as the glue name ("ch3_fig_roofs"), which is what a screen reader
+    reads in Colab, where the site reads the caption's first sentence; and markup (a glued number, a role, a
+    link's brackets) left in the alt text, where a "]" ends it early."""
+    fig = {"image/png": "iVBORw0KGgo="}
+    glued = {"ch3_fig": fig, "ch3_n": {"text/plain": "'295'"}}
+    source = ("```{glue:figure} ch3_fig\n:name: fig-ch3-roofs\n\nThe ridge is at {glue:text}`ch3_n` FLOP/byte "
+              "on [the H100](#sec-x) {cite}`williams2009roofline`. Second sentence.\n```")
+    page = C.Page("chapters/03_decode_memory_bound", "en", glued, {"fig-ch3-roofs": "3.2"})
+    alt = C.resolve_markdown(source, page, {}).split("](attachment:")[0]
+    assert alt.startswith("![Fig. 3.2. The ridge is at 295 FLOP/byte on the H100 (")
+    assert alt.endswith(").") and "Second" not in alt and "{" not in alt and "]" not in alt[2:]
+    es = C.Page("chapters/03_decode_memory_bound", "es", glued, {"fig-ch3-roofs": "3.2"})
+    assert C.resolve_markdown(source, es, {}).startswith("![Figura 3.2. The ridge is at 295")
 
 
 def test_a_code_cells_figure_caption_follows_it_as_text():

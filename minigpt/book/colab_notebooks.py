@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from minigpt.book import editions
+from minigpt.book.captions import markdown_alt
 from minigpt.book.colab_directives import resolve_directives
 from minigpt.book.repository import repository, site_url, source_url  # noqa: F401 (re-exported)
 
@@ -227,7 +228,9 @@ def _figure(page: Page, match: re.Match, attachments: dict) -> str:
     value = data[mime]
     attachments[filename] = {mime: value if mime != "image/svg+xml" else
                              base64.b64encode("".join(value).encode()).decode()}
-    return f"![{name}](attachment:{filename})\n\n{_figure_head(page, label)}{caption}"
+    head = _figure_head(page, label)
+    alt = markdown_alt(head + _resolve_inline(caption, page))  # the site's alt text: the finding
+    return f"![{alt}](attachment:{filename})\n\n{head}{caption}"
 
 
 def _figure_head(page: Page, label: str) -> str:
@@ -241,10 +244,14 @@ def resolve_markdown(source: str, page: Page, attachments: dict | None = None) -
     attachments = {} if attachments is None else attachments
     source = resolve_directives(source, page.page, source_url, page.lang)
     source = _GLUE_FIGURE.sub(lambda m: _figure(page, m, attachments), source)
-    source = _LABEL_LINE.sub("", source)
-    source = _GLUE_TEXT.sub(lambda m: page.glue_text(m.group(1), m.group(2)), source)
-    source = _ROLE.sub(page.role, source)
-    return _LINK.sub(lambda m: f"]({page.link(m.group(1))})", source)
+    return _resolve_inline(_LABEL_LINE.sub("", source), page)
+
+
+def _resolve_inline(text: str, page: Page) -> str:
+    """`text` with its glued values written in, its roles as links to the site, and its links published."""
+    text = _GLUE_TEXT.sub(lambda m: page.glue_text(m.group(1), m.group(2)), text)
+    text = _ROLE.sub(page.role, text)
+    return _LINK.sub(lambda m: f"]({page.link(m.group(1))})", text)
 
 
 def colab_notebook(notebook: dict, page: str, lang: str = "en", outputs_from: dict | None = None) -> dict:

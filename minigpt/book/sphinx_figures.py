@@ -7,28 +7,12 @@ of the figure's caption instead (in each edition, the caption as translated), wh
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 
-# A sentence ends at ". " (or "? ", "! ") before a capital, not inside "e.g. x" or "Fig. 3.1".
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÁÉÍÓÚÑ¿¡(])")
-_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|Fig|Eq|Eqs|Ec|Ecs|vs|cf|approx)\.$", re.IGNORECASE)
-
-
-def first_sentence(text: str) -> str:
-    """The caption's first sentence, on one line.
-
-    >>> first_sentence("Decode-step intensity as the batch grows (cf. Fig. 3.1). The dashed line is the ridge.")
-    'Decode-step intensity as the batch grows (cf. Fig. 3.1).'
-    """
-    text = " ".join(text.split())
-    for m in _SENTENCE_END.finditer(text):
-        if not _ABBREVIATION.search(text[:m.start()]):
-            return text[:m.start()]
-    return text
+from minigpt.book.captions import first_sentence
 
 
 def describe_figures(app: Sphinx, doctree: nodes.document, docname: str) -> None:
