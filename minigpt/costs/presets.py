@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from minigpt.config import ModelConfig
 from minigpt.costs.params import config_param_count
-from minigpt.costs.preset_types import HardwarePreset, LatentPreset, LinkPreset, ModelPreset
+from minigpt.costs.preset_types import HardwarePreset, LatentPreset, ModelPreset
+from minigpt.costs.presets_links import (  # noqa: F401 (the links are presets too)
+    ACHIEVED_HOST_LINKS,
+    ALLREDUCE_ALPHA,
+    HOST_LINKS,
+    KV_LINKS,
+    LINKS,
+)
 from minigpt.costs.presets_recent import RECENT_HARDWARE
 
 MiB = 2**20
@@ -205,84 +212,4 @@ FAMILY: dict[str, ModelConfig] = {
 #: Added on a GPU only: about 1.2 B parameters (2.4 GB in bf16), too slow for a shared CPU.
 GPU_EXTRA: dict[str, ModelConfig] = {
     "L24-d2048": ModelConfig(L=24, H=16, H_kv=16, d_h=128, d_ffn=8192, V=600, S_max=256),
-}
-
-
-#: Interconnects of the tensor-parallel example in Chapter 3 (`minigpt.costs.parallel`).
-LINKS: dict[str, LinkPreset] = {
-    link.name: link
-    for link in (
-        LinkPreset(
-            "NVLink 4 (H100 SXM)", bandwidth_per_direction=450e9,
-            source="NVIDIA H100 Tensor Core GPU datasheet: NVLink 900 GB/s per GPU, the total of both "
-            "directions (18 links), so 450 GB/s each way; https://www.nvidia.com/en-us/data-center/h100/",
-        ),
-        LinkPreset(
-            "NVLink 3 (A100 SXM)", bandwidth_per_direction=300e9,
-            source="NVIDIA A100 Tensor Core GPU datasheet: NVLink 600 GB/s per GPU, the total of both "
-            "directions (12 links), so 300 GB/s each way; https://www.nvidia.com/en-us/data-center/a100/",
-        ),
-    )
-}
-
-
-#: Links a request's K/V can take from a prefill GPU to a decode GPU (Chapter 19): NVLink inside a node,
-#: then PCIe, InfiniBand and Ethernet between GPUs without it.
-KV_LINKS: dict[str, LinkPreset] = {
-    link.name: link
-    for link in (
-        LINKS["NVLink 4 (H100 SXM)"],
-        LinkPreset(
-            "InfiniBand NDR 400 Gb/s", bandwidth_per_direction=50e9,
-            source="NVIDIA ConnectX-7 / Quantum-2 InfiniBand NDR: 400 Gb/s per port each way = 50 GB/s "
-            "(one NIC per GPU in a DGX H100); https://www.nvidia.com/en-us/networking/infiniband-adapters/",
-        ),
-        LinkPreset(
-            "PCIe Gen5 x16 (peer)", bandwidth_per_direction=64e9,
-            source="PCI-SIG PCIe 5.0: 32 GT/s per lane, x16 = 63 GB/s each way, GPU to GPU through a PCIe switch "
-            "without NVLink; NVIDIA H100 PCIe datasheet 'PCIe Gen5: 128GB/s' (both directions); "
-            "https://www.nvidia.com/en-us/data-center/h100/",
-        ),
-        LinkPreset(
-            "100 GbE", bandwidth_per_direction=12.5e9,
-            source="IEEE 802.3 100 Gigabit Ethernet: 100 Gb/s each way = 12.5 GB/s before protocol overhead "
-            "(RoCE or TCP between two servers); https://standards.ieee.org/ieee/802.3/",
-        ),
-    )
-}
-
-
-#: A small all-reduce's fixed cost α in seconds (Chapter 20's α–β model, `costs.allreduce_time`), by link.
-ALLREDUCE_ALPHA: dict[str, tuple[float, str]] = {
-    "NVLink 4 (H100 SXM)": (
-        10e-6,
-        "sgl-project/sglang pull request #2904 (2025), unit test on H100 without CUDA graphs: vLLM's custom "
-        "all-reduce of 512 bytes took 0.0095/0.0091/0.0101 ms at TP 2/4/8, and NCCL is no faster on small "
-        "messages (the reason vLLM wrote that kernel, vllm-project/vllm pull request #2192); "
-        "https://github.com/sgl-project/sglang/pull/2904",
-    ),
-}
-
-
-#: Host links: how fast a GPU's KV blocks reach host memory and come back (swap, Chapter 12).
-HOST_LINKS: dict[str, LinkPreset] = {
-    link.name: link
-    for link in (
-        LinkPreset(
-            "PCIe Gen4 x16", bandwidth_per_direction=32e9,
-            source="PCI-SIG PCIe 4.0: 16 GT/s per lane, 128b/130b, x16 = 31.5 GB/s each way; NVIDIA A100 datasheet "
-            "lists 'PCIe Gen4: 64GB/s' (both directions); https://www.nvidia.com/en-us/data-center/a100/",
-        ),
-        LinkPreset(
-            "PCIe Gen5 x16", bandwidth_per_direction=64e9,
-            source="PCI-SIG PCIe 5.0: 32 GT/s per lane, x16 = 63 GB/s each way; NVIDIA H100 datasheet lists "
-            "'PCIe Gen5: 128GB/s' (both directions); https://www.nvidia.com/en-us/data-center/h100/",
-        ),
-        LinkPreset(
-            "NVLink-C2C (GH200)", bandwidth_per_direction=450e9,
-            source="NVIDIA GH200 Grace Hopper Superchip datasheet: NVLink-C2C 900 GB/s between the Grace CPU's "
-            "memory and the Hopper GPU, both directions together, so 450 GB/s each way; "
-            "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/",
-        ),
-    )
 }

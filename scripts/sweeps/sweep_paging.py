@@ -21,7 +21,8 @@ the vLLM paper's "Orca (Pow2)" does up to 2×. Requests arrive together (an offl
   budget, 10 % reserve), the trace the ShareGPT-like one at Llama-2's 4096 positions, the batch bound
   vLLM's default `max_num_seqs` on that chip (1024 on the H100, 256 on an A100).
 - Preemption, replayed: a pool of a quarter of that memory, recompute against swap over PCIe Gen4
-  (A100), PCIe Gen5 (H100) and NVLink-C2C (an H100 on a GH200-like link), swap overlapped or not.
+  (A100), PCIe Gen5 (H100) and NVLink-C2C (an H100 on a GH200-like link), each at the rate a copy
+  achieves (`ACHIEVED_HOST_LINKS`), swap overlapped or not.
   And measured on MiniGPT: both modes on a pool tight enough to preempt.
 
 Writes minigpt/measure/data/paging_<device>.json.
@@ -42,7 +43,7 @@ from typing import Any
 
 from minigpt import Sampling, load_pretrained, measure
 from minigpt.costs.preset_types import HardwarePreset
-from minigpt.costs.presets import HARDWARE, HOST_LINKS, MODELS
+from minigpt.costs.presets import ACHIEVED_HOST_LINKS, HARDWARE, MODELS
 from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
 from minigpt.serving.replay import replay_blocks
@@ -149,8 +150,10 @@ def replayed(args: argparse.Namespace) -> dict[str, Any]:
         blocks = row["num_blocks"]
         # preemption: a quarter of the memory, so that paging must preempt
         small = blocks // 4
-        links = {link: HOST_LINKS[link]} | ({"NVLink-C2C (GH200)": HOST_LINKS["NVLink-C2C (GH200)"]}
-                                            if chip == "H100 SXM" else {})
+        # each link at the rate a host-device copy achieves, not its nominal rate
+        links = {link: ACHIEVED_HOST_LINKS[link]} | (
+            {"NVLink-C2C (GH200)": ACHIEVED_HOST_LINKS["NVLink-C2C (GH200)"]} if chip == "H100 SXM" else {})
+        row["host_link_bytes_per_s"] = {name: lk.bandwidth_per_direction for name, lk in links.items()}
         pre: dict[str, Any] = {"num_blocks": small}
         e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True,
                           config=pool_config("paged", max_batch=vllm_max_num_seqs(hw), chunk_size=2048))
