@@ -33,6 +33,24 @@ def test_english_colab_notebooks_are_fresh():
     assert _script().main(["--check"]) == 0, "run: python scripts/book/colab_notebooks.py"
 
 
+def test_named_pages_are_generated_alone(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    """Catches: naming one page still reading every other (so one chapter mid-edit, not yet re-executed,
+    stopped the page a maintainer was regenerating), or removing the other pages' copies as gone; and a
+    misspelt page passing silently."""
+    script = _script()
+    page = "chapters/03_decode_memory_bound"
+
+    def only(name: str) -> str:
+        assert name == page, f"read {name}"
+        return (ROOT / "locales" / "en" / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+
+    monkeypatch.setattr(script, "colab_text", only)
+    assert script.main(["--check", page]) == 0
+    with pytest.raises(SystemExit):
+        script.main(["--check", "chapters/03_decode"])
+    assert "pages: chapters/03_decode is no notebook page" in capsys.readouterr().err
+
+
 def test_every_notebook_page_has_its_colab_notebook_in_each_edition():
     """Catches: a page whose Colab button opens a missing file (English or Spanish)."""
     pages = _script().pages()

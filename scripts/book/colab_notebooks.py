@@ -2,6 +2,8 @@
 
     python scripts/book/colab_notebooks.py          # locales/en/notebooks/<page>.ipynb from each English notebook
     python scripts/book/colab_notebooks.py --check  # exit 1 if one is stale (tests/test_colab_notebooks.py)
+    python scripts/book/colab_notebooks.py chapters/12_serving_engine   # only these pages (one being edited
+                                                                        # elsewhere does not stop them)
 
 The Spanish ones (locales/es/notebooks/) are written by `scripts/book/translations.py notebooks`, which
 translates each English notebook from its catalog and then resolves it the same way
@@ -49,9 +51,13 @@ def pages() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a notebook is stale")
+    parser.add_argument("pages", nargs="*", help="only these pages (e.g. chapters/03_decode_memory_bound)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.pages) - set(pages()))
+    if unknown:
+        parser.error(f"pages: {', '.join(unknown)} is no notebook page of the book (e.g. chapters/04_wall_clock)")
     wanted, stale = set(), []
-    for page in pages():
+    for page in args.pages or pages():
         path = generated_path(page)
         wanted.add(path)
         text = colab_text(page)
@@ -63,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     for path in (catalogs.LOCALES / LANG / catalogs.NOTEBOOKS).rglob("*.ipynb"):
-        if path not in wanted:
+        if path not in wanted and not args.pages:  # a copy without a page, when every page was written
             stale.append(path)
             if not args.check:
                 path.unlink()

@@ -6,6 +6,7 @@
     python scripts/book/translations.py import PAGE F   # translations from a JSON file [{"id", "es"}, ...]
     python scripts/book/translations.py check           # every message translated, none fuzzy, markup kept
     python scripts/book/translations.py notebooks       # the edition's notebooks for Colab, from the catalogs
+    python scripts/book/translations.py notebooks chapters/12_serving_engine   # only these pages
 
 `make translations` runs `update`, `notebooks` and `status`.
 A changed English sentence leaves its old translation
@@ -138,10 +139,16 @@ def notebook_pages(lang: str) -> list[str]:
     return [page for page in catalogs.pages(lang) if (ROOT / f"{page}.ipynb").exists()]
 
 
-def cmd_notebooks(lang: str) -> int:
+def cmd_notebooks(lang: str, only: list[str] | None = None) -> int:
+    """Write the edition's notebooks (of the pages `only`, if given) and remove those of pages that are gone."""
+    unknown = sorted(set(only or ()) - set(notebook_pages(lang)))
+    if unknown:
+        print(f"pages: {', '.join(unknown)} is no notebook page of the book (e.g. chapters/04_wall_clock)",
+              file=sys.stderr)
+        return 2
     bad = 0
     wanted = set()
-    for page in notebook_pages(lang):
+    for page in only or notebook_pages(lang):
         text, missing = edition_notebook(page, lang)
         if missing:
             print(f"{page}: {len(missing)} message(s) not placed, e.g. {sorted(missing)[0][:70]!r}", file=sys.stderr)
@@ -153,7 +160,7 @@ def cmd_notebooks(lang: str) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     for path in (catalogs.LOCALES / lang / catalogs.NOTEBOOKS).rglob("*.ipynb"):
-        if path not in wanted:
+        if path not in wanted and not only:
             path.unlink()
             print(f"removed {path.relative_to(ROOT)}")
     return 1 if bad else 0
@@ -172,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("page")
     p.add_argument("file")
     sub.add_parser("check")
-    sub.add_parser("notebooks")
+    p = sub.add_parser("notebooks")
+    p.add_argument("pages", nargs="*", help="only these pages (e.g. chapters/12_serving_engine)")
     args = parser.parse_args(argv)
     if args.cmd == "update":
         return cmd_update(args.lang)
@@ -183,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "import":
         return cmd_import(args.page, args.file, args.lang)
     if args.cmd == "notebooks":
-        return cmd_notebooks(args.lang)
+        return cmd_notebooks(args.lang, args.pages)
     return cmd_check(args.lang)
 
 
