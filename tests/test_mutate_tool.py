@@ -176,3 +176,20 @@ def test_a_rerun_runs_a_survivor_only_where_its_function_is_unchanged(tmp_path, 
     assert mutate_rerun.module_of("minigpt.m.x_f__mutmut_1") == "minigpt/m.py"
     same, changed = mutate_rerun.unchanged(["minigpt.m.x_f__mutmut_1", "minigpt.m.x_g__mutmut_1"], commit)
     assert same == ["minigpt.m.x_f__mutmut_1"] and changed == ["minigpt.m.x_g__mutmut_1"]
+
+
+def test_a_module_of_data_alone_is_not_reported_as_waiting_for_a_run(tmp_path):
+    """mutmut mutates functions only, so a module of presets has no mutant and can never be "run in full".
+    Guards: such a module listed among those still to run (a maintainer would chase a run that cannot
+    happen), and a module with a function (a method counts) taken for data."""
+    from mutate_report import has_functions, render
+
+    assert not has_functions("minigpt/costs/presets_recent.py")
+    assert has_functions("minigpt/costs/preset_types.py")  # methods of dataclasses only
+    results = tmp_path / "results"
+    results.mkdir()
+    text = render(results, {}, ["minigpt/costs/presets_recent.py", "minigpt/costs/preset_types.py"], "3.8.1", 0.9)
+    waiting = text.split("## Mechanism modules not yet run in full")[1].split("## Modules of data alone")[0]
+    data = text.split("## Modules of data alone")[1]
+    assert "preset_types.py" in waiting and "presets_recent.py" not in waiting
+    assert "presets_recent.py" in data and "preset_types.py" not in data

@@ -3,9 +3,19 @@ mutation/report.md rendered from the results and the triage (`render`)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def has_functions(module: str) -> bool:
+    """Whether the module (a path from the repository's root) defines a function or method: mutmut mutates
+    nothing else, so a module of data alone (presets) has no mutant to run."""
+    tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for node in ast.walk(tree))
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -99,7 +109,11 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         "",
         "## Mechanism modules not yet run in full",
         "",
-        *([f"- `{m}`" for m in modules if m not in done] or ["None."]),
+        *([f"- `{m}`" for m in modules if m not in done and has_functions(m)] or ["None."]),
+        "",
+        "## Modules of data alone (no function, so no mutant)",
+        "",
+        *([f"- `{m}`" for m in modules if m not in done and not has_functions(m)] or ["None."]),
         "",
     ]
     return "\n".join(lines)
