@@ -29,12 +29,8 @@ def markdown_alt(caption: str) -> str:
     """A Markdown caption's first sentence as plain text for ``![alt](…)``: links kept as their text,
     emphasis and code marks dropped, and no bracket left to end the alt text early.
 
-    >>> markdown_alt("**Fig. 3.1.** The roof of [Eq. (3.3)](https://x/#eq) and `B` = 1. More.")
-    'Fig. 3.1. The roof of Eq. (3.3) and B = 1.'
+    >>> markdown_alt("The roof of [Eq. (3.3)](https://x/#eq) and `B` = 1. More.")
+    'The roof of Eq. (3.3) and B = 1.'
     """
     plain = _MARKDOWN_LINK.sub(lambda m: m.group(1), caption)
-    plain = plain.replace("**", "").replace("`", "").replace("[", "(").replace("]", ")")
-    lead = re.match(r"\s*((?:Fig\.|Figura) [\d.]+\.)\s+", plain)
-    if lead:
-        return f"{lead.group(1)} {first_sentence(plain[lead.end():])}"
-    return first_sentence(plain)
+    return first_sentence(plain.replace("**", "").replace("`", "").replace("[", "(").replace("]", ")"))

@@ -229,7 +229,7 @@ def _figure(page: Page, match: re.Match, attachments: dict) -> str:
     attachments[filename] = {mime: value if mime != "image/svg+xml" else
                              base64.b64encode("".join(value).encode()).decode()}
     head = _figure_head(page, label)
-    alt = markdown_alt(head + _resolve_inline(caption, page))  # the site's alt text: the finding
+    alt = head.replace("**", "") + markdown_alt(_resolve_inline(caption, page))  # the site's: the finding
     return f"![{alt}](attachment:{filename})\n\n{head}{caption}"
 
 
