@@ -37,3 +37,13 @@ def test_the_tight_replay_pool_is_todays_presets(paging: dict):
     tight = paging["tight"]
     model, hw = MODELS[tight["model"]], HARDWARE[tight["hardware"]]
     assert tight["num_blocks"] == replay_blocks(model, hw, block_size=paging["block_size"], s=paging["s"])
+
+
+def test_the_disaggregation_replay_pools_are_todays_presets():
+    """Chapter 19's replay binds its pools with long prompts: an H100 pool of 80 GiB's blocks (before the
+    81,559 MiB correction) gave Llama-2-7B's 2:1 split 14 req/s per chip instead of 16."""
+    replayed = sweeps.read_json("data/disagg_cpu.json")["replayed"]
+    hw = HARDWARE[replayed["chip"]]
+    assert set(replayed["pool_blocks"]) == set(replayed["models"])
+    for name, blocks in replayed["pool_blocks"].items():
+        assert blocks == replay_blocks(MODELS[name], hw), f"{name}: rerun sweep_disagg.py --skip-measured"

@@ -32,6 +32,7 @@ from minigpt.distributed import disagg
 from minigpt.measure import sweeps
 from minigpt.serving import Engine, EngineConfig, Request
 from minigpt.serving import goodput as G
+from minigpt.serving.replay import replay_blocks
 from minigpt.serving.trace import poisson_trace
 
 REPLAY_LINKS = ("NVLink 4 (H100 SXM)", "PCIe Gen5 x16 (peer)", "InfiniBand NDR 400 Gb/s", "100 GbE")
@@ -110,9 +111,11 @@ def measured(args: Any) -> dict[str, Any]:
 
 def replayed(requests: int) -> dict[str, Any]:
     hw = HARDWARE["H100 SXM"]
-    out: dict[str, Any] = {"chip": hw.name, "slo": SLO, "models": {}}
+    out: dict[str, Any] = {"chip": hw.name, "slo": SLO, "models": {}, "pool_blocks": {}}
     for name in ("Llama-2-7B", "Llama-3-8B"):
         m = MODELS[name]
+        # every replayed chip's pool (Engine.replay's default: blocks of 16 beside the weights, Eq. 2.4)
+        out["pool_blocks"][name] = replay_blocks(m, hw)
         per_model: dict[str, Any] = {}
         for wname, w in WORKLOADS.items():
             if wname == "short prompts" and name not in SHORT_FOR:
