@@ -164,14 +164,14 @@ EXERCISE = Exercise(
             "q1", "cache_write", "cache_write(k_cache, v_cache, k_new, v_new, S) -> (k_valid, v_valid)", _write_cases,
             _write, pair(tensor(0, 0), tensor(0, 0), ("k_valid", "v_valid")),
             N_("write k_new, v_new ([B, H_kv, T, d_h]) into rows S..S+T−1 of the preallocated [B, H_kv, S_max, d_h] "
-               "tensors (in place, k_cache[:, :, S:S+T] = k_new) and return the valid prefixes [:, :, :S+T]."),
+               "tensors, in place, and return their valid rows 0..S+T−1."),
             edges=WRITE_EDGES,
         ),
         Question(
             "q2", "attend", "attend(q, k, v) -> tensor [B, H, d_h]", _attend_cases, _attend, tensor(1e-5, 1e-4),
             N_("one query per head, q [B, H, d_h], over S cached keys and values [B, H_kv, S, d_h]: "
-               "softmax(q·kᵀ / √d_h)·v. With GQA, query heads h·g … h·g+g−1 (g = H / H_kv) share KV head h "
-               "(k.repeat_interleave(g, dim=1))."),
+               "softmax(q·kᵀ / √d_h)·v. With GQA, query heads h·g … h·g+g−1 (g = H / H_kv) share KV head h: "
+               "consecutive query heads, not every H_kv-th one."),
             edges=ATTEND_EDGES,
         ),
         Question(
