@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from minigpt.config import ModelConfig
-from minigpt.exercises import EXERCISES, ex13, ex18, ex18_h2o, run_check
+from minigpt.exercises import EXERCISES, ex13, ex18, ex18_h2o, ex18_snapkv, run_check
 from minigpt.exercises.spec import build_case
 from minigpt.grading.review import review_cell
 from minigpt.runtime.attention import combine_chunks, flash_decode
@@ -147,13 +147,19 @@ MUTANTS = [
      "the weights not normalised"),
     ("ex18.q1", "absorbed_decode", "rows = slice(h * d_h, (h + 1) * d_h)", "rows = slice(h, None, H)",
      "heads' rows dealt round-robin, not in blocks"),
-    ("ex18.q2", "h2o_keep", "old = range(n - recent)", "old = range(n)",
-     "heavy hitters chosen among the recent tokens too (fewer than budget kept)"),
-    ("ex18.q2", "h2o_keep", "[: budget - recent]", "[:budget]", "budget heavy hitters on top of the recent window"),
-    ("ex18.q2", "h2o_keep", "kept = sorted(heavy) + list(range(n - recent, n))",
-     "kept = heavy + list(range(n - recent, n))", "kept positions returned in score order"),
-    ("ex18.q2", "h2o_keep", "key=lambda i: float(scores[i]), reverse=True", "key=lambda i: float(scores[i])",
-     "the lowest scores kept"),
+    ("ex18.q2", "snapkv_keep", "for i in range(T - w, T):", "for i in range(T - 1, T):",
+     "the last query's votes alone, not the window's"),
+    ("ex18.q2", "snapkv_keep", "k[: i + 1] @ q[i]", "k @ q[i]", "a window query voting for keys after it"),
+    ("ex18.q2", "snapkv_keep", "votes[max(0, j - half): min(before, j + half + 1)]",
+     "votes[max(0, j - half): j + half + 1]", "the window's votes pooled onto the keys just before it"),
+    ("ex18.q2", "snapkv_keep", "pooled = [max(", "pooled = [min(", "a min-pool: the quietest neighbour"),
+    ("ex18.q2", "snapkv_keep", "key=lambda j: pooled[j], reverse=True", "key=lambda j: votes[j], reverse=True",
+     "ranked by the raw votes, no pooling"),
+    ("ex18.q2", "snapkv_keep", "key=lambda j: pooled[j], reverse=True", "key=lambda j: pooled[j]",
+     "the lowest pooled votes kept"),
+    ("ex18.q2", "snapkv_keep", "[: budget - w]", "[:budget]", "budget keys on top of the window"),
+    ("ex18.q2", "snapkv_keep", "k[: i + 1] @ q[i] / math.sqrt(d_h)", "k[: i + 1] @ q[i] / d_h",
+     "scores scaled by 1/d_h"),
     ("ex18.q3", "h2o_decode_reads", "reads.append(list(held))", "reads.append(list(held)[-budget:])",
      "the step reads only the budget: evicted before it attends"),
     ("ex18.q3", "h2o_decode_reads", "score[p] += w", "score[p] = w", "the last step's weights, not accumulated"),
@@ -296,6 +302,25 @@ def test_ex18_q3_replay_is_the_packages_h2o() -> None:
             assert all(len(r) == min(t + 1, args["budget"] + 1) for t, r in enumerate(right))
             if i < len(ex18_h2o._NEIGHBOURS):
                 assert ex18_h2o._replay(**args, wrong=ex18_h2o._NEIGHBOURS[i])[0] != right
+
+
+def test_ex18_q2_replay_is_the_packages_snapkv() -> None:
+    """ex18 Q2's case generator picks its edge cases with a plain replay of SnapKV (`ex18_snapkv._select`): it
+    must keep what the package's `SnapKVCache` keeps (the oracle), or the edges would separate another rule;
+    case 0 holds the whole prompt, each later edge case's named neighbour keeps other keys, and no case has a
+    near tie at the cut."""
+    for seed in range(6):
+        cases = ex18.EXERCISE.question("q2").cases(random.Random(seed))
+        for i, case in enumerate(cases):
+            args = build_case(case)
+            right, gap = ex18_snapkv._select(**args)
+            assert right == ex18_snapkv._snapkv_keep(**args)
+            assert gap >= ex18_snapkv.TIE_GAP
+            T = args["k"].shape[0]
+            assert len(right) == min(T, args["budget"]) and (T <= args["budget"]) == (i == 0)
+            assert right[-min(args["window"], T):] == list(range(T - min(args["window"], T), T))
+            if 1 <= i <= len(ex18_snapkv._NEIGHBOURS):
+                assert ex18_snapkv._select(**args, wrong=ex18_snapkv._NEIGHBOURS[i - 1])[0] != right
 
 
 def test_ex18_q3_replay_by_hand() -> None:

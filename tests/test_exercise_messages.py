@@ -189,15 +189,24 @@ def test_a_shape_mismatch_names_the_shape_returned() -> None:
     assert "?" in conforms({"$tensor": [1, 2, 3], "shape": "3"}, _tensor([[0.0, 0.0]]))
 
 
-def test_the_recent_window_edge_counts_a_recent_token_at_the_window_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ex18 Q2's edge: a recent token among the top (budget - recent) scores, the first recent position included
-    (guards `>` for `>=`, which misses a top score at position n - recent). Scores given as tensors."""
-    monkeypatch.setattr(ex18, "build", lambda value: value)
-    case = {"positions": list(range(6)), "budget": 4, "recent": 2}
-    case["scores"] = torch.tensor([0.0, 0.0, 0.0, 0.0, 9.0, 0.0])  # the top score at position n - recent = 4
-    assert ex18._recent_in_top(case)
-    case["scores"] = torch.tensor([9.0, 8.0, 0.0, 0.0, 0.0, 0.0])
-    assert not ex18._recent_in_top(case)
+def test_snapkv_cut_and_tie_gap_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ex18 Q2's replay on votes worked by hand: the window kept whole, the budget - window best keys before it
+    joined to it, and the gap at the cut that rules out near ties (guards the window ranked with the rest, the
+    gap taken between the wrong pair, and a tie at the cut let through, where a float32 answer could keep the
+    other key)."""
+    from minigpt.exercises import ex18_snapkv
+
+    votes = torch.tensor([0.1, 0.5, 0.2, 0.05, 0.3, 9.0], dtype=torch.float64)
+    monkeypatch.setattr(ex18_snapkv, "_votes", lambda q, k, window, kernel, wrong=None: votes.clone())
+    q = k = torch.zeros(6, 2)
+    kept, gap = ex18_snapkv._select(q, k, window=1, kernel=3, budget=3)
+    assert kept == [1, 4, 5] and gap == pytest.approx(0.1)
+    assert ex18_snapkv._select(q, k, window=1, kernel=3, budget=3, wrong="lowest")[0] == [0, 3, 5]
+    assert ex18_snapkv._select(q, k, window=2, kernel=3, budget=2)[0] == [4, 5]  # nothing before the window
+    votes[2] = 0.3  # keys 2 and 4 tie at the cut
+    case = {"q": q, "k": k, "window": 1, "kernel": 3, "budget": 3}
+    monkeypatch.setattr(ex18_snapkv, "build", lambda value: value)
+    assert not ex18_snapkv._separates(case, None)
 
 
 @pytest.mark.parametrize("S,d_c,expected", [(300, 4, True), (56, 4, False), (300, 16, False), (20, 4, False)])

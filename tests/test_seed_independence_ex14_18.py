@@ -357,14 +357,40 @@ def _decompressed(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: tor
     return w_o @ torch.einsum("hs,shd->hd", weights, v).reshape(-1)
 
 
-def _h2o_recent_compete(positions: list[int], scores: torch.Tensor, budget: int, recent: int) -> list[int]:
-    """ex18 Q2 choosing the budget - recent heavy hitters among all the tokens, recent ones included (a recent
-    token then takes a heavy hitter's place and fewer than budget are kept)."""
-    n = len(positions)
-    if n <= budget:
-        return list(positions)
-    heavy = scores.topk(budget - recent).indices.tolist()
-    return sorted({positions[i] for i in heavy} | set(positions[n - recent:]))
+def _snapkv(kind: str) -> Callable[..., list[int]]:
+    """ex18 Q2 with one of SnapKV's plausible wrong neighbours, written apart from `ex18_snapkv._select`:
+    "lowest" (the lowest pooled votes kept), "last" (the last query votes alone), "raw" (no pooling), "spill"
+    (the window's votes pooled onto the keys before it), "mean" (an average pool, padded with zeros as
+    avg_pool1d pads), "compete" (the window ranked with the rest), "acausal" (a query sees every key),
+    "d_h" (scores divided by d_h)."""
+    def snapkv_keep(q: torch.Tensor, k: torch.Tensor, window: int, kernel: int, budget: int) -> list[int]:
+        T, d_h = k.shape
+        if T <= budget:
+            return list(range(T))
+        w, half = min(window, T), kernel // 2
+        votes = [0.0] * T
+        for i in ([T - 1] if kind == "last" else range(T - w, T)):
+            seen = T if kind == "acausal" else i + 1
+            logits = [float(q[i].double() @ k[j].double()) / (d_h if kind == "d_h" else math.sqrt(d_h))
+                      for j in range(seen)]
+            top = max(logits)
+            e = [math.exp(x - top) for x in logits]
+            for j in range(seen):
+                votes[j] += e[j] / sum(e)
+        end = T if kind == "spill" else T - w
+        pooled = list(votes)
+        for j in range(end):
+            near = votes[max(0, j - half): min(end, j + half + 1)]
+            if kind == "mean":
+                pooled[j] = sum(near) / kernel
+            elif kind != "raw":
+                pooled[j] = max(near)
+        if kind == "compete":
+            return sorted(sorted(range(T), key=lambda j: pooled[j], reverse=True)[:budget])
+        ranked = sorted(range(T - w), key=lambda j: pooled[j], reverse=kind != "lowest")
+        return sorted(ranked[: budget - w]) + list(range(T - w, T))
+
+    return snapkv_keep
 
 
 def _h2o_reads(kind: str) -> Callable[..., list[list[int]]]:
@@ -464,7 +490,10 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("V/W rows on a rank, not all V", _fn(_rank_bytes("embedding_whole")))],
     "ex18.q1": [("√d_c", _absorbed_sqrt_dc), ("the naive path", lambda oracle: oracle),
                 ("the naive path", lambda oracle: _decompressed)],
-    "ex18.q2": [("recent tokens compete", _fn(_h2o_recent_compete))],
+    "ex18.q2": [("ranked lowest first", _fn(_snapkv("lowest"))), ("the last query's votes", _fn(_snapkv("last"))),
+                ("no pooling", _fn(_snapkv("raw"))), ("spilling onto the keys", _fn(_snapkv("spill"))),
+                ("an average pool", _fn(_snapkv("mean"))), ("the window competing", _fn(_snapkv("compete"))),
+                ("no causal mask", _fn(_snapkv("acausal"))), ("divided by d_h", _fn(_snapkv("d_h")))],
     "ex18.q3": [("evicting before attending", _fn(_h2o_reads("evict first"))),
                 ("the last step's weights", _fn(_h2o_reads("last"))),
                 ("keeping the budget highest scores", _fn(_h2o_reads("no recent"))),
@@ -497,6 +526,24 @@ def test_ex18_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
             args = build_case(case)
             for neighbour, kind in kinds.items():
                 assert ex18_h2o._replay(**args, wrong=neighbour)[0] == _h2o_reads(kind)(**args), (seed, kind)
+
+
+def test_ex18_q2_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex18 Q2's case generator draws each edge until its own replay of a wrong neighbour
+    (`ex18_snapkv._select(wrong=...)`) keeps other keys; each must keep what the wrong answer named above keeps,
+    written apart from it, or the edge would separate another rule (a pool that also spans the window's first
+    key, say)."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex18_snapkv
+
+    kinds = dict(zip(ex18_snapkv._NEIGHBOURS, ("lowest", "last", "raw", "spill", "mean", "compete", "acausal",
+                                                "d_h"), strict=True))
+    for seed in range(3):
+        for case in EXERCISES["ex18"].question("q2").cases(random.Random(seed)):
+            args = build_case(case)
+            for neighbour, kind in kinds.items():
+                assert ex18_snapkv._select(**args, wrong=neighbour)[0] == _snapkv(kind)(**args), (seed, kind)
 
 
 def test_ex17_q3_generators_neighbours_are_the_named_wrong_answers() -> None:

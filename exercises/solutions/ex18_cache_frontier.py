@@ -25,15 +25,22 @@ def absorbed_decode(x, c, w_q, w_uk, w_uv, w_o):
 
 
 # %% solution:q2
-def h2o_keep(positions, scores, budget, recent):
-    """The positions H2O keeps, in increasing order."""
-    n = len(positions)
-    if n <= budget:
-        return list(positions)
-    old = range(n - recent)
-    heavy = sorted(old, key=lambda i: float(scores[i]), reverse=True)[: budget - recent]
-    kept = sorted(heavy) + list(range(n - recent, n))
-    return [positions[i] for i in kept]
+def snapkv_keep(q, k, window, kernel, budget):
+    """The prompt positions a SnapKV cache keeps, in increasing order."""
+    T, d_h = k.shape
+    if T <= budget:
+        return list(range(T))
+    w = min(window, T)
+    votes = [0.0] * T
+    for i in range(T - w, T):  # the observation window's queries, each over the keys it can see
+        weights = torch.softmax(k[: i + 1] @ q[i] / math.sqrt(d_h), dim=0)
+        for j in range(i + 1):
+            votes[j] += float(weights[j])
+    before = T - w
+    half = kernel // 2
+    pooled = [max(votes[max(0, j - half): min(before, j + half + 1)]) for j in range(before)]
+    best = sorted(range(before), key=lambda j: pooled[j], reverse=True)[: budget - w]
+    return sorted(best) + list(range(before, T))
 
 
 # %% solution:q3

@@ -1,11 +1,11 @@
 """Exercise 18 (Chapters 21-22, the cache's memory in 2026): a decode step of latent attention through the
-absorbed weights, H2O's keep-set, an H2O cache decoded step by step with the keys each step reads
-(`ex18_h2o`), and the ring of a sliding window with attention sinks.
+absorbed weights, the prompt's keys SnapKV keeps (`ex18_snapkv`), an H2O cache decoded step by step with the
+keys each step reads (`ex18_h2o`), and the ring of a sliding window with attention sinks.
 
 The oracles are the package: q1 runs `minigpt.runtime.mla.LatentAttention`'s *naive* path (decompress K
 and V from the cached latents, multi-head attention) on the student's weights and latents, so an absorbed
-answer passes only if the absorption is exact; q2 is `H2OCache`'s eviction on a row of held positions and
-scores; q3 is `H2OCache` driven step by step as `MiniGPT` drives it; q4
+answer passes only if the absorption is exact; q2 is `SnapKVCache` prefilled with the student's queries and
+keys; q3 is `H2OCache` driven step by step as `MiniGPT` drives it; q4
 is `WindowKVCache`'s slots after S tokens.
 """
 
@@ -17,8 +17,8 @@ import torch
 
 from minigpt.config import ModelConfig
 from minigpt.exercises.ex18_h2o import H2O_EDGES, _h2o_cases, _h2o_reads
-from minigpt.exercises.spec import N_, Exercise, Question, build, int_list, randn, tensor, uniform
-from minigpt.runtime.eviction import H2OCache
+from minigpt.exercises.ex18_snapkv import SNAP_EDGES, _snap_cases, _snapkv_keep
+from minigpt.exercises.spec import N_, Exercise, Question, int_list, randn, tensor
 from minigpt.runtime.mla import LatentAttention, LatentCache
 from minigpt.runtime.window_cache import WindowKVCache
 
@@ -86,48 +86,6 @@ def _naive(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tens
     return attn(x.view(1, 1, -1), cache, S=S - 1)[0, 0]
 
 
-KEEP_EDGES = ("a row within the budget: nothing evicted",
-              "a recent token among the top scores of the row: recent tokens compete with the heavy hitters")
-
-
-def _keep_case(rng: random.Random, evict: bool) -> dict:
-    """A row of n held tokens (earlier evictions leave gaps; the newest ones are contiguous), over the budget if
-    `evict`."""
-    budget = rng.randint(2, 12)
-    recent = rng.randint(0, budget)
-    n = budget + (rng.randint(1, 6) if evict else 0)
-    tail = min(n, recent + rng.randint(0, 3))
-    t = n + rng.randint(0, 20)
-    positions = sorted(rng.sample(range(t - tail), n - tail)) + list(range(t - tail, t))
-    return dict(positions=positions, scores=uniform([n], rng, 0.0, 4.0), budget=budget, recent=recent)
-
-
-def _recent_in_top(case: dict) -> bool:
-    """Whether a recent token is among the budget - recent highest scores of the whole row (`KEEP_EDGES`)."""
-    n, budget, recent = len(case["positions"]), case["budget"], case["recent"]
-    if not 0 < recent < budget < n:
-        return False
-    return max(build(case["scores"]).topk(budget - recent).indices.tolist()) >= n - recent
-
-
-def _keep_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`KEEP_EDGES`), then six random rows over the budget."""
-    edge = _keep_case(rng, evict=True)
-    while not _recent_in_top(edge):
-        edge = _keep_case(rng, evict=True)
-    return [_keep_case(rng, evict=False), edge] + [_keep_case(rng, evict=True) for _ in range(6)]
-
-
-def _h2o_keep(positions: list[int], scores: torch.Tensor, budget: int, recent: int) -> list[int]:
-    n = len(positions)
-    cache = H2OCache(ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1, S_max=n), budget=budget, recent=recent)
-    cache.pos[..., :n] = torch.tensor(positions)
-    cache.score[..., :n] = scores
-    cache.n, cache.t = n, positions[-1] + 1
-    cache._evict()
-    return cache.pos[0, 0, 0, : cache.n].tolist()
-
-
 SLOT_EDGES = ("S ≤ sinks + window: slots still empty (-1)",
               "sinks not a multiple of the window, past the sinks: the ring not offset by the sinks (p % window)")
 
@@ -170,13 +128,15 @@ EXERCISE = Exercise(
             edges=ABSORBED_EDGES, method=_decompressed,
         ),
         Question(
-            "q2", "h2o_keep", "h2o_keep(positions, scores, budget, recent) -> list[int]", _keep_cases,
-            _h2o_keep, int_list,
-            N_("if the row holds at most budget tokens nothing goes. Otherwise the recent newest positions stay "
-               "whatever their score, and the remaining budget - recent places go to the highest accumulated "
-               "scores among the older tokens only (a recent token must not take a heavy hitter's place). Return "
-               "the kept positions in increasing order, budget of them."),
-            edges=KEEP_EDGES,
+            "q2", "snapkv_keep", "snapkv_keep(q, k, window, kernel, budget) -> list[int]", _snap_cases,
+            _snapkv_keep, int_list,
+            N_("if the prompt holds at most budget keys, all stay. Otherwise the last window queries vote: each "
+               "one's softmax(q·k/√d_h) over the keys it can see (its own and the earlier ones), summed over the "
+               "window. The votes of the keys before the window are max-pooled, each replaced by the largest "
+               "vote within kernel // 2 positions of it among those keys; the window is kept whole and the "
+               "budget - window keys of highest pooled vote before it join it. Return the kept positions in "
+               "increasing order."),
+            edges=SNAP_EDGES,
         ),
         Question(
             "q3", "h2o_decode_reads", "h2o_decode_reads(q, k, budget, recent) -> list[list[int]]", _h2o_cases,
@@ -184,7 +144,7 @@ EXERCISE = Exercise(
             N_("step t appends key t with score 0; the query q[t] attends over every key held, its own included, "
                "with the weights softmax(q·k/√d_h); each of those keys' score grows by its weight; then, if more "
                "than budget keys are held, the recent newest stay and the budget - recent highest scores among "
-               "the older ones (Question 2). A step reads every key it holds before that eviction."),
+               "the older ones. A step reads every key it holds before that eviction."),
             edges=H2O_EDGES,
         ),
         Question(
