@@ -177,9 +177,9 @@ EXERCISE = Exercise(
         Question(
             "q3", "decode_logits", "decode_logits(model, prompt, token) -> tensor [B, V]", _decode_cases, _decode,
             tensor(1e-4, 1e-4),
-            N_("prefill the prompt [B, P] into a fresh cache (model.new_cache(B)), then one decode step with "
-               "token [B] at position P: model(token.view(-1, 1), cache) — or your own loop over model.blocks — "
-               "and return the logits of that step, [B, V]."),
+            N_("prefill the prompt [B, P] into a fresh cache of B sequences, then run one decode step in which each "
+               "of the B sequences gets its own token at position P (B sequences of one token, not one sequence "
+               "of B tokens), and return the logits of that step, [B, V]."),
             edges=DECODE_EDGES,
         ),
         Question(
