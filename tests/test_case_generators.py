@@ -613,3 +613,91 @@ def test_the_random_cases_span_what_the_question_documents(qid: str, what: str, 
         assert set(drawn) == values, (qid, what, sorted(set(drawn) ^ values, key=str))
     else:
         assert (min(drawn), max(drawn)) == values, (qid, what, min(drawn), max(drawn))
+
+
+def test_ex18_q2_snapkv_prompts_span_their_documented_ranges() -> None:
+    """ex18 Q2's prompts: the first fits the budget (2 <= T <= budget), every other runs 2 to 14 keys past it;
+    windows of 1 to 4, odd kernels 3, 5 and 7, a budget 1 to 6 keys above the window, heads of width 2, 4 and
+    8, queries and keys of scale 1.5 (sharp enough for a vote to decide). Guards a range moved by one, which
+    stops drawing its end (a window of 1 is the last-query neighbour's own case) and a changed scale."""
+    edge("ex18.q2", "within the budget")
+    seen: dict[str, set] = {"window": set(), "kernel": set(), "above": set(), "past": set(), "d_h": set()}
+    for seed in SEEDS:
+        drawn = cases("ex18.q2", seed)
+        for i, case in enumerate(drawn):
+            T, d_h = case["k"]["$randn"]
+            assert case["q"]["$randn"] == [T, d_h] and case["q"]["scale"] == case["k"]["scale"] == 1.5
+            window, budget = case["window"], case["budget"]
+            assert 1 <= window <= 4 and case["kernel"] in (3, 5, 7) and 1 <= budget - window <= 6
+            if i == 0:
+                assert 2 <= T <= budget
+            else:
+                assert 2 <= T - budget <= 14
+                seen["past"].add(T - budget)
+            seen["window"].add(window)
+            seen["kernel"].add(case["kernel"])
+            seen["above"].add(budget - window)
+            seen["d_h"].add(d_h)
+    assert seen["window"] == {1, 2, 3, 4} and seen["kernel"] == {3, 5, 7} and seen["above"] == set(range(1, 7))
+    assert {2, 14} <= seen["past"] and seen["d_h"] == {2, 4, 8}
+
+
+def test_ex18_q1_latent_cases_span_their_documented_ranges() -> None:
+    """ex18 Q1: six cases; the first sized for the method check (H = 2, d_h = 16, d_c = 4, S from 200 to 300),
+    the others with H in {1, 2, 4}, d_h in {2, 4, 8}, d_c in {3, 5, 6, 8, 12} never equal to d_h, S from 2 to
+    12; weights of scale 0.5 and latents and inputs of scale 1. Guards a range moved by one, the sized case
+    moved or repeated, and a changed scale (weights of scale 1.5 saturate the softmax)."""
+    edge("ex18.q1", "d_c ≠ d_h")
+    seen: dict[str, set] = {"H": set(), "d_h": set(), "d_c": set(), "S": set(), "S0": set()}
+    for seed in SEEDS:
+        drawn = cases("ex18.q1", seed)
+        assert len(drawn) == 6
+        for i, case in enumerate(drawn):
+            H, d_h, d_c = case["w_uk"]["$randn"]
+            S = case["c"]["$randn"][0]
+            d = H * d_h
+            assert case["c"]["$randn"] == [S, d_c] and case["x"]["$randn"] == [d] and d_c != d_h
+            assert case["w_uv"]["$randn"] == [H, d_h, d_c] and case["w_q"]["$randn"] == case["w_o"]["$randn"] == [d, d]
+            assert [case[w]["scale"] for w in ("w_q", "w_uk", "w_uv", "w_o")] == [0.5] * 4
+            assert case["x"]["scale"] == case["c"]["scale"] == 1.0
+            if i == 0:
+                assert (H, d_h, d_c) == (2, 16, 4) and 200 <= S <= 300
+                seen["S0"].add(S)
+            else:
+                assert H in (1, 2, 4) and d_h in (2, 4, 8) and d_c in (3, 5, 6, 8, 12) and 2 <= S <= 12
+                seen["H"].add(H), seen["d_h"].add(d_h), seen["d_c"].add(d_c), seen["S"].add(S)
+    assert seen["H"] == {1, 2, 4} and seen["d_h"] == {2, 4, 8} and seen["d_c"] == {3, 5, 6, 8, 12}
+    assert {2, 12} <= seen["S"] and {200, 300} <= seen["S0"]
+
+
+def test_ex18_q4_window_cases_span_their_documented_ranges() -> None:
+    """ex18 Q4: eight cases; the first not yet full (0 <= S <= sinks + window, both ends drawn), the second with
+    sinks in {1, 2, 4} not a multiple of the window, every other past the first wrap, from sinks + window + 1 to
+    4 (sinks + window) + 3; windows 1 to 8, sinks in {0, 1, 2, 4}. Guards a range moved by one (an empty cache,
+    S = 0, never drawn; a case one token short of the wrap counted as past it) and the edge moved to another
+    case."""
+    edge("ex18.q4", "slots still empty")
+    edge("ex18.q4", "sinks not a multiple of the window")
+    seen: dict[str, set] = {"window": set(), "sinks": set(), "first": set(), "low": set(), "high": set(),
+                            "edge_sinks": set()}
+    for seed in SEEDS:
+        drawn = cases("ex18.q4", seed)
+        assert len(drawn) == 8
+        for i, case in enumerate(drawn):
+            S, window, sinks = case["S"], case["window"], case["sinks"]
+            full = sinks + window
+            assert 1 <= window <= 8 and sinks in (0, 1, 2, 4)
+            seen["window"].add(window)
+            if i != 1:
+                seen["sinks"].add(sinks)
+            if i == 0:
+                assert 0 <= S <= full
+                seen["first"].add(S == 0), seen["first"].add("full" if S == full else "")
+                continue
+            assert full + 1 <= S <= 4 * full + 3
+            seen["low"].add(S == full + 1), seen["high"].add(S == 4 * full + 3)
+            if i == 1:
+                assert sinks in (1, 2, 4) and sinks % window != 0
+                seen["edge_sinks"].add(sinks)
+    assert seen["window"] == set(range(1, 9)) and seen["sinks"] == {0, 1, 2, 4} and seen["edge_sinks"] == {1, 2, 4}
+    assert {True, "full"} <= seen["first"] and True in seen["low"] and True in seen["high"]

@@ -9,6 +9,8 @@ absolute part, a nested-list answer refused as ragged, a method check that needs
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -202,7 +204,7 @@ def test_snapkv_cut_and_tie_gap_by_hand(monkeypatch: pytest.MonkeyPatch) -> None
     kept, gap = ex18_snapkv._select(q, k, window=1, kernel=3, budget=3)
     assert kept == [1, 4, 5] and gap == pytest.approx(0.1)
     assert ex18_snapkv._select(q, k, window=1, kernel=3, budget=3, wrong="lowest")[0] == [0, 3, 5]
-    assert ex18_snapkv._select(q, k, window=2, kernel=3, budget=2)[0] == [4, 5]  # nothing before the window
+    assert ex18_snapkv._select(q, k, window=2, kernel=3, budget=2) == ([4, 5], math.inf)  # nothing before it
     votes[2] = 0.3  # keys 2 and 4 tie at the cut
     case = {"q": q, "k": k, "window": 1, "kernel": 3, "budget": 3}
     monkeypatch.setattr(ex18_snapkv, "build", lambda value: value)
@@ -219,6 +221,13 @@ def test_the_absorbed_method_check_applies_only_where_the_sizes_tell(S: int, d_c
     case = {"c": {"$randn": [S, d_c]}, "w_uk": {"$randn": [2, 16, d_c]}}
     rebuilt = {"largest": S * 32, "flops": 2 * S * d_c * 32}
     assert (ex18._decompressed(case, rebuilt) is not None) is expected
+    if expected:  # the rebuilt tensor alone, or its FLOPs alone, at exactly their size, is the naive path
+        for work in ({"largest": S * 32, "flops": 0}, {"largest": 0, "flops": 2 * S * d_c * 32}):
+            assert ex18._decompressed(case, work) == (
+                "the keys or values were rebuilt from the latents (a tensor of S·H·d_h elements, or the FLOPs of that "
+                "product, was measured): the question asks for the absorbed path, which attends over the latents "
+                "themselves")
+        assert ex18._decompressed(case, {"largest": S * 32 - 1, "flops": 2 * S * d_c * 32 - 1}) is None
 
 
 def test_ex16_a_wrong_attainment_gets_the_rule_spelled_out() -> None:

@@ -58,6 +58,11 @@ EXTRA_TESTS = {
     "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
     # ex18 Q3's case generator: the named wrong answers, written apart from it, must lose under every seed.
     "minigpt/exercises/ex18_h2o.py": ("tests/test_seed_independence_ex14_18.py",),
+    # ex18's other generators and checkers, reached through the registry: the generators' ranges, the named wrong
+    # answers and the reference solution.
+    "minigpt/exercises/ex18.py": ("tests/test_case_generators.py", "tests/test_seed_independence_ex14_18.py",
+                                  "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
+                                  "tests/test_exercise_messages.py"),
     # ex18 Q2's replay, its slips and generator: the named wrong answers, written apart, the oracle equal to the
     # package's SnapKVCache, the reference solution's mutants and the cut worked by hand.
     "minigpt/exercises/ex18_snapkv.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_exercises.py",
