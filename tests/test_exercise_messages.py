@@ -211,6 +211,20 @@ def test_snapkv_cut_and_tie_gap_by_hand(monkeypatch: pytest.MonkeyPatch) -> None
     assert not ex18_snapkv._separates(case, None)
 
 
+@pytest.mark.parametrize(("H", "d_h", "d_c", "S", "expected"),
+                         [(1, 5, 1, 140, False), (1, 5, 1, 141, True), (1, 64, 8, 64, False), (1, 64, 8, 65, True)])
+def test_the_absorbed_method_check_starts_exactly_at_its_thresholds(H: int, d_h: int, d_c: int, S: int,
+                                                                     expected: bool) -> None:
+    """ex18 Q1's method check at its two edges. With H = 1, d_h = 5, d_c = 1 the rebuilt keys' FLOPs, 2·S·d_c·d,
+    equal twice the absorbed step's, 2·(4d² + 4·H·S·d_c + 8·d·H·d_c) = 1,400, at S = 140, where the sizes say
+    nothing yet, and pass it at S = 141. With d = 64 the rebuilt tensor, S·d, equals d² at S = 64 and passes it
+    at 65. Guards `>=` for `>` in either comparison, a coefficient of the absorbed FLOPs moved by one, twice
+    made three times, and d² left out of the sizes the rebuilt tensor must exceed."""
+    case = {"c": {"$randn": [S, d_c]}, "w_uk": {"$randn": [H, d_h, d_c]}}
+    work = {"largest": S * H * d_h, "flops": 2 * S * d_c * H * d_h}
+    assert (ex18._decompressed(case, work) is not None) is expected
+
+
 @pytest.mark.parametrize("S,d_c,expected", [(300, 4, True), (56, 4, False), (300, 16, False), (20, 4, False)])
 def test_the_absorbed_method_check_applies_only_where_the_sizes_tell(S: int, d_c: int, expected: bool) -> None:
     """ex18 Q1's method check speaks only where rebuilding the keys outweighs the absorbed step: S = 300 with
