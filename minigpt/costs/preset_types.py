@@ -6,6 +6,7 @@ interconnect (`LinkPreset`). The presets themselves, each with its public source
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from minigpt.costs.memory import (
     kv_bytes_per_token,
@@ -153,3 +154,11 @@ class LinkPreset:
     name: str
     bandwidth_per_direction: float
     source: str
+
+
+P = TypeVar("P", ModelPreset, HardwarePreset, LatentPreset, LinkPreset)
+
+
+def by_name(*presets: P) -> dict[str, P]:
+    """A table of presets keyed by their `name`, in the order given (how `presets` builds every table)."""
+    return {preset.name: preset for preset in presets}
