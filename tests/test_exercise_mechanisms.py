@@ -26,6 +26,21 @@ SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
+    ("ex11.q2", "slot_mapping", "for p in range(S, S + T):", "for p in range(T):",
+     "the new tokens at positions 0 … T − 1, the cached ones forgotten"),
+    ("ex11.q2", "slot_mapping", "for p in range(S, S + T):", "for p in range(S + 1, S + T + 1):",
+     "the first new token at S + 1"),
+    ("ex11.q2", "slot_mapping", "table[p // block_size] * block_size + p % block_size", "p",
+     "the logical slot, the table not consulted"),
+    ("ex11.q2", "slot_mapping", "table[p // block_size] * block_size + p % block_size",
+     "table[p // block_size] + p % block_size", "the block id not multiplied by b"),
+    ("ex11.q2", "slot_mapping", "table[p // block_size] * block_size + p % block_size",
+     "table[S // block_size] * block_size + p - S // block_size * block_size",
+     "a chunk's slots laid on from its first block, as if the next block were numbered next"),
+    ("ex11.q2", "slot_mapping", "zip(tables, lengths, counts,", "zip(tables, [lengths[0]] * len(tables), counts,",
+     "one start for the whole step"),
+    ("ex11.q2", "slot_mapping", "for p in range(S, S + T):", "for p in range(S, S + 1):",
+     "one slot per sequence, as if every sequence decoded"),
     ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "free[:0] = tables[k][::-1]  # first",
      "a FIFO free list where the check's is a stack"),
     ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "free.extend(tables[k][::-1])  # first",
@@ -302,6 +317,27 @@ def test_ex18_q3_replay_is_the_packages_h2o() -> None:
             assert all(len(r) == min(t + 1, args["budget"] + 1) for t, r in enumerate(right))
             if i < len(ex18_h2o._NEIGHBOURS):
                 assert ex18_h2o._replay(**args, wrong=ex18_h2o._NEIGHBOURS[i])[0] != right
+
+
+def test_ex11_q2_oracle_is_the_engines_step_worked_by_hand() -> None:
+    """ex11.q2's oracle is the engine's `flatten` over a pool set up to hold the given tables; worked by hand, b = 2:
+    sequence 0 holds 3 tokens and decodes token 3, in logical block 1 (its table's 3), row 1: slot 3·2 + 1 = 7;
+    sequence 1 holds 2 and feeds a chunk of 4, tokens 2 … 5: logical blocks 1, 1, 2, 2 are 9, 9, 2, 2, rows
+    0, 1, 0, 1: slots 18, 19, 4, 5 (the chunk crosses from block 9 into block 2). Then the oracle equals the
+    step written from scratch on 2,400 drawn cases. The bug it catches: a set-up whose free list hands `reserve`
+    other blocks than the tables name (the engine would then write elsewhere than the question says)."""
+    from minigpt.exercises.ex11_step import _step_slots
+
+    assert _step_slots([[7, 3], [5, 9, 2]], [3, 2], [1, 4], block_size=2) == [7, 18, 19, 4, 5]
+    assert _step_slots([[0], [1, 2]], [0, 1], [1, 2], block_size=2) == [0, 3, 4]  # a new sequence: S = 0
+    q = EXERCISES["ex11"].question("q2")
+    for seed in range(300):
+        for case in q.cases(random.Random(seed)):
+            b = case["block_size"]
+            scratch = [table[p // b] * b + p % b
+                       for table, S, T in zip(case["tables"], case["lengths"], case["counts"], strict=True)
+                       for p in range(S, S + T)]
+            assert _step_slots(**case) == scratch, (seed, case)
 
 
 def test_ex18_q2_replay_is_the_packages_snapkv() -> None:

@@ -122,14 +122,65 @@ def _slack_empty_holds_a_block(S: int, block_size: int) -> int:
     return max(1, -(-S // block_size)) * block_size - S
 
 
-def _slot_ceil(table: list[int], p: int, block_size: int) -> list[int]:
+def _step(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int, *,
+          start: Callable[[int, int], int] = lambda i, S: S, block: Callable[[int, int], int] = lambda p, b: p // b,
+          slot: Callable[[int, int, int], int] = lambda blk, row, b: blk * b + row,
+          one_per_sequence: bool = False, consecutive: bool = False) -> list[int]:
+    """ex11 Q2 written from scratch, with a switch for each wrong neighbour below."""
+    b, out = block_size, []
+    for i, (table, S, T) in enumerate(zip(tables, lengths, counts, strict=True)):
+        first = start(i, S)
+        for j in range(1 if one_per_sequence else T):
+            p = first + j
+            if consecutive:
+                out.append(table[first // b] * b + first % b + j)
+            else:
+                out.append(slot(table[block(p, b)], p % b, b))
+    return out
+
+
+def _step_from_zero(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
+    """ex11 Q2 with the new tokens at positions 0 … T − 1 of their sequence (the cached ones forgotten)."""
+    return _step(tables, lengths, counts, block_size, start=lambda i, S: 0)
+
+
+def _step_one_late(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
+    """ex11 Q2 with the first new token at S + 1 (the length taken for the last position)."""
+    return _step(tables, lengths, counts, block_size, start=lambda i, S: S + 1)
+
+
+def _step_ceil(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
     """ex11 Q2 with the logical block rounded up, ⌈p / b⌉."""
-    return [table[-(-p // block_size)], p % block_size]
+    return _step(tables, lengths, counts, block_size, block=lambda p, b: -(-p // b))
 
 
-def _slot_logical(table: list[int], p: int, block_size: int) -> list[int]:
-    """ex11 Q2 returning the logical block p // b, the table not consulted."""
-    return [p // block_size, p % block_size]
+def _step_logical(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
+    """ex11 Q2 returning the logical slot p, the table not consulted."""
+    return [S + j for S, T in zip(lengths, counts, strict=True) for j in range(T)]
+
+
+def _step_no_times_b(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
+    """ex11 Q2 as block id + row: the block's id not multiplied by b."""
+    return _step(tables, lengths, counts, block_size, slot=lambda blk, row, b: blk + row)
+
+
+def _step_consecutive(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int
+                      ) -> list[int]:
+    """ex11 Q2 with each sequence's slots laid consecutively from its first new token's, as if its blocks were
+    numbered one after another (a contiguous cache's view of a paged one)."""
+    return _step(tables, lengths, counts, block_size, consecutive=True)
+
+
+def _step_common_start(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int
+                       ) -> list[int]:
+    """ex11 Q2 with one start for the whole step, the first sequence's length (a `[B, T]` batch's S)."""
+    return _step(tables, lengths, counts, block_size, start=lambda i, S: lengths[0])
+
+
+def _step_one_per_sequence(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int
+                           ) -> list[int]:
+    """ex11 Q2 with one slot per sequence, as if every sequence decoded (counts ignored)."""
+    return _step(tables, lengths, counts, block_size, one_per_sequence=True)
 
 
 def _utilisation(requests: list[list[int]], policy: str, S_max: int, block_size: int, final: bool = False,
@@ -387,7 +438,11 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex10.q5": [("over all T tokens", _fixed(_channel_whole_T)), ("one scale per token", _fixed(_channel_per_token))],
     "ex11.q1": [("b − S % b", _fixed(_slack_b_minus_remainder)),
                 ("an empty sequence holding one block", _fixed(_slack_empty_holds_a_block))],
-    "ex11.q2": [("⌈p / b⌉", _fixed(_slot_ceil)), ("the logical block", _fixed(_slot_logical))],
+    "ex11.q2": [("0 … T − 1", _fixed(_step_from_zero)), ("one late", _fixed(_step_one_late)),
+                ("⌈p / b⌉", _fixed(_step_ceil)), ("the logical slot p", _fixed(_step_logical)),
+                ("not × b", _fixed(_step_no_times_b)), ("laid consecutively", _fixed(_step_consecutive)),
+                ("one start for every sequence", _fixed(_step_common_start)),
+                ("one slot per sequence", _fixed(_step_one_per_sequence))],
     "ex11.q3": [("the blocks of the final length S", _fixed(_utilisation_final)),
                 ("held counted after each step's token", _fixed(_utilisation_after))],
     "ex11.q4": [("⌈P / b⌉ shared", _fixed(_saved_ceil)), ("n samples saving", _fixed(_saved_n))],

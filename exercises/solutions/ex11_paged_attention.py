@@ -11,9 +11,13 @@ def paged_slack(S, block_size):
 
 
 # %% solution:q2
-def physical_slot(table, p, block_size):
-    """Where token p lives: [block, row]."""
-    return [table[p // block_size], p % block_size]
+def slot_mapping(tables, lengths, counts, block_size):
+    """Where each new token of a fused step goes: block id × b + row, sequences end to end."""
+    slots = []
+    for table, S, T in zip(tables, lengths, counts, strict=True):
+        for p in range(S, S + T):
+            slots.append(table[p // block_size] * block_size + p % block_size)
+    return slots
 
 
 # %% solution:q3

@@ -1,8 +1,10 @@
-"""Exercise 11 (Chapter 11, PagedAttention): slack per sequence, the block table, utilisation, sharing, and
-the mechanism itself: a block table grown on demand over a free list, and copy-on-write of a shared block.
+"""Exercise 11 (Chapter 11, PagedAttention): slack per sequence, the slot mapping of a fused step, utilisation,
+sharing, and the mechanism itself: a block table grown on demand over a free list, and copy-on-write of a shared
+block.
 
-The oracles are the package: the formulas of `minigpt.costs` and `minigpt.measure.kv_memory`, and for the
-mechanism `minigpt.runtime.paged_cache.PagedKVCache` (its `BlockAllocator`) run on the same operations.
+The oracles are the package: the formulas of `minigpt.costs` and `minigpt.measure.kv_memory`, the engine's step
+builder `minigpt.runtime.varlen.flatten` for the slot mapping (`ex11_step`), and for the mechanism
+`minigpt.runtime.paged_cache.PagedKVCache` (its `BlockAllocator`) run on the same operations.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from minigpt import costs
 from minigpt.config import ModelConfig
 from minigpt.exercises.ex11_ops import _cow_exact, _grow_exhausted, _ops
+from minigpt.exercises.ex11_step import STEP_EDGES, _step_cases, _step_slots
 from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, close, exact_int, int_list
 from minigpt.measure import kv_memory
 from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
@@ -26,30 +29,6 @@ def _slack_cases(rng: random.Random) -> list[dict]:
     b = rng.choice([8, 16, 32, 128])
     edges = [dict(S=b * rng.randint(1, 5000 // b), block_size=b), dict(S=0, block_size=rng.choice([8, 16, 32, 128]))]
     return edges + [dict(S=rng.randint(0, 5000), block_size=rng.choice([1, 8, 16, 32, 128])) for _ in range(8)]
-
-
-SLOT_EDGES = ("p inside a block (p % b > 0), not in the table's first block: ⌈p / b⌉ instead of ⌊p / b⌋, or "
-              "the logical block (the table not consulted)",)
-
-
-def _slot_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`SLOT_EDGES`: a token inside a later block of a table that is not 0, 1, 2, ...), then
-    random."""
-    cases = []
-    for k in range(8):
-        b = rng.choice([2, 4, 16])
-        table = rng.sample(range(200), rng.randint(2 if k == 0 else 1, 8))
-        p = rng.randrange(len(table) * b)
-        if k == 0:
-            j = rng.randrange(1, len(table))
-            table[j] += 200  # not its own index, nor any other entry
-            p = j * b + rng.randint(1, b - 1)
-        cases.append(dict(table=table, p=p, block_size=b))
-    return cases
-
-
-def _slot(table: list[int], p: int, block_size: int) -> list[int]:
-    return [table[p // block_size], p % block_size]
 
 
 UTILISATION_EDGES = ("each policy once, paged among them: the blocks of the final length S instead of those of S_t",
@@ -222,11 +201,14 @@ EXERCISE = Exercise(
             edges=SLACK_EDGES,
         ),
         Question(
-            "q2", "physical_slot", "physical_slot(table, p, block_size) -> [block, row]", _slot_cases, _slot,
-            int_list,
-            N_("token p is in the sequence's logical block number p / b rounded down; the table maps that "
-               "to a physical block, and the row is p's offset inside its block. Return the two ints as a list."),
-            edges=SLOT_EDGES,
+            "q2", "slot_mapping", "slot_mapping(tables, lengths, counts, block_size) -> list[int]", _step_cases,
+            _step_slots, int_list,
+            N_("lay the sequences' new tokens end to end, in the order given. The j-th new token of sequence i is "
+               "token lengths[i] + j of that sequence, not token j: its logical block is that position divided by "
+               "the block size, rounded down, and the sequence's table maps it to a physical block; its slot is "
+               "that block's id times the block size, plus the position's row inside the block. A chunk may run "
+               "into the next block of its table, whose id is whatever the table says."),
+            edges=STEP_EDGES,
         ),
         Question(
             "q3", "utilisation", "utilisation(requests, policy, S_max, block_size) -> float", _utilisation_cases,

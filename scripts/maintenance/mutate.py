@@ -68,6 +68,9 @@ EXTRA_TESTS = {
     "minigpt/exercises/ex18_snapkv.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_exercises.py",
                                          "tests/test_exercise_mechanisms.py", "tests/test_exercise_messages.py",
                                          "tests/test_case_generators.py"),
+    # ex11 Q2's step and generator: named wrong answers, solution mutants, the step by hand, the generator's ranges.
+    "minigpt/exercises/ex11_step.py": ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
+                                       "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py"),
     # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
     "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                          "tests/test_exercises.py"),
