@@ -679,36 +679,3 @@ def test_ex18_q1_latent_cases_span_their_documented_ranges() -> None:
                 seen["H"].add(H), seen["d_h"].add(d_h), seen["d_c"].add(d_c), seen["S"].add(S)
     assert seen["H"] == {1, 2, 4} and seen["d_h"] == {2, 4, 8} and seen["d_c"] == {3, 5, 6, 8, 12}
     assert {2, 12} <= seen["S"] and {200, 300} <= seen["S0"]
-
-
-def test_ex18_q4_window_cases_span_their_documented_ranges() -> None:
-    """ex18 Q4: eight cases; the first not yet full (0 <= S <= sinks + window, both ends drawn), the second with
-    sinks in {1, 2, 4} not a multiple of the window, every other past the first wrap, from sinks + window + 1 to
-    4 (sinks + window) + 3; windows 1 to 8, sinks in {0, 1, 2, 4}. Guards a range moved by one (an empty cache,
-    S = 0, never drawn; a case one token short of the wrap counted as past it) and the edge moved to another
-    case."""
-    edge("ex18.q4", "slots still empty")
-    edge("ex18.q4", "sinks not a multiple of the window")
-    seen: dict[str, set] = {"window": set(), "sinks": set(), "first": set(), "low": set(), "high": set(),
-                            "edge_sinks": set()}
-    for seed in SEEDS:
-        drawn = cases("ex18.q4", seed)
-        assert len(drawn) == 8
-        for i, case in enumerate(drawn):
-            S, window, sinks = case["S"], case["window"], case["sinks"]
-            full = sinks + window
-            assert 1 <= window <= 8 and sinks in (0, 1, 2, 4)
-            seen["window"].add(window)
-            if i != 1:
-                seen["sinks"].add(sinks)
-            if i == 0:
-                assert 0 <= S <= full
-                seen["first"].add(S == 0), seen["first"].add("full" if S == full else "")
-                continue
-            assert full + 1 <= S <= 4 * full + 3
-            seen["low"].add(S == full + 1), seen["high"].add(S == 4 * full + 3)
-            if i == 1:
-                assert sinks in (1, 2, 4) and sinks % window != 0
-                seen["edge_sinks"].add(sinks)
-    assert seen["window"] == set(range(1, 9)) and seen["sinks"] == {0, 1, 2, 4} and seen["edge_sinks"] == {1, 2, 4}
-    assert {True, "full"} <= seen["first"] and True in seen["low"] and True in seen["high"]

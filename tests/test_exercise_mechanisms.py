@@ -183,10 +183,6 @@ MUTANTS = [
     ("ex18.q3", "h2o_decode_reads", "score[p] += w", "score[p] += w if p != t else 0.0",
      "a new key's own weight left out of its score"),
     ("ex18.q3", "h2o_decode_reads", "/ math.sqrt(q.shape[1])", "/ q.shape[1]", "scores scaled by 1/d_h"),
-    ("ex18.q4", "window_slots", "slot = t if t < sinks else sinks + (t - sinks) % window",
-     "slot = t % (sinks + window)", "the sinks inside the ring: overwritten"),
-    ("ex18.q4", "window_slots", "slot = t if t < sinks else sinks + (t - sinks) % window",
-     "slot = t if t < sinks else sinks + t % window", "the ring's phase not shifted by the sinks"),
 ]
 
 

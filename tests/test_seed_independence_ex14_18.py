@@ -424,12 +424,46 @@ def _h2o_reads(kind: str) -> Callable[..., list[list[int]]]:
     return reads
 
 
-def _slots_unshifted(S: int, window: int, sinks: int) -> list[int]:
-    """ex18 Q4 with the ring indexed by the position itself (sinks + p % window), not by p - sinks."""
-    slots = [-1] * (sinks + window)
-    for p in range(S):
-        slots[p if p < sinks else sinks + p % window] = p
-    return slots
+def _window_keys(kind: str) -> Callable[..., list[list[int]]]:
+    """ex18 Q4 with one of the window cache's plausible wrong neighbours, written apart from
+    `ex18_window._replay` (the ring as a dict from slot to position): "write first" (the chunk written into the
+    ring before its attention, as a decode step is), "sinks hidden" (no sink rule in the mask), "too wide"
+    (keys from t - window), "no chunk window" (the chunk's own tokens masked causally only), "no causal" (a
+    query sees the chunk's later tokens), "sinks dropped" (a forward stores its last window tokens only),
+    "unshifted" (ring slot sinks + p % window), "empty read" (all sinks + window slots read, empty ones
+    included), "position order" (the held slots sorted by position)."""
+    def window_chunk_keys(fed: list[int], T: int, window: int, sinks: int) -> list[list[int]]:
+        ring: dict[int, int] = {}
+
+        def slot(p: int) -> int:
+            return p if p < sinks else sinks + (p if kind == "unshifted" else p - sinks) % window
+
+        S = 0
+        for n in fed:
+            kept = set(range(max(S, S + n - window), S + n))
+            if kind != "sinks dropped":
+                kept |= set(range(S, min(S + n, sinks)))
+            for p in sorted(kept):
+                ring[slot(p)] = p
+            S += n
+        chunk = list(range(S, S + T))
+        if kind == "write first":
+            for p in chunk:
+                ring[slot(p)] = p
+            chunk = []
+        if kind == "empty read":
+            held: list[int | None] = [ring.get(j) for j in range(sinks + window)]
+        else:
+            held = sorted(ring.values()) if kind == "position order" else [ring[j] for j in sorted(ring)]
+        keys = held + chunk
+        rows = []
+        for t in range(S, S + T):
+            low = t - window if kind == "too wide" else t - window + 1
+            rows.append([j for j, p in enumerate(keys) if p is not None and (p <= t or kind == "no causal")
+                         and ((p < sinks and kind != "sinks hidden") or p >= low
+                              or (kind == "no chunk window" and p >= S))])
+        return rows
+    return window_chunk_keys
 
 
 def _fn(f: Callable[..., Any]) -> Make:
@@ -498,7 +532,15 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("the last step's weights", _fn(_h2o_reads("last"))),
                 ("keeping the budget highest scores", _fn(_h2o_reads("no recent"))),
                 ("starting from 0", _fn(_h2o_reads("own")))],
-    "ex18.q4": [("ring not offset by the sinks", _fn(_slots_unshifted))],
+    "ex18.q4": [("written before its attention", _fn(_window_keys("write first"))),
+                ("the sinks seen only inside the window", _fn(_window_keys("sinks hidden"))),
+                ("the window one too wide", _fn(_window_keys("too wide"))),
+                ("no window mask among the chunk's own tokens", _fn(_window_keys("no chunk window"))),
+                ("no causal mask", _fn(_window_keys("no causal"))),
+                ("its sinks dropped", _fn(_window_keys("sinks dropped"))),
+                ("the ring not offset by the sinks", _fn(_window_keys("unshifted"))),
+                ("its empty slots read as keys too", _fn(_window_keys("empty read"))),
+                ("the held slots taken in position order", _fn(_window_keys("position order")))],
 }
 
 
@@ -544,6 +586,20 @@ def test_ex18_q2_generators_neighbours_are_the_named_wrong_answers() -> None:
             args = build_case(case)
             for neighbour, kind in kinds.items():
                 assert ex18_snapkv._select(**args, wrong=neighbour)[0] == _snapkv(kind)(**args), (seed, kind)
+
+
+def test_ex18_q4_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex18 Q4's case generator draws each edge until its own replay of a wrong neighbour
+    (`ex18_window._replay(wrong=...)`) reads other keys; each must read what the wrong answer named above reads,
+    written apart from it, or the edge would separate another rule (a window one too narrow, say)."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex18_window
+
+    for seed in range(40):
+        for case in EXERCISES["ex18"].question("q4").cases(random.Random(seed)):
+            for kind in ex18_window._NEIGHBOURS:
+                assert ex18_window._replay(**case, wrong=kind)[0] == _window_keys(kind)(**case), (seed, kind)
 
 
 def test_ex17_q3_generators_neighbours_are_the_named_wrong_answers() -> None:

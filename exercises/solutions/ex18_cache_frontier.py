@@ -63,10 +63,22 @@ def h2o_decode_reads(q, k, budget, recent):
 
 
 # %% solution:q4
-def window_slots(S, window, sinks):
-    """Position held in each of the sinks + window slots after S tokens; -1 if empty."""
-    slots = [-1] * (sinks + window)
-    for t in range(S):
-        slot = t if t < sinks else sinks + (t - sinks) % window
-        slots[slot] = t
-    return slots
+def window_chunk_keys(fed, T, window, sinks):
+    """For each query of a chunk of T tokens, the indices of the keys it attends among those the window cache
+    hands its attention: the slots holding a token, in slot order, then the chunk's own T keys."""
+    slots = [-1] * (sinks + window)  # the position each slot holds; -1: empty
+
+    def slot(p):
+        return p if p < sinks else sinks + (p - sinks) % window
+
+    S = 0
+    for n in fed:  # a forward stores the sinks among its tokens and its last window tokens
+        for p in range(S, S + n):
+            if p < sinks or p >= S + n - window:
+                slots[slot(p)] = p
+        S += n
+    keys = [p for p in slots if p >= 0] + list(range(S, S + T))  # read before the chunk is stored
+    rows = []
+    for t in range(S, S + T):
+        rows.append([j for j, p in enumerate(keys) if p <= t and (p < sinks or p > t - window)])
+    return rows

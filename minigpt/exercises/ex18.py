@@ -1,12 +1,13 @@
 """Exercise 18 (Chapters 21-22, the cache's memory in 2026): a decode step of latent attention through the
 absorbed weights, the prompt's keys SnapKV keeps (`ex18_snapkv`), an H2O cache decoded step by step with the
-keys each step reads (`ex18_h2o`), and the ring of a sliding window with attention sinks.
+keys each step reads (`ex18_h2o`), and the keys each query of a chunk attends through a sliding window with
+attention sinks (`ex18_window`).
 
 The oracles are the package: q1 runs `minigpt.runtime.mla.LatentAttention`'s *naive* path (decompress K
 and V from the cached latents, multi-head attention) on the student's weights and latents, so an absorbed
 answer passes only if the absorption is exact; q2 is `SnapKVCache` prefilled with the student's queries and
-keys; q3 is `H2OCache` driven step by step as `MiniGPT` drives it; q4
-is `WindowKVCache`'s slots after S tokens.
+keys; q3 is `H2OCache` driven step by step as `MiniGPT` drives it; q4 is `WindowKVCache` driven as
+`MiniGPT` drives it through earlier forwards and then a chunk, whose attention mask is the answer (`ex18_window`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import torch
 from minigpt.config import ModelConfig
 from minigpt.exercises.ex18_h2o import H2O_EDGES, _h2o_cases, _h2o_reads
 from minigpt.exercises.ex18_snapkv import SNAP_EDGES, _snap_cases, _snapkv_keep
+from minigpt.exercises.ex18_window import WINDOW_EDGES, _window_cases, _window_chunk_keys
 from minigpt.exercises.spec import N_, Exercise, Question, int_list, randn, tensor
 from minigpt.runtime.mla import LatentAttention, LatentCache
-from minigpt.runtime.window_cache import WindowKVCache
 
 ABSORBED_EDGES = ("d_c ≠ d_h (every case): the scores scaled by 1/√d_c instead of 1/√d_h",
                   "the first case, measured: the naive path, keys and values decompressed from the latents")
@@ -86,31 +87,6 @@ def _naive(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tens
     return attn(x.view(1, 1, -1), cache, S=S - 1)[0, 0]
 
 
-SLOT_EDGES = ("S ≤ sinks + window: slots still empty (-1)",
-              "sinks not a multiple of the window, past the sinks: the ring not offset by the sinks (p % window)")
-
-
-def _slot_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`SLOT_EDGES`): a cache not yet full, then one whose ring starts off a multiple of the
-    window; then six random ones past the first wrap."""
-    cases = []
-    for i in range(8):
-        window, sinks = rng.randint(1, 8), rng.choice([0, 1, 2, 4])
-        if i == 1:
-            sinks = rng.choice([1, 2, 4])
-            window = rng.choice([w for w in range(1, 9) if sinks % w])
-        S = rng.randint(0, sinks + window) if i == 0 else rng.randint(sinks + window + 1, 4 * (sinks + window) + 3)
-        cases.append(dict(S=S, window=window, sinks=sinks))
-    return cases
-
-
-def _window_slots(S: int, window: int, sinks: int) -> list[int]:
-    cache = WindowKVCache(ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1), window=window, sinks=sinks)
-    for _ in range(S):
-        cache.advance(1)
-    return cache.slot_pos.tolist()
-
-
 EXERCISE = Exercise(
     id="ex18",
     notebook="ex18_cache_frontier.ipynb",
@@ -148,13 +124,15 @@ EXERCISE = Exercise(
             edges=H2O_EDGES,
         ),
         Question(
-            "q4", "window_slots", "window_slots(S, window, sinks) -> list[int]", _slot_cases, _window_slots,
-            int_list,
-            N_("the cache has sinks + window slots. The first sinks tokens take the first slots and never move; "
-               "every later token goes into the ring of window slots after them, in turn, overwriting the token "
-               "that came window positions earlier. Return, slot by slot, the position held after the first S "
-               "tokens were written, or -1 where a slot is still empty."),
-            edges=SLOT_EDGES,
+            "q4", "window_chunk_keys", "window_chunk_keys(fed, T, window, sinks) -> list[list[int]]",
+            _window_cases, _window_chunk_keys, int_list,
+            N_("first rebuild the ring as the earlier forwards left it: each stores the sinks among its tokens "
+               "and its last window tokens, every one in its own slot, a decode step included. The chunk's "
+               "attention then gets one list of keys, the slots that hold a token in slot order followed by the "
+               "chunk's own tokens, all before the chunk is stored. The query at position S + i sees a key whose "
+               "position is at most S + i and is a sink or lies after S + i - window. Return, query by query, "
+               "the indices of those keys in that list, not their positions."),
+            edges=WINDOW_EDGES,
         ),
     ),
 )

@@ -56,8 +56,8 @@ EXTRA_TESTS = {
     "minigpt/serving/scheduler_admission.py": ("tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/serving/scheduler_memory.py": ("tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
-    # ex18 Q3's case generator: the named wrong answers, written apart from it, must lose under every seed.
-    "minigpt/exercises/ex18_h2o.py": ("tests/test_seed_independence_ex14_18.py",),
+    "minigpt/exercises/ex18_h2o.py": ("tests/test_seed_independence_ex14_18.py",),  # ex18 Q3's named wrong answers
+    "minigpt/exercises/ex18_window.py": ("tests/test_exercises.py",),  # ex18 Q4, through the solution's check()
     # ex18's other generators and checkers, reached through the registry: the generators' ranges, the named wrong
     # answers and the reference solution.
     "minigpt/exercises/ex18.py": ("tests/test_case_generators.py", "tests/test_seed_independence_ex14_18.py",
