@@ -26,6 +26,15 @@ SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
+    ("ex11.q1", "pool_slack", "return len(filled) * block_size - sum(filled.values())",
+     "return sum(map(len, tables)) * block_size - sum(filled.values())", "a shared block reserved once per holder"),
+    ("ex11.q1", "pool_slack", "return len(filled) * block_size - sum(filled.values())",
+     "return len(filled) * block_size - sum(lengths)", "the tokens of a shared block counted once per holder"),
+    ("ex11.q1", "pool_slack", "filled[block] = min(block_size, S - i * block_size)",
+     "filled[block] = S % block_size", "every block filled as the sequence's last"),
+    ("ex11.q1", "pool_slack", "filled[block] = min(block_size, S - i * block_size)",
+     "filled[block] = filled.get(block, 0) + min(block_size, S - i * block_size)",
+     "a shared block's tokens added up over its holders"),
     ("ex11.q2", "slot_mapping", "for p in range(S, S + T):", "for p in range(T):",
      "the new tokens at positions 0 … T − 1, the cached ones forgotten"),
     ("ex11.q2", "slot_mapping", "for p in range(S, S + T):", "for p in range(S + 1, S + T + 1):",
@@ -313,6 +322,38 @@ def test_ex18_q3_replay_is_the_packages_h2o() -> None:
             assert all(len(r) == min(t + 1, args["budget"] + 1) for t, r in enumerate(right))
             if i < len(ex18_h2o._NEIGHBOURS):
                 assert ex18_h2o._replay(**args, wrong=ex18_h2o._NEIGHBOURS[i])[0] != right
+
+
+def test_ex11_q1_pool_slack_worked_by_hand() -> None:
+    """ex11.q1's oracle is the package's own count (blocks in use × b − `tokens_held`) on a pool set up from the
+    tables. By hand, b = 4: a prompt of 6 tokens in blocks [0, 1], forked twice and not yet written: blocks 0
+    (4 tokens) and 1 (2 tokens), one of each, 2·4 − 6 = 2 empty slots (Eq. (11.1) summed over the three sequences
+    says 6). Then one fork writes 3 tokens: it copies block 1 into block 2 and grows into block 3, so its table
+    is [0, 2, 3] with 9 tokens (block 2 full, block 3 holding 1); blocks 0, 1, 2, 3 hold 4 + 2 + 4 + 1 = 11 of 16
+    slots, 5 empty. The bug it catches: a pool that counts a shared block once per table (or fills it twice)."""
+    from minigpt.exercises.ex11_slack import _pool_slack
+
+    assert _pool_slack([[0, 1], [0, 1], [0, 1]], [6, 6, 6], block_size=4) == 2
+    assert _pool_slack([[0, 1], [0, 1], [0, 2, 3]], [6, 6, 9], block_size=4) == 5
+    assert _pool_slack([[5], []], [4, 0], block_size=4) == 0  # a full block, an empty sequence: nothing empty
+
+
+def test_ex11_q1_states_are_a_real_pools() -> None:
+    """ex11.q1's cases are pools the package's `PagedKVCache` reached by operations: each table holds
+    ⌈S / b⌉ blocks, a block shared by several sequences is filled alike in each (copy-on-write leaves no shared
+    block half-written by one of them), and the count by distinct last blocks (only a last block can be partly
+    filled) agrees with the oracle. The bug it catches: a generator whose states no engine reaches."""
+    from minigpt.exercises.ex11_slack import _pool_slack
+
+    for seed in range(200):
+        for case in EXERCISES["ex11"].question("q1").cases(random.Random(seed)):
+            b, fill = case["block_size"], {}
+            for table, S in zip(case["tables"], case["lengths"], strict=True):
+                assert len(table) == -(-S // b), (seed, case)
+                for i, block in enumerate(table):
+                    assert fill.setdefault(block, min(b, S - i * b)) == min(b, S - i * b), (seed, case)
+            last = {table[-1]: -S % b for table, S in zip(case["tables"], case["lengths"], strict=True) if table}
+            assert _pool_slack(**case) == sum(last.values()) == len(fill) * b - sum(fill.values()), (seed, case)
 
 
 def test_ex11_q2_oracle_is_the_engines_step_worked_by_hand() -> None:

@@ -112,14 +112,41 @@ def _channel_per_token(k: torch.Tensor, token_group: int, outliers: list[int], f
 # -- ex11: PagedAttention ----------------------------------------------------------------------------------------
 
 
-def _slack_b_minus_remainder(S: int, block_size: int) -> int:
-    """ex11 Q1 as b − S % b: a whole empty block when S is a multiple of b (S = 0 included) instead of none."""
-    return block_size - S % block_size
+def _slack_per_sequence(tables: list[list[int]], lengths: list[int], block_size: int) -> int:
+    """ex11 Q1 as Eq. (11.1) summed over the sequences: a shared, partly filled block's empty slots counted once
+    per holder."""
+    return sum(-(-S // block_size) * block_size - S for S in lengths)
 
 
-def _slack_empty_holds_a_block(S: int, block_size: int) -> int:
-    """ex11 Q1 with an empty sequence holding one block: max(1, ⌈S / b⌉) blocks."""
-    return max(1, -(-S // block_size)) * block_size - S
+def _filled(tables: list[list[int]], lengths: list[int], block_size: int) -> dict[int, int]:
+    """Each distinct block's tokens (what the right answer counts)."""
+    return {block: min(block_size, S - i * block_size)
+            for table, S in zip(tables, lengths, strict=True) for i, block in enumerate(table)}
+
+
+def _slack_blocks_per_holder(tables: list[list[int]], lengths: list[int], block_size: int) -> int:
+    """ex11 Q1 with the blocks of every table reserved, a shared block once per holder (its tokens once)."""
+    return sum(map(len, tables)) * block_size - sum(_filled(tables, lengths, block_size).values())
+
+
+def _slack_tokens_per_holder(tables: list[list[int]], lengths: list[int], block_size: int) -> int:
+    """ex11 Q1 with each block reserved once but the tokens counted once per holder (ΣS)."""
+    return len(_filled(tables, lengths, block_size)) * block_size - sum(lengths)
+
+
+def _slack_last_blocks(tables: list[list[int]], lengths: list[int], block_size: int, *, remainder: bool = False,
+                       empty_block: bool = False) -> int:
+    """ex11 Q1 over the distinct last blocks (only a last block can be partly filled; a shared one once), with
+    `remainder`: b − S % b, a whole empty block when S is a multiple of b; with `empty_block`: an empty sequence
+    holding one block."""
+    last, total = set(), 0
+    for table, S in zip(tables, lengths, strict=True):
+        if not table:
+            total += block_size if empty_block else 0
+        elif table[-1] not in last:
+            last.add(table[-1])
+            total += block_size - S % block_size if remainder else -S % block_size
+    return total
 
 
 def _step(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int, *,
@@ -436,8 +463,11 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex10.q3": [("the sum over rows", _fixed(_kl_summed)), ("KL(q‖p)", _fixed(_kl_reversed))],
     "ex10.q4": [("B left out", _gain_one_sequence), ("the scales left out", _fixed(_gain_no_scales))],
     "ex10.q5": [("over all T tokens", _fixed(_channel_whole_T)), ("one scale per token", _fixed(_channel_per_token))],
-    "ex11.q1": [("b − S % b", _fixed(_slack_b_minus_remainder)),
-                ("an empty sequence holding one block", _fixed(_slack_empty_holds_a_block))],
+    "ex11.q1": [("Eq. (11.1) summed over the sequences", _fixed(_slack_per_sequence)),
+                ("a shared block once per holder", _fixed(_slack_blocks_per_holder)),
+                ("the tokens counted once per holder", _fixed(_slack_tokens_per_holder)),
+                ("b − S % b", _fixed(partial(_slack_last_blocks, remainder=True))),
+                ("an empty sequence holding one block", _fixed(partial(_slack_last_blocks, empty_block=True)))],
     "ex11.q2": [("0 … T − 1", _fixed(_step_from_zero)), ("one late", _fixed(_step_one_late)),
                 ("⌈p / b⌉", _fixed(_step_ceil)), ("the logical slot p", _fixed(_step_logical)),
                 ("not × b", _fixed(_step_no_times_b)), ("laid consecutively", _fixed(_step_consecutive)),

@@ -5,9 +5,13 @@ Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
 
 
 # %% solution:q1
-def paged_slack(S, block_size):
-    """Eq. (11.1): slots reserved but empty in the last block."""
-    return -(-S // block_size) * block_size - S
+def pool_slack(tables, lengths, block_size):
+    """Slots reserved but empty, block by block: a shared block counts once."""
+    filled = {}
+    for table, S in zip(tables, lengths, strict=True):
+        for i, block in enumerate(table):
+            filled[block] = min(block_size, S - i * block_size)
+    return len(filled) * block_size - sum(filled.values())
 
 
 # %% solution:q2

@@ -1,9 +1,10 @@
-"""Exercise 11 (Chapter 11, PagedAttention): slack per sequence, the slot mapping of a fused step, utilisation,
-sharing, and the mechanism itself: a block table grown on demand over a free list, and copy-on-write of a shared
-block.
+"""Exercise 11 (Chapter 11, PagedAttention): the slack of a pool whose sequences share blocks, the slot mapping of
+a fused step, utilisation, sharing, and the mechanism itself: a block table grown on demand over a free list, and
+copy-on-write of a shared block.
 
-The oracles are the package: the formulas of `minigpt.costs` and `minigpt.measure.kv_memory`, the engine's step
-builder `minigpt.runtime.varlen.flatten` for the slot mapping (`ex11_step`), and for the mechanism
+The oracles are the package: the formulas of `minigpt.costs` and `minigpt.measure.kv_memory`, a pool's own count
+of what it holds (`PagedKVCache.tokens_held`, `ex11_slack`), the engine's step builder
+`minigpt.runtime.varlen.flatten` for the slot mapping (`ex11_step`), and for the mechanism
 `minigpt.runtime.paged_cache.PagedKVCache` (its `BlockAllocator`) run on the same operations.
 """
 
@@ -13,23 +14,12 @@ import random
 from typing import Any
 
 from minigpt import costs
-from minigpt.config import ModelConfig
-from minigpt.exercises.ex11_ops import _cow_exact, _grow_exhausted, _ops
+from minigpt.exercises.ex11_ops import _apply, _cow_exact, _grow_exhausted, _ops, _pool
+from minigpt.exercises.ex11_slack import SLACK_EDGES, _pool_slack, _slack_cases
 from minigpt.exercises.ex11_step import STEP_EDGES, _step_cases, _step_slots
 from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, close, exact_int, int_list
 from minigpt.measure import kv_memory
-from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
-
-SLACK_EDGES = ("S a multiple of block_size (S > 0): b − S % b, a whole empty block, instead of 0",
-               "S = 0: an empty sequence holding one block")
-
-
-def _slack_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`SLACK_EDGES`), then random."""
-    b = rng.choice([8, 16, 32, 128])
-    edges = [dict(S=b * rng.randint(1, 5000 // b), block_size=b), dict(S=0, block_size=rng.choice([8, 16, 32, 128]))]
-    return edges + [dict(S=rng.randint(0, 5000), block_size=rng.choice([1, 8, 16, 32, 128])) for _ in range(8)]
-
+from minigpt.runtime.paged_cache import PagedKVCache
 
 UTILISATION_EDGES = ("each policy once, paged among them: the blocks of the final length S instead of those of S_t",
                      "held counted after each step's token (P + 1 … S): every case tells it")
@@ -72,37 +62,6 @@ def _saved_cases(rng: random.Random) -> list[dict]:
 
 
 # -- the mechanism: a block table grown over a free list, and copy-on-write of a shared block --------------------
-
-
-def _pool(num_blocks: int, block_size: int) -> PagedKVCache:
-    """A paged cache whose K pool holds one number per slot (L = H_kv = d_h = 1): the token written there."""
-    config = ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1, S_max=1)
-    return PagedKVCache(config, num_blocks=num_blocks, block_size=block_size)
-
-
-def _apply(cache: PagedKVCache, ids: list[int], op: list) -> int:
-    """Run one operation on `cache` (sequence k of the ops is `ids[k]` in the cache); the sequence it touched."""
-    kind = op[0]
-    if kind == "add":
-        ids.append(cache.add_sequence())
-        return len(ids) - 1
-    if kind == "fork":
-        ids.append(cache.fork(ids[op[1]]))
-        return len(ids) - 1
-    seq = ids[op[1]]
-    if kind == "free":
-        cache.free_sequence(seq)
-        return op[1]
-    tokens = op[2] if isinstance(op[2], list) else [0] * op[2]
-    try:
-        cache.reserve([seq], len(tokens))
-    except OutOfBlocks:
-        return op[1]  # all or nothing: the sequence does not grow
-    S, table, b = cache.length(seq), cache.block_table(seq), cache.block_size
-    for i, token in enumerate(tokens):
-        cache.k[0, table[(S + i) // b]].view(-1)[(S + i) % b] = float(token)  # H_kv = d_h = 1: b slots
-    cache.advance([seq], len(tokens))
-    return op[1]
 
 
 def _read(cache: PagedKVCache, seq: int) -> list[int]:
@@ -194,10 +153,12 @@ EXERCISE = Exercise(
     title="PagedAttention",
     questions=(
         Question(
-            "q1", "paged_slack", "paged_slack(S, block_size) -> int", _slack_cases,
-            lambda S, block_size: costs.paged_slack_tokens(S=S, block_size=block_size), exact_int,
-            N_("Eq. (11.1): count the blocks the S tokens need (a partly filled block counts), the slots "
-               "they have, and the slots left empty; an empty sequence holds no block."),
+            "q1", "pool_slack", "pool_slack(tables, lengths, block_size) -> int", _slack_cases, _pool_slack,
+            exact_int,
+            N_("count what the pool reserves and what it holds, block by block, not sequence by sequence: a block "
+               "that several tables name is reserved once and holds its tokens once. Each block in use reserves "
+               "block_size slots; a block holds as many tokens as the sequences that name it have written into it. "
+               "An empty sequence holds no block."),
             edges=SLACK_EDGES,
         ),
         Question(

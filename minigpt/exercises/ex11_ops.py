@@ -1,10 +1,14 @@
-"""The operation lists of Exercise 11's mechanism questions (q5, q6): random operations on a few sequences, and
-the edges drawn every time (a pool that runs short; a fork whose shared last block is written), each a list of
-`["add"]`, `["append", seq, T or tokens]`, `["fork", seq]`, `["free", seq]`."""
+"""The operation lists of Exercise 11's mechanism questions (q5, q6, and the pools of q1): random operations on a
+few sequences, and the edges drawn every time (a pool that runs short; a fork whose shared last block is written),
+each a list of `["add"]`, `["append", seq, T or tokens]`, `["fork", seq]`, `["free", seq]`; and how one runs on
+the package's `PagedKVCache` (`_apply`)."""
 
 from __future__ import annotations
 
 import random
+
+from minigpt.config import ModelConfig
+from minigpt.runtime.paged_cache import OutOfBlocks, PagedKVCache
 
 
 def _ops(rng: random.Random, n: int, block_size: int, forks: bool) -> list[list]:
@@ -62,3 +66,34 @@ def _cow_exact(rng: random.Random, spare: int, grow: bool = False) -> dict:
            ["add"], ["append", 2, tokens(b)], ["fork", 2], ["append", 3, tokens(rng.randint(1, b))],  # no copy
            ["append", 2, tokens(rng.randint(1, 2 * b))]]
     return dict(ops=ops, num_blocks=-(-P // b) + spare, block_size=b)
+
+
+def _pool(num_blocks: int, block_size: int) -> PagedKVCache:
+    """A paged cache whose K pool holds one number per slot (L = H_kv = d_h = 1): the token written there."""
+    config = ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1, S_max=1)
+    return PagedKVCache(config, num_blocks=num_blocks, block_size=block_size)
+
+
+def _apply(cache: PagedKVCache, ids: list[int], op: list) -> int:
+    """Run one operation on `cache` (sequence k of the ops is `ids[k]` in the cache); the sequence it touched."""
+    kind = op[0]
+    if kind == "add":
+        ids.append(cache.add_sequence())
+        return len(ids) - 1
+    if kind == "fork":
+        ids.append(cache.fork(ids[op[1]]))
+        return len(ids) - 1
+    seq = ids[op[1]]
+    if kind == "free":
+        cache.free_sequence(seq)
+        return op[1]
+    tokens = op[2] if isinstance(op[2], list) else [0] * op[2]
+    try:
+        cache.reserve([seq], len(tokens))
+    except OutOfBlocks:
+        return op[1]  # all or nothing: the sequence does not grow
+    S, table, b = cache.length(seq), cache.block_table(seq), cache.block_size
+    for i, token in enumerate(tokens):
+        cache.k[0, table[(S + i) // b]].view(-1)[(S + i) % b] = float(token)  # H_kv = d_h = 1: b slots
+    cache.advance([seq], len(tokens))
+    return op[1]

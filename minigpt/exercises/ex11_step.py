@@ -80,20 +80,31 @@ def _step_cases(rng: random.Random) -> list[dict]:
     return cases
 
 
-def _step_slots(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
-    """The package's fused step (`flatten`) over a pool whose sequences hold `tables`: its `slot_mapping`."""
-    b = block_size
-    num_blocks = 1 + max(block for table in tables for block in table)
-    config = ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1,
-                         S_max=max(S + T for S, T in zip(lengths, counts, strict=True)))
+def pool_holding(tables: list[list[int]], lengths: list[int], block_size: int,
+                 reserved: list[list[int]] | None = None) -> tuple[PagedKVCache, list[int]]:
+    """A `PagedKVCache` whose live sequences hold `lengths[i]` tokens in the blocks `tables[i]` (a block in several
+    tables is shared), and its sequence ids; `reserved[i]`, blocks sequence i will take next, are put on top of
+    the free list in the order `reserve` takes them."""
+    b, reserved = block_size, reserved or [[] for _ in tables]
+    num_blocks = 1 + max((block for table in tables + reserved for block in table), default=0)
+    room = max(len(table) + len(r) for table, r in zip(tables, reserved, strict=True)) * b  # the longest's blocks
+    config = ModelConfig(L=1, H=1, H_kv=1, d_h=1, d_ffn=1, V=1, S_max=max(1, room))
     pool = PagedKVCache(config, num_blocks=num_blocks, block_size=b)
     for _ in range(num_blocks):
         pool.allocator.allocate()  # every block held once by the set-up, so each sequence can start from its own
-    held = [table[: -(-S // b)] for table, S in zip(tables, lengths, strict=True)]
-    seqs = [pool.add_sequence_from(blocks, S) for blocks, S in zip(held, lengths, strict=True)]
-    reserved = [block for table, blocks in zip(tables, held, strict=True) for block in table[len(blocks):]]
-    for block in sorted(set(range(num_blocks)) - set(reserved)):
+    seqs = [pool.add_sequence_from(table, S) for table, S in zip(tables, lengths, strict=True)]
+    later = [block for blocks in reserved for block in blocks]
+    for block in sorted(set(range(num_blocks)) - set(later)):
         pool.allocator.release(block)  # the set-up lets go: the sequences' own blocks stay, the rest are free
-    for block in reversed(reserved):
+    for block in reversed(later):
         pool.allocator.release(block)  # on top of the stack, in the order reserve takes them
+    return pool, seqs
+
+
+def _step_slots(tables: list[list[int]], lengths: list[int], counts: list[int], block_size: int) -> list[int]:
+    """The package's fused step (`flatten`) over a pool whose sequences hold `tables`: its `slot_mapping`."""
+    b = block_size
+    held = [table[: -(-S // b)] for table, S in zip(tables, lengths, strict=True)]
+    later = [table[len(blocks):] for table, blocks in zip(tables, held, strict=True)]
+    pool, seqs = pool_holding(held, lengths, b, later)
     return flatten(pool, seqs, [[0] * T for T in counts]).slot_mapping.tolist()

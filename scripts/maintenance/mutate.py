@@ -57,9 +57,7 @@ EXTRA_TESTS = {
     "minigpt/serving/scheduler_memory.py": ("tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
     "minigpt/exercises/ex18_h2o.py": ("tests/test_seed_independence_ex14_18.py",),  # ex18 Q3's named wrong answers
-    "minigpt/exercises/ex18_window.py": ("tests/test_exercises.py",),  # ex18 Q4, through the solution's check()
-    # ex18's other generators and checkers, reached through the registry: the generators' ranges, the named wrong
-    # answers and the reference solution.
+    # ex18's other generators and checkers, through the registry: ranges, named wrong answers, the solution.
     "minigpt/exercises/ex18.py": ("tests/test_case_generators.py", "tests/test_seed_independence_ex14_18.py",
                                   "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
                                   "tests/test_exercise_messages.py"),
@@ -68,9 +66,11 @@ EXTRA_TESTS = {
     "minigpt/exercises/ex18_snapkv.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_exercises.py",
                                          "tests/test_exercise_mechanisms.py", "tests/test_exercise_messages.py",
                                          "tests/test_case_generators.py"),
-    # ex11 Q2's step and generator: named wrong answers, solution mutants, the step by hand, the generator's ranges.
-    "minigpt/exercises/ex11_step.py": ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
-                                       "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py"),
+    # ex11 Q1's pools and Q2's step: named wrong answers, solution mutants, worked cases, the generators' ranges.
+    **dict.fromkeys(("minigpt/exercises/ex11_slack.py", "minigpt/exercises/ex11_step.py"),
+                    ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
+                     "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py")),
+    "minigpt/exercises/ex18_window.py": ("tests/test_exercises.py",),  # ex18 Q4, through the solution's check()
     # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
     "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                          "tests/test_exercises.py"),
