@@ -30,6 +30,7 @@ from minigpt import costs, load_pretrained, measure
 from minigpt.costs.presets import HARDWARE, KV_LINKS, MODELS
 from minigpt.distributed import disagg
 from minigpt.measure import sweeps
+from minigpt.measure.sweep_files import PRESETS_KEY, preset_record
 from minigpt.serving import Engine, EngineConfig, Request
 from minigpt.serving import goodput as G
 from minigpt.serving.replay import replay_blocks
@@ -109,11 +110,15 @@ def measured(args: Any) -> dict[str, Any]:
     return out
 
 
-def replayed(requests: int) -> dict[str, Any]:
+def replayed(requests: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The replayed section (predicted: the engine's replay clock) and the record of the presets it read
+    (`preset_record`)."""
     hw = HARDWARE["H100 SXM"]
+    used: list[Any] = [hw]
     out: dict[str, Any] = {"chip": hw.name, "slo": SLO, "models": {}, "pool_blocks": {}}
     for name in ("Llama-2-7B", "Llama-3-8B"):
         m = MODELS[name]
+        used.append(m)
         # every replayed chip's pool (Engine.replay's default: blocks of 16 beside the weights, Eq. 2.4)
         out["pool_blocks"][name] = replay_blocks(m, hw)
         per_model: dict[str, Any] = {}
@@ -134,6 +139,7 @@ def replayed(requests: int) -> dict[str, Any]:
             res["colocated_whole"] = curve(lambda tr, m=m: G.replay_colocated(
                 tr, m, hw, config=EngineConfig(max_batch=64)), 1)
             link = KV_LINKS["InfiniBand NDR 400 Gb/s"]
+            used.extend([link, *(KV_LINKS[lname] for lname in REPLAY_LINKS)])
             res["ratios"] = {}
             for p, d in RATIOS:
                 res["ratios"][f"{p}:{d}"] = curve(lambda tr, m=m, p=p, d=d, link=link: G.replay_disaggregated(
@@ -151,7 +157,7 @@ def replayed(requests: int) -> dict[str, Any]:
                   {k: v["goodput_per_chip"] for k, v in res["ratios"].items()},
                   {k: v["goodput_per_chip"] for k, v in res["links"].items()}, flush=True)
         out["models"][name] = per_model
-    return out
+    return out, preset_record(*used, script="scripts/sweeps/sweep_disagg.py")
 
 
 def main() -> None:
@@ -174,9 +180,12 @@ def main() -> None:
     else:
         data["measured"] = measured(args)
     if args.skip_replayed and path.exists():
-        data["replayed"] = sweeps.read_json(path)["replayed"]
+        kept = sweeps.read_json(path)
+        data["replayed"] = kept["replayed"]
+        if PRESETS_KEY in kept:
+            data[PRESETS_KEY] = kept[PRESETS_KEY]
     else:
-        data["replayed"] = replayed(args.replay_requests)
+        data["replayed"], data[PRESETS_KEY] = replayed(args.replay_requests)
     data["elapsed_s"] = time.perf_counter() - started
     sweeps.write_json(path, data)
     print(f"wrote {path} in {data['elapsed_s']:.0f} s")

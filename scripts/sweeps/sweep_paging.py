@@ -45,6 +45,7 @@ from minigpt import Sampling, load_pretrained, measure
 from minigpt.costs.preset_types import HardwarePreset
 from minigpt.costs.presets import ACHIEVED_HOST_LINKS, HARDWARE, MODELS
 from minigpt.measure import sweeps
+from minigpt.measure.sweep_files import PRESETS_KEY, preset_record
 from minigpt.serving import Engine, EngineConfig, Request, Status, latency_summary
 from minigpt.serving.replay import replay_blocks
 
@@ -118,9 +119,10 @@ def trace_stats(reqs: list[Request]) -> dict[str, float]:
             "input_max": max(r.P for r in reqs), "output_max": max(r.max_new_tokens for r in reqs)}
 
 
-def replayed(args: argparse.Namespace) -> dict[str, Any]:
+def replayed(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     """The replayed section (predicted: step times from the formulas), each chip's batch bound vLLM's
-    default there (`vllm_max_num_seqs`)."""
+    default there (`vllm_max_num_seqs`), and the record of the presets it read (`preset_record`)."""
+    used = [LLAMA, *TIGHT]
     # Llama-2-7B, replayed: (a), (b), (c) on the memory beside the weights -----------------------
     S_max = LLAMA.S_max or 4096
     llama_reqs = sharegpt_like(args.replay_requests, S_max=S_max, V=LLAMA.V, seed=1)
@@ -145,6 +147,7 @@ def replayed(args: argparse.Namespace) -> dict[str, Any]:
 
     for chip, link in CHIPS.items():
         hw = HARDWARE[chip]
+        used.append(hw)
         row = equal_memory(LLAMA, hw, llama_capped, llama_reqs)
         row["host_link"] = link
         blocks = row["num_blocks"]
@@ -153,6 +156,7 @@ def replayed(args: argparse.Namespace) -> dict[str, Any]:
         # each link at the rate a host-device copy achieves, not its nominal rate
         links = {link: ACHIEVED_HOST_LINKS[link]} | (
             {"NVLink-C2C (GH200)": ACHIEVED_HOST_LINKS["NVLink-C2C (GH200)"]} if chip == "H100 SXM" else {})
+        used.extend(links.values())
         row["host_link_bytes_per_s"] = {name: lk.bandwidth_per_direction for name, lk in links.items()}
         pre: dict[str, Any] = {"num_blocks": small}
         e = Engine.replay(LLAMA, hw, num_blocks=small, fused=True,
@@ -174,7 +178,7 @@ def replayed(args: argparse.Namespace) -> dict[str, Any]:
     replay["tight"] = equal_memory(model, hw, capped(few, S_max), few)
     replay["tight"]["hardware"] = hw.name
 
-    return replay
+    return replay, preset_record(*used, script="scripts/sweeps/sweep_paging.py")
 
 
 def main() -> None:
@@ -189,7 +193,7 @@ def main() -> None:
     device, dtype, path = sweeps.sweep_setup(args, "paging")
     if args.replay_only:
         data = json.loads(path.read_text(encoding="utf-8"))
-        data["replay"] = replayed(args)
+        data["replay"], data[PRESETS_KEY] = replayed(args)
         sweeps.write_json(path, data)
         print(f"rewrote the replay of {path}")
         return
@@ -230,11 +234,11 @@ def main() -> None:
         print(f"MiniGPT tight pool, {mode:>9}: {statistics.median(tok):7.0f} tok/s, preempted {runs[0]['preempted']}")
     minigpt["preemption"] = preempt
 
-    replay = replayed(args)
+    replay, record = replayed(args)
 
     data = {"script": "scripts/sweeps/sweep_paging.py", "environment": measure.environment(device, dtype),
             "clock": args.clock, "config": c.to_dict(), "minigpt": minigpt, "replay": replay,
-            "seconds": time.perf_counter() - started}
+            PRESETS_KEY: record, "seconds": time.perf_counter() - started}
     sweeps.write_json(path, data)
     print(f"wrote {path} in {data['seconds']:.0f} s")
 

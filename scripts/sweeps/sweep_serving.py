@@ -18,20 +18,24 @@ for Llama and measured on the scaled model, for Chapter 14's comparison.
 
 Writes minigpt/measure/data/serving_<device>.json; `--only chunked` runs the chunked experiment alone, at the
 rate the committed serving_<device>.json's capacity gives, into minigpt/measure/data/chunked_<device>.json
-(Chapter 14's data).
+(Chapter 14's data). `--replay-only` recomputes the replayed (Llama-2-7B on the H100) parts of the existing file
+alone, at the rates its measured capacity gave, and keeps every measured number as it is.
 
     python scripts/sweeps/sweep_serving.py --threads 1 --clock thread   # what the book's CPU data used
     python scripts/sweeps/sweep_serving.py --threads 1 --clock thread --only chunked
+    python scripts/sweeps/sweep_serving.py --replay-only   # the replay alone (no measurement), into the same file
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from minigpt import load_pretrained, measure
 from minigpt.costs.presets import HARDWARE, MODELS, SCALED
 from minigpt.measure import sweeps
+from minigpt.measure.sweep_files import PRESETS_KEY, preset_record
 from minigpt.runtime.paged_cache import PagedKVCache
 from minigpt.serving import Engine, EngineConfig, ModelExecutor, Request, Status, latency_summary
 from minigpt.serving.trace import chat_trace, poisson_trace
@@ -66,10 +70,23 @@ def with_arrivals(reqs: list[Request], scale: float) -> list[Request]:
     return [Request(r.id, r.prompt, r.max_new_tokens, arrival_s=r.arrival_s * scale) for r in reqs]
 
 
-def batching(real, replay, n: int, max_batch: int) -> dict[str, Any]:
-    burst = poisson_trace(n, rate=1e9, seed=0, P=(8, 48), D=(8, 64))
-    _, out = serve(real, burst, policy="continuous", max_batch=max_batch)
-    capacity = latency_summary(out)["requests_per_s"]  # everything at t = 0: the engine's best rate
+def merged(old: Any, new: Any) -> Any:
+    """`old` with `new`'s entries put in: dicts key by key, lists of dicts of one length item by item (how a
+    replay-only run's numbers replace the replayed ones and leave the measured ones beside them)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {**old, **{k: merged(old[k], v) if k in old else v for k, v in new.items()}}
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new) and all(
+            isinstance(x, dict) for x in old + new):
+        return [merged(a, b) for a, b in zip(old, new, strict=True)]
+    return new
+
+
+def batching(real, replay, n: int, max_batch: int, capacity: float | None = None) -> dict[str, Any]:
+    """The batching experiment; with `real` None only the replay, at the rates of the given measured `capacity`."""
+    if real is not None:
+        burst = poisson_trace(n, rate=1e9, seed=0, P=(8, 48), D=(8, 64))
+        _, out = serve(real, burst, policy="continuous", max_batch=max_batch)
+        capacity = latency_summary(out)["requests_per_s"]  # everything at t = 0: the engine's best rate
     print(f"capacity (continuous, B <= {max_batch}): {capacity:.1f} req/s")
     fractions = [0.25, 0.5, 0.75, 1.0, 1.5]
     runs = []
@@ -78,9 +95,11 @@ def batching(real, replay, n: int, max_batch: int) -> dict[str, Any]:
         row: dict[str, Any] = {"load": f, "rate": f * capacity}
         for policy in ("static", "continuous"):
             for mode, make in (("minigpt", real), ("llama_h100", replay)):
-                engine, out = serve(make, reqs, policy=policy, max_batch=max_batch)
-                row[f"{mode}_{policy}"] = summary(engine, out)
-        m = row["minigpt_static"], row["minigpt_continuous"]
+                if make is not None:
+                    engine, out = serve(make, reqs, policy=policy, max_batch=max_batch)
+                    row[f"{mode}_{policy}"] = summary(engine, out)
+        m = row.get("minigpt_static", row["llama_h100_static"]), row.get("minigpt_continuous",
+                                                                          row["llama_h100_continuous"])
         print(f"load {f:4.2f}: static {m[0]['output_tok_s']:7.0f} tok/s TTFT p99 {m[0]['ttft_p99_s']:.3f} s | "
               f"continuous {m[1]['output_tok_s']:7.0f} tok/s TTFT p99 {m[1]['ttft_p99_s']:.3f} s")
         runs.append(row)
@@ -102,9 +121,12 @@ def batching(real, replay, n: int, max_batch: int) -> dict[str, Any]:
 
 
 def prefix(real, replay, n: int, rate: float) -> dict[str, Any]:
+    """The prefix experiment; with `real` None only the replay's rows."""
     out: dict[str, Any] = {"rate": rate}
     for mode, make, lengths, own, V in (("minigpt", real, [0, 16, 32, 64, 96], 8, 600),
                                         ("llama_h100", replay, [0, 256, 512, 1024, 2048, 3072], 64, LLAMA.V)):
+        if make is None:
+            continue
         rows = []
         for shared in lengths:
             reqs = poisson_trace(n, rate=rate, seed=2, P=(own, own), D=(4, 4), system_prompt=shared, V=V)
@@ -116,6 +138,8 @@ def prefix(real, replay, n: int, rate: float) -> dict[str, Any]:
             print(f"{mode} shared {shared:5d}: TTFT p50 {row['plain']['ttft_p50_s'] * 1e3:8.3f} ms -> "
                   f"{row['cached']['ttft_p50_s'] * 1e3:8.3f} ms with prefix caching")
         out[f"{mode}_ttft_by_shared"] = rows
+    if real is None:
+        return out
     workloads = {
         "system_prompt": poisson_trace(n, rate=rate, seed=3, P=(8, 24), D=(4, 8), system_prompt=64),
         "system_prompt_changing": poisson_trace(n, rate=rate, seed=3, P=(8, 24), D=(4, 8), system_prompt=64,
@@ -157,6 +181,7 @@ def chunked(real, scaled, replay, n: int, base_rate: float, replay_unfused=None,
         experiments.append(("scaled_unfused", scaled_unfused, *big))
     if replay_unfused is not None:
         experiments.append(("llama_h100_unfused", replay_unfused, *llama))
+    experiments = [e for e in experiments if e[1] is not None]  # real and scaled None: the replay alone
     for mode, make, short_P, D, long_P, sizes, V, max_batch, rate, count in experiments:
         short = poisson_trace(count, rate=rate, seed=4, P=short_P, D=D, V=V)
         reqs = long_prompts(short, long_P, every=max(count // 8, 1), V=V)
@@ -175,14 +200,45 @@ def chunked(real, scaled, replay, n: int, base_rate: float, replay_unfused=None,
     return out
 
 
+def replay_only(args: Any, path: Path, replay, replay_unfused) -> None:
+    """`--replay-only`: recompute the replayed parts of the file at `path` at the rates its measured capacity gave,
+    keep its measured parts (and their `seconds`) as they are, and record the presets the replay read."""
+    old, n = sweeps.read_json(path), args.requests
+    if args.only == "chunked":
+        capacity = old["capacity_req_s"]
+        new = {"chunked": chunked(None, None, replay, n // 2, base_rate=0.3 * capacity, replay_unfused=replay_unfused)}
+    else:
+        capacity = old["batching"]["capacity_req_s"]
+        new = {"batching": batching(None, replay, n, max_batch=16, capacity=capacity),
+               "prefix": prefix(None, replay, n // 2, rate=0.2 * capacity),
+               "chunked": chunked(None, None, replay, n // 2, base_rate=0.3 * capacity)}
+    data = merged(old, new) | {PRESETS_KEY: preset_record(LLAMA, H100, script="scripts/sweeps/sweep_serving.py")}
+    sweeps.write_json(path, data)
+    print(f"rewrote the replay of {path}")
+
+
 def main() -> None:
     parser = sweeps.sweep_arguments(__doc__)
     parser.add_argument("--requests", type=int, default=120, help="requests per run")
     parser.add_argument("--only", choices=["chunked"], default=None,
                         help="run one experiment alone (capacity from the committed serving JSON)")
+    parser.add_argument("--replay-only", action="store_true",
+                        help="recompute only the replayed (predicted) parts of the existing file")
     args = parser.parse_args()
     device, dtype, path = sweeps.sweep_setup(args, "serving")
     served = path
+    if args.only == "chunked":
+        path = args.out or served.with_name(served.name.replace("serving_", "chunked_"))
+
+    def replay(config: EngineConfig) -> Engine:
+        return Engine.replay(LLAMA, H100, block_size=16, config=config)
+
+    def replay_unfused(config: EngineConfig) -> Engine:
+        return Engine.replay(LLAMA, H100, block_size=16, config=config, fused=False)
+
+    if args.replay_only:
+        replay_only(args, path, replay, replay_unfused)
+        return
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
     model = load_pretrained(device=device, dtype=dtype).model
 
@@ -198,25 +254,20 @@ def main() -> None:
         pool = PagedKVCache(big.config, num_blocks=320, block_size=16, dtype=big.dtype, device=big.device)
         return Engine(ModelExecutor(big, pool, fused=False), pool, config, clock=clock)
 
-    def replay(config: EngineConfig) -> Engine:
-        return Engine.replay(LLAMA, H100, block_size=16, config=config)
-
-    def replay_unfused(config: EngineConfig) -> Engine:
-        return Engine.replay(LLAMA, H100, block_size=16, config=config, fused=False)
-
     print(measure.environment(device, dtype))
     started = time.perf_counter()
     n = args.requests
+    record = preset_record(LLAMA, H100, script="scripts/sweeps/sweep_serving.py")
     if args.only == "chunked":
         capacity = sweeps.read_json(served)["batching"]["capacity_req_s"]
-        path = args.out or served.with_name(served.name.replace("serving_", "chunked_"))
         data = {"script": "scripts/sweeps/sweep_serving.py --only chunked",
                 "environment": measure.environment(device, dtype), "clock": args.clock,
                 "config": model.config.to_dict(), "scaled_config": SCALED.to_dict(),
                 "capacity_req_s": capacity, "executor": "fused (one forward per step)",
                 "replay": {"model": LLAMA.name, "hardware": H100.name, "s": 2, "block_size": 16},
                 "chunked": chunked(real, scaled, replay, n // 2, base_rate=0.3 * capacity,
-                                   replay_unfused=replay_unfused, scaled_unfused=scaled_unfused)}
+                                   replay_unfused=replay_unfused, scaled_unfused=scaled_unfused),
+                PRESETS_KEY: record}
         data["seconds"] = time.perf_counter() - started
         sweeps.write_json(path, data)
         print(f"wrote {path} in {data['seconds']:.0f} s")
@@ -229,6 +280,7 @@ def main() -> None:
         "minigpt_pool": {"num_blocks": 160, "block_size": 16},
         "replay": {"model": LLAMA.name, "hardware": H100.name, "s": 2, "block_size": 16},
         "batching": batching(real, replay, n, max_batch=16),
+        PRESETS_KEY: record,
     }
     capacity = data["batching"]["capacity_req_s"]
     data["prefix"] = prefix(real, replay, n // 2, rate=0.2 * capacity)
@@ -237,7 +289,6 @@ def main() -> None:
     data["seconds"] = time.perf_counter() - started
     sweeps.write_json(path, data)
     print(f"wrote {path} in {data['seconds']:.0f} s")
-
 
 if __name__ == "__main__":
     main()
