@@ -686,3 +686,26 @@ def test_ex18_q1_latent_cases_span_their_documented_ranges() -> None:
                 seen["H"].add(H), seen["d_h"].add(d_h), seen["d_c"].add(d_c), seen["S"].add(S)
     assert seen["H"] == {1, 2, 4} and seen["d_h"] == {2, 4, 8} and seen["d_c"] == {3, 5, 6, 8, 12}
     assert {2, 12} <= seen["S"] and {200, 300} <= seen["S0"]
+
+
+def test_ex11_q2_every_edge_case_holds_all_three_edges() -> None:
+    """ex11 Q2's first three cases each hold every edge, under every seed: three different lengths, each S past
+    its first block and inside a block (S > b, S % b > 0: a table read at a later entry, ⌈p / b⌉ and the row
+    told apart), b >= 2, no block id equal to its place in its table (the logical slot told apart), one
+    sequence's chunk crossing into its next block, numbered other than next (the chunk's slots laid
+    consecutively told apart). The bug it catches: a generator mutated so that an edge holds only by luck."""
+    for name in ("one late", "⌈p / b⌉", "the logical slot p", "not × b", "laid consecutively",
+                 "one start for every sequence", "one slot per sequence"):
+        edge("ex11.q2", name)
+    for seed in range(300):
+        for case in cases("ex11.q2", seed)[:3]:
+            b, lengths, counts = case["block_size"], case["lengths"], case["counts"]
+            assert b >= 2 and len(set(lengths)) == 3, (seed, case)
+            assert all(S > b and S % b for S in lengths), (seed, case)
+            assert all(block != i for table in case["tables"] for i, block in enumerate(table)), (seed, case)
+            chunks = [(table, S, T) for table, S, T in zip(case["tables"], lengths, counts, strict=True) if T > 1]
+            assert len(chunks) == 1 and sorted(counts)[:2] == [1, 1], (seed, case)
+            table, S, T = chunks[0]
+            j = S // b
+            assert (S + T - 1) // b == j + 1 and table[j + 1] != table[j] + 1, (seed, case)
+

@@ -367,6 +367,8 @@ def test_ex11_q2_oracle_is_the_engines_step_worked_by_hand() -> None:
 
     assert _step_slots([[7, 3], [5, 9, 2]], [3, 2], [1, 4], block_size=2) == [7, 18, 19, 4, 5]
     assert _step_slots([[0], [1, 2]], [0, 1], [1, 2], block_size=2) == [0, 3, 4]  # a new sequence: S = 0
+    long = list(range(9, 23))  # 14 blocks of 16: a sequence past the 128 positions of MiniGPT's default S_max
+    assert _step_slots([long], [209], [2], block_size=16) == [22 * 16 + 1, 22 * 16 + 2]
     q = EXERCISES["ex11"].question("q2")
     for seed in range(300):
         for case in q.cases(random.Random(seed)):
