@@ -163,27 +163,6 @@ def _transfer(rule: str) -> Callable[..., tuple[float, float]]:
     return transfer
 
 
-def _goodput(stop_at_miss: bool = True, one_token_passes: bool = True) -> Callable[..., tuple[list[float], float]]:
-    def goodput_by_hand(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[float], float]:
-        ordered = sorted(runs, key=lambda r: r["rate"])
-        att = []
-        for run in ordered:
-            ok = 0
-            for q in run["requests"]:
-                t = q["token_s"]
-                tpot_ok = (t[-1] - t[0]) / (len(t) - 1) <= tpot_slo if len(t) > 1 else one_token_passes
-                ok += (t[0] - q["arrival_s"] <= ttft_slo) and tpot_ok
-            att.append(ok / len(run["requests"]))
-        best = 0.0
-        for run, a in zip(ordered, att, strict=True):
-            if a >= 0.9:
-                best = run["rate"]
-            elif stop_at_miss:
-                break
-        return att, best
-    return goodput_by_hand
-
-
 def _routing(slip: str) -> Callable[..., list[list[int]]]:
     """ex16 Q3 written as a student would, with one slip: "work_left" routes to the prefill worker that frees
     first, "cumulative" never takes a finished request off a worker's load, "decode_tokens" loads decode workers
@@ -212,6 +191,44 @@ def _routing(slip: str) -> Callable[..., list[list[int]]]:
             out.append([p, d, end - (start if slip == "no_wait" else t)])
         return out
     return route_requests
+
+
+def _split_goodput(kind: str) -> Callable[..., tuple[list[float], float]]:
+    """ex16 Q2 written as a student would, with one slip: the routing slips of `_routing` above ("no_wait": the
+    TTFT from the prefill's start; "work_left": the prefill worker that frees first; "at_arrival": a prefill
+    ending at the arrival still counted), "tpot_over_d" (TPOT over D tokens), "one_token_miss" (a one-token request
+    a miss), "one_token_dropped" (one-token requests left out of the share), "strict_ttft" and "strict_tpot" (<
+    for <=), "strict_target" (above 90 % asked for), "no_stop" (the highest passing rate), "unsorted" (the runs
+    in the given order), "whole" (the goodput not per chip)."""
+    def split_goodput(runs: list[dict], prefill_workers: int, decode_workers: int, prefill_ms_per_token: int,
+                      decode_step_ms: int, ttft_slo: int, tpot_slo: int) -> tuple[list[float], float]:
+        route = _routing(kind if kind in ("no_wait", "work_left", "at_arrival") else "")
+
+        def meets(x: float, slo: int, strict: str) -> bool:
+            return x < slo if kind == strict else x <= slo
+
+        ordered = list(runs) if kind == "unsorted" else sorted(runs, key=lambda r: r["rate"])
+        att = []
+        for run in ordered:
+            rows = route(run["arrivals_ms"], run["prompt_tokens"], run["new_tokens"], prefill_workers,
+                         decode_workers, prefill_ms_per_token, decode_step_ms)
+            judged = [(row[2], D) for row, D in zip(rows, run["new_tokens"], strict=True)
+                      if D > 1 or kind != "one_token_dropped"]
+            ok = 0
+            for ttft, D in judged:
+                gaps = D if kind == "tpot_over_d" else D - 1
+                tpot_met = meets((D - 1) * decode_step_ms / gaps, tpot_slo, "strict_tpot") if D > 1 \
+                    else kind != "one_token_miss"
+                ok += meets(ttft, ttft_slo, "strict_ttft") and tpot_met
+            att.append(ok / len(judged) if judged else 1.0)
+        best = 0.0
+        for run, a in zip(ordered, att, strict=True):
+            if a > 0.9 or (a == 0.9 and kind != "strict_target"):
+                best = run["rate"]
+            elif kind != "no_stop":
+                break
+        return att, best if kind == "whole" else best / (prefill_workers + decode_workers)
+    return split_goodput
 
 
 def _receive(order: str = "list", heads_first: bool = True, last: str = "rows") -> Callable[..., Any]:
@@ -495,8 +512,18 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("back to back from the prefill's start", _fn(_transfer("chained"))),
                 ("the mean", _fn(_transfer("mean"))), ("latency paid once", _fn(_transfer("latency once"))),
                 ("H instead of H_kv", _fn(_transfer("H")))],
-    "ex16.q2": [("not stopping at the first miss", _fn(_goodput(stop_at_miss=False))),
-                ("one-token request counted as a miss", _fn(_goodput(one_token_passes=False)))],
+    "ex16.q2": [("its TTFT from the prefill's start", _fn(_split_goodput("no_wait"))),
+                ("the one that frees first", _fn(_split_goodput("work_left"))),
+                ("still counted in its worker's load", _fn(_split_goodput("at_arrival"))),
+                ("TPOT over D tokens", _fn(_split_goodput("tpot_over_d"))),
+                ("counted as a miss (it has no TPOT)", _fn(_split_goodput("one_token_miss"))),
+                ("left out of its run's share", _fn(_split_goodput("one_token_dropped"))),
+                ("a TTFT exactly at its objective", _fn(_split_goodput("strict_ttft"))),
+                ("a decode step exactly at the TPOT objective", _fn(_split_goodput("strict_tpot"))),
+                ("a run at exactly 90 %", _fn(_split_goodput("strict_target"))),
+                ("the highest passing rate", _fn(_split_goodput("no_stop"))),
+                ("in the given order", _fn(_split_goodput("unsorted"))),
+                ("not divided by the prefill and decode workers", _fn(_split_goodput("whole")))],
     "ex16.q3": [("not the work left", _fn(_routing("work_left"))),
                 ("not every token ever routed there", _fn(_routing("cumulative"))),
                 ("not by those requests' prompt tokens", _fn(_routing("decode_tokens"))),
@@ -643,6 +670,20 @@ def test_ex14_q4_generators_neighbours_are_the_named_wrong_answers() -> None:
         for case in EXERCISES["ex14"].question("q4").cases(random.Random(seed)):
             for kind, wrong in named.items():
                 assert ex14_rounds.best_from_rounds(**case, kind=kind) == wrong(**case), (seed, kind, case)
+
+
+def test_ex16_q2_generators_neighbours_are_the_named_wrong_answers() -> None:
+    """ex16 Q2's generator draws each edge until its own replay of a wrong neighbour
+    (`ex16_goodput._replay(wrong=...)`) answers otherwise; each must answer what the wrong answer named above
+    answers, written apart from it, or the edge would separate another rule (a tie broken the other way, say)."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex16_goodput
+
+    for seed in range(40):
+        for case in EXERCISES["ex16"].question("q2").cases(random.Random(seed)):
+            for kind in ex16_goodput._NEIGHBOURS:
+                assert ex16_goodput._replay(**case, wrong=kind) == _split_goodput(kind)(**case), (seed, kind)
 
 
 def test_ex16_q3_generators_neighbours_are_the_named_wrong_answers() -> None:

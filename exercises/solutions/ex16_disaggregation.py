@@ -3,8 +3,6 @@
 Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
 """
 
-import math
-
 
 # %% solution:q1
 def layerwise_transfer(model, P, layer_s, link_bandwidth, latency):
@@ -23,23 +21,39 @@ def layerwise_transfer(model, P, layer_s, link_bandwidth, latency):
 
 
 # %% solution:q2
-def goodput_by_hand(runs, ttft_slo, tpot_slo):
-    """Attainment of each run (increasing rate), then the highest rate before the first below 90 %."""
+def split_goodput(runs, prefill_workers, decode_workers, prefill_ms_per_token,
+                  decode_step_ms, ttft_slo, tpot_slo):
+    """Each run routed as Question 3 routes it (the least loaded worker of each pool; a prefill worker runs its
+    prompts one after another), each request judged on its TTFT (arrival to prefill end, the wait included) and,
+    with two tokens or more, its TPOT (one decode step); the runs in increasing rate; the last rate before the first
+    run under 90 %, per chip of the split."""
+    ordered = sorted(runs, key=lambda r: r["rate"])
     attainments = []
-    for run in sorted(runs, key=lambda r: r["rate"]):
+    for run in ordered:
+        busy_until = [0] * prefill_workers
+        prefills = []  # (prefill worker, prefill end, P)
+        holds = []  # (decode worker, last token)
         ok = 0
-        for q in run["requests"]:
-            times = q["token_s"]
-            ttft = times[0] - q["arrival_s"]
-            tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else math.nan
-            ok += ttft <= ttft_slo and (math.isnan(tpot) or tpot <= tpot_slo)
-        attainments.append(ok / len(run["requests"]))
-    best = 0.0
-    for run, a in zip(sorted(runs, key=lambda r: r["rate"]), attainments, strict=True):
+        for t, P, D in zip(run["arrivals_ms"], run["prompt_tokens"], run["new_tokens"], strict=True):
+            tokens_on = [sum(n for w, end, n in prefills if w == k and end > t) for k in range(prefill_workers)]
+            held_by = [sum(1 for w, last in holds if w == k and last > t) for k in range(decode_workers)]
+            worker = tokens_on.index(min(tokens_on))
+            begin = max(t, busy_until[worker])
+            first = begin + P * prefill_ms_per_token
+            last = first + (D - 1) * decode_step_ms
+            busy_until[worker] = first
+            prefills.append((worker, first, P))
+            holds.append((held_by.index(min(held_by)), last))
+            ttft_ok = first - t <= ttft_slo
+            tpot_ok = D == 1 or (last - first) / (D - 1) <= tpot_slo
+            ok += ttft_ok and tpot_ok
+        attainments.append(ok / len(run["arrivals_ms"]))
+    best = 0
+    for run, a in zip(ordered, attainments, strict=True):
         if a < 0.9:
             break
         best = run["rate"]
-    return attainments, best
+    return attainments, best / (prefill_workers + decode_workers)
 
 
 # %% solution:q3

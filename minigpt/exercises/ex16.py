@@ -1,118 +1,28 @@
 """Exercise 16 (Chapter 19, prefill and decode apart): the K/V transfer sent layer by layer behind the prefill
-against one message after it (`ex16_transfer`), the goodput of a small set of runs by hand, the driver's routing
-of a trace over the two pools, traced by hand (`ex16_routing`), and the decode worker's side of the handoff (the
+against one message after it (`ex16_transfer`), the goodput of a split of prefill and decode workers over a few
+request rates, its times out of the queue of the driver's routing (`ex16_goodput`), the driver's routing of a
+trace over the two pools, traced by hand (`ex16_routing`), and the decode worker's side of the handoff (the
 payload written into its own pool through a block table taken from its free list).
 
-The oracles are the package: `costs.layerwise_transfer_exposed` with `costs.kv_transfer_time` (Eq. 19.2),
-`costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), the driver's routing rule
-(`distributed.disagg_admission.least_loaded`) and `distributed.kv_transfer.scatter_kv` (what `import_kv`
-does). Nothing is timed: every answer is exact (or a float to 1e-9).
+The oracles are the package: `costs.layerwise_transfer_exposed` with `costs.kv_transfer_time` (Eq. 19.2), the
+driver's routing rule (`distributed.disagg_admission.least_loaded`) traced by `ex16_routing.route` and, over its
+times, `costs.slo_attainment` with `costs.goodput` (Eqs. 19.3-19.4), and `distributed.kv_transfer.scatter_kv`
+(what `import_kv` does). Nothing is timed: every answer is exact (or a float to 1e-9).
 """
 
 from __future__ import annotations
 
-import math
 import random
-from typing import Any
 
 import torch
 
-from minigpt import costs
 from minigpt.distributed.kv_transfer import scatter_kv
 from minigpt.exercises.case_inputs import randn
 from minigpt.exercises.comparisons import int_list, pair, tensor
+from minigpt.exercises.ex16_goodput import GOODPUT_EDGES, goodput_cases, goodput_check, split_goodput
 from minigpt.exercises.ex16_routing import ROUTE_EDGES, route, routing_cases, routing_check
-from minigpt.exercises.ex16_transfer import TRANSFER_EDGES, _short, _transfer, _transfer_cases, _transfer_check
-from minigpt.exercises.spec import N_, Exercise, Question, _, fmt_num
-
-GOODPUT_EDGES = ("a run that misses below one that passes: not stopping at the first miss",
-                 "a one-token request within the TTFT objective: a one-token request counted as a miss")
-
-
-def _goodput_case(rng: random.Random, noisy: bool) -> dict:
-    """Four to six runs at increasing rates; each 10 requests with arrival and token times; SLOs chosen so that
-    attainment falls somewhere along the rates (sometimes at once, sometimes never); with `noisy`, a run that
-    misses below one that passes (a noisy measurement)."""
-    ttft_slo, tpot_slo = round(rng.uniform(0.1, 0.5), 3), round(rng.uniform(0.01, 0.05), 3)
-    runs = []
-    rate = round(rng.uniform(0.5, 2.0), 2)
-    n_runs = rng.randint(4, 6)
-    loads = [k / 3 + rng.uniform(-0.1, 0.2) for k in range(n_runs)]
-    if noisy:  # a noisy run: a miss at a middle rate, a pass above it
-        i = rng.randint(1, n_runs - 3)
-        loads[i], loads[i + 1] = 3.0, -0.2
-    for load in loads:
-        requests = []
-        t = 0.0
-        for _k in range(10):
-            t = round(t + rng.expovariate(rate), 4)
-            ttft = ttft_slo * rng.uniform(0.3, 1.0 + load)
-            n = rng.randint(1, 6)
-            tpot = tpot_slo * rng.uniform(0.5, 1.0 + load)
-            times = [round(t + ttft + i * tpot, 6) for i in range(n)]
-            requests.append({"arrival_s": t, "token_s": times})
-        runs.append({"rate": rate, "requests": requests})
-        rate = round(rate * rng.uniform(1.3, 2.0), 2)
-    rng.shuffle(runs)
-    return dict(runs=runs, ttft_slo=ttft_slo, tpot_slo=tpot_slo)
-
-
-def _goodput_edge(case: dict) -> bool:
-    """Whether a case holds both `GOODPUT_EDGES`: a passing run above the goodput's rate, and a one-token request
-    that meets the TTFT objective."""
-    att, g = _goodput(**case)
-    rates = sorted(r["rate"] for r in case["runs"])
-    one = any(len(q["token_s"]) == 1 and q["token_s"][0] - q["arrival_s"] <= case["ttft_slo"]
-              for r in case["runs"] for q in r["requests"])
-    return one and any(a >= 0.9 and r > g for r, a in zip(rates, att, strict=True))
-
-
-def _goodput_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`GOODPUT_EDGES`: a noisy case drawn until it holds both), then five random cases, in half of
-    which a run misses below one that passes."""
-    edge = _goodput_case(rng, noisy=True)
-    while not _goodput_edge(edge):
-        edge = _goodput_case(rng, noisy=True)
-    return [edge] + [_goodput_case(rng, noisy=rng.random() < 0.5) for _ in range(5)]
-
-
-def _goodput(runs: list[dict], ttft_slo: float, tpot_slo: float) -> tuple[list[float], float]:
-    ordered = sorted(runs, key=lambda r: r["rate"])
-    att = []
-    for run in ordered:
-        ttft = [q["token_s"][0] - q["arrival_s"] for q in run["requests"]]
-        tpot = [(q["token_s"][-1] - q["token_s"][0]) / (len(q["token_s"]) - 1) if len(q["token_s"]) > 1
-                else math.nan for q in run["requests"]]
-        att.append(costs.slo_attainment(ttft=ttft, tpot=tpot, ttft_slo=ttft_slo, tpot_slo=tpot_slo))
-    return att, costs.goodput(rates=[r["rate"] for r in ordered], attainments=att, target=0.9)
-
-
-def _goodput_check(expected: Any, actual: Any) -> str | None:
-    att, g = expected
-    if isinstance(actual, (tuple, list)) and len(actual) == 2 and isinstance(actual[0], dict) \
-            and "$tensor" in actual[0] and isinstance(actual[0]["$tensor"], list):
-        actual = [actual[0]["$tensor"], actual[1]]  # a numpy array or tensor of attainments, as elsewhere
-    if not isinstance(actual, (tuple, list)) or len(actual) != 2 or not isinstance(actual[0], (list, tuple)):
-        return _("expected a pair (attainments in increasing rate, goodput), got {actual}").format(
-            actual=_short(actual))
-    got, gg = actual
-    if len(got) != len(att):
-        return _("expected {n} attainments, one per run in increasing rate, got {n_got}").format(n=len(att),
-                                                                                              n_got=len(got))
-    for i, (e, a) in enumerate(zip(att, got, strict=True)):
-        if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isclose(a, e, rel_tol=1e-9,
-                                                                                         abs_tol=1e-12):
-            return _("the attainment of run {rank} (the runs in increasing rate) should be {expected}, you have "
-                     "{actual}: a request attains only if TTFT = first token - arrival <= ttft_slo AND "
-                     "TPOT = (last - first) / (n - 1) <= tpot_slo (a one-token request has no TPOT)").format(
-                rank=i + 1, expected=fmt_num(e, ".2f"), actual=_short(a))
-    if isinstance(gg, bool) or not isinstance(gg, (int, float)) or not math.isclose(gg, g, rel_tol=1e-9,
-                                                                                    abs_tol=1e-12):
-        return _("attainments right; goodput should be {expected}, you have {actual}: the highest rate whose "
-                 "attainment is at least 90 %, counting up from the lowest rate and stopping at the first that "
-                 "misses (0.0 if the lowest misses)").format(expected=g, actual=_short(gg))
-    return None
-
+from minigpt.exercises.ex16_transfer import TRANSFER_EDGES, _transfer, _transfer_cases, _transfer_check
+from minigpt.exercises.spec import N_, Exercise, Question
 
 RECEIVE_EDGES = ("a free list out of order: the blocks taken in id order (sorted) instead of the list's order",
                  "H_kv ≥ 2 over several blocks: the payload written as [n, H_kv, b] rows without moving the heads "
@@ -168,11 +78,16 @@ EXERCISE = Exercise(
             edges=TRANSFER_EDGES,
         ),
         Question(
-            "q2", "goodput_by_hand", "goodput_by_hand(runs, ttft_slo, tpot_slo) -> (list[float], float)",
-            _goodput_cases, _goodput, _goodput_check,
-            N_("for each run, in increasing rate: the share of its requests whose time to the first token and time "
-               "per later token both meet their objectives; then the goodput: walking up the rates, the last one "
-               "before the first run whose share falls below 90 %"),
+            "q2", "split_goodput",
+            "split_goodput(runs, prefill_workers, decode_workers, prefill_ms_per_token, decode_step_ms, ttft_slo, "
+            "tpot_slo) -> (list[float], float)", goodput_cases, split_goodput, goodput_check,
+            N_("route each run's requests as in Question 3, a prefill worker working through its prompts one after "
+               "another, and read each request's times off that queue: the time to first token runs from its "
+               "arrival to the end of its prefill, waiting included, and the time per later token is one decode "
+               "step. A request attains if its first token is within its objective and, when it has later tokens, "
+               "its time per later token too; a request of one token is judged by its first token alone. Take the "
+               "runs in increasing rate, walk up until the first whose share of attaining requests is below 90 %, "
+               "and divide the last rate before it by every chip of the split"),
             edges=GOODPUT_EDGES,
         ),
         Question(

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its report, next to it
+from mutate_reach import COSTS_END_TO_END, COSTS_TESTS, EXTRA_TESTS, GRADING_CHILD_TESTS  # noqa: E402, F401
 from mutate_report import load_triage, render, score, wilson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,68 +47,6 @@ MUTMUT = "3.8.1"  # the version requirements-mutate.txt pins
 MECHANISMS = ("minigpt/runtime/*.py", "minigpt/runtime/attention/*.py", "minigpt/serving/*.py",
               "minigpt/distributed/*.py", "minigpt/costs/*.py", "minigpt/interop/*.py",
               "minigpt/exercises/*.py")
-#: Tests that reach a module without importing it by name (through the engine, the model, a facade).
-EXTRA_TESTS = {
-    "minigpt/runtime/kv_cache.py": ("tests/test_model_cache.py", "tests/test_generate.py", "tests/test_gqa.py"),
-    "minigpt/runtime/model.py": ("tests/test_model_cache.py", "tests/test_generate.py", "tests/test_gqa.py",
-                                 "tests/test_eviction.py"),  # the attention hook of eviction caches (observe)
-    "minigpt/serving/executor.py": ("tests/test_varlen.py", "tests/test_serving.py", "tests/test_paging.py"),
-    "minigpt/serving/scheduler.py": ("tests/test_serving.py", "tests/test_paging.py"),
-    "minigpt/serving/scheduler_admission.py": ("tests/test_serving.py", "tests/test_paging.py"),
-    "minigpt/serving/scheduler_memory.py": ("tests/test_serving.py", "tests/test_paging.py"),
-    "minigpt/serving/scheduler_preemption.py": ("tests/test_serving.py", "tests/test_paging.py"),
-    "minigpt/exercises/ex18_h2o.py": ("tests/test_seed_independence_ex14_18.py",),  # ex18 Q3's named wrong answers
-    # ex18's other generators and checkers, through the registry: ranges, named wrong answers, the solution.
-    "minigpt/exercises/ex18.py": ("tests/test_case_generators.py", "tests/test_seed_independence_ex14_18.py",
-                                  "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
-                                  "tests/test_exercise_messages.py"),
-    # ex18 Q2's replay, its slips and generator: the named wrong answers, written apart, the oracle equal to the
-    # package's SnapKVCache, the reference solution's mutants and the cut worked by hand.
-    "minigpt/exercises/ex18_snapkv.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_exercises.py",
-                                         "tests/test_exercise_mechanisms.py", "tests/test_exercise_messages.py",
-                                         "tests/test_case_generators.py"),
-    # ex11 Q1's pools and Q2's step: named wrong answers, solution mutants, worked cases, the generators' ranges.
-    **dict.fromkeys(("minigpt/exercises/ex11_slack.py", "minigpt/exercises/ex11_step.py"),
-                    ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
-                     "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py")),
-    "minigpt/exercises/ex18_window.py": ("tests/test_exercises.py",),  # ex18 Q4, through the solution's check()
-    # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
-    "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                         "tests/test_exercises.py"),
-    # ex14's other generators and its checkers (Q2's replacement, Q3's round), reached through the registry.
-    "minigpt/exercises/ex14_cases.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                        "tests/test_exercises.py"),
-    "minigpt/exercises/ex14.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                  "tests/test_exercises.py", "tests/test_exercise_messages.py"),
-    # ex16 Q3's routing walk, its slips and generator: the named wrong answers, written apart, and the messages.
-    "minigpt/exercises/ex16_routing.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                          "tests/test_exercises.py", "tests/test_exercise_messages.py"),
-    # ex17 Q3's placement walk and Q4's count, their slips and generators: the named wrong answers, written apart,
-    # the generators' ranges, the reference solution's mutants, and what the real sharded model records and holds.
-    **dict.fromkeys(("minigpt/exercises/ex17_placements.py", "minigpt/exercises/ex17_shards.py"),
-                    ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                     "tests/test_exercises.py", "tests/test_exercise_mechanisms.py", "tests/test_tensor_parallel.py")),
-    # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
-    "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
-                                  "tests/test_exercises.py"),
-}
-#: A module of the cost model (pure functions every layer imports through `minigpt.costs`) keeps,
-#: of the files that import the facade (~36, 3 min for one clean run on one core, and a module run
-#: makes two), those that name one of its public names or the module, plus `COSTS_TESTS` (they loop
-#: over every formula; test_costs_checks also tests `_check`, whose names are private), less
-#: `COSTS_END_TO_END`: the grader, the explorer pages, the engine and the processes, whose few
-#: formula checks the formula tests make again, in seconds.
-COSTS_TESTS = ("tests/test_costs.py", "tests/test_costs_js.py", "tests/test_costs_checks.py")
-COSTS_END_TO_END = ("tests/test_grading.py", "tests/test_explorers.py", "tests/test_serving.py",
-                    "tests/test_paging.py", "tests/test_disagg.py", "tests/test_tensor_parallel.py",
-                    "tests/test_site.py", "tests/test_minigpt_live_site.py",
-                    "tests/test_minigpt_js.py", "tests/test_layers.py")
-#: Tests that grade through the sandbox's child process: the child runs a staged copy of the package,
-#: which in a mutation run is mutmut's rewritten copy, and it cannot import mutmut (the sandbox offers
-#: torch, numpy and safetensors only), so every run would fail. Left out of every module's tests; the
-#: exercises' mechanisms are reached in-process by check() (tests/test_exercises.py, the seed tests).
-GRADING_CHILD_TESTS = ("tests/test_grading.py", "tests/test_grading_answers.py", "tests/test_grading_limits.py",
-                       "tests/test_grading_teardown.py", "tests/test_feedback_es.py")
 TARGET = 0.90
 
 
@@ -234,7 +173,7 @@ def run_module(module: str, *, names: list[str] | None = None, max_children: int
     """Run mutmut on `module` (every mutant, or `names`); write and return its result."""
     tests = tests_of(module)
     if not tests:
-        raise SystemExit(f"{module}: no test file imports it; add it to EXTRA_TESTS")
+        raise SystemExit(f"{module}: no test file imports it; add it to EXTRA_TESTS (mutate_reach.py)")
     work = _workdir(_slug(module), [module], tests)
     start = time.monotonic()
     rc = _mutmut(work, "run", f"--max-children={max_children}", *(names or []))
