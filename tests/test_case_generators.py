@@ -476,6 +476,11 @@ def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
     return [v for seed in seeds for v in pick(cases(qid, seed))]
 
 
+def _fork_write(case: dict) -> int:
+    """ex11 Q1's second edge: the tokens its fork wrote after the prompt (sequence 1 holds the prompt and those)."""
+    return case["lengths"][1] - case["lengths"][0]
+
+
 # What each generator's docstring and the question's text promise its random cases span, checked over 2,000
 # seeds (the same draws every run): a range or a set of choices moved by one (issue 36's sampled survivors)
 # stops reaching an end it documents, or reaches past it. Each row: question, what is drawn, the values.
@@ -550,6 +555,17 @@ DOMAINS = [
      lambda c: [c[k]["lengths"][0] // c[k]["block_size"] for k in (0, 1)], (1, 3)),
     ("ex11.q1", "the third edge: a multiple of b, 1 to 4 blocks, and an empty sequence",
      lambda c: [c[2]["lengths"][0] / c[2]["block_size"], c[2]["lengths"][1] - 1], {1.0, 2.0, 3.0, 4.0, -1}),
+    ("ex11.q1", "the second edge's fork writing 1 token sometimes", lambda c: [_fork_write(c[1]) == 1], {True, False}),
+    ("ex11.q1", "the second edge's fork writing 2 b tokens sometimes",
+     lambda c: [_fork_write(c[1]) == 2 * c[1]["block_size"]], {True, False}),
+    ("ex11.q1", "the second edge's fork never writing more than 2 b tokens",
+     lambda c: [_fork_write(c[1]) <= 2 * c[1]["block_size"]], {True}),
+    ("ex11.q1", "the third edge's third sequence holding 1 token sometimes", lambda c: [c[2]["lengths"][2] == 1],
+     {True, False}),
+    ("ex11.q1", "the third edge's third sequence holding 3 b tokens sometimes",
+     lambda c: [c[2]["lengths"][2] == 3 * c[2]["block_size"]], {True, False}),
+    ("ex11.q1", "the third edge's third sequence never past 3 b tokens",
+     lambda c: [c[2]["lengths"][2] <= 3 * c[2]["block_size"]], {True}),
     ("ex11.q1", "random pools of one to five live sequences", lambda c: [len(x["tables"]) for x in c[3:]], (1, 5)),
     ("ex11.q2", "the edges' block sizes, 2 to 16", lambda c: [x["block_size"] for x in c[:3]], {2, 4, 8, 16}),
     ("ex11.q2", "the random block sizes, 1 to 16", lambda c: [x["block_size"] for x in c[3:]], {1, 2, 4, 8, 16}),

@@ -87,6 +87,8 @@ def _apply(cache: PagedKVCache, ids: list[int], op: list) -> int:
     if kind == "free":
         cache.free_sequence(seq)
         return op[1]
+    if kind != "append":
+        raise ValueError(f"operation {op!r}: the kind must be 'add', 'fork', 'free' or 'append'")
     tokens = op[2] if isinstance(op[2], list) else [0] * op[2]
     try:
         cache.reserve([seq], len(tokens))
