@@ -196,31 +196,6 @@ def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
             else:
                 kinds.append("other")
         assert kinds[:3] == ["chapter", "cautious", "over"], (seed, kinds)
-    for seed in SEEDS[:10]:  # each of ex14.q3's tables is drawn until its uniforms are 1e-4 from a threshold
-        drawn = [build_case(c) for c in cases("ex14.q3", seed)]
-        assert len(drawn) == 8, seed
-        for i, case in enumerate(drawn):
-            p, q = (torch.softmax(z.float(), -1) for z in (case["target_logits"], case["draft_logits"]))
-            u, xs = case["u"], case["drafts"].tolist()
-            gamma = len(xs)
-            assert len(u) == gamma + 1 and p.shape[0] == gamma + 1 == q.shape[0] + 1, (seed, i)
-            assert all(0 <= x < 1 for x in u), (seed, i, u)  # uniforms in [0, 1), as the question says
-            assert ex14_cases.round_margins(case["target_logits"], case["draft_logits"], xs, u) > 1e-4, (seed, i)
-            pd, qd = p.double(), q.double()  # the same margins, computed here apart from the generator's filter
-            cuts = [min(1.0, float(pd[j, x] / qd[j, x])) for j, x in enumerate(xs)]
-            assert min(abs(u[j] - c) for j, c in enumerate(cuts)) > 1e-4, (seed, i)
-            for dist in [*((pd[j] - qd[j]).clamp_min(0) for j in range(gamma)), pd[gamma]]:
-                cdf = torch.cumsum(dist / dist.sum(), -1)
-                assert float((cdf - u[gamma]).abs().min()) > 1e-4, (seed, i)
-            kept = [u[j] < min(1.0, float(p[j, x] / q[j, x])) for j, x in enumerate(xs)]
-            stop = kept.index(False) if False in kept else gamma
-            assert (stop == gamma) == (i % 3 == 0), (seed, i, kept)  # every third round keeps every draft
-            if i == 0:  # the bonus token: row γ and row γ - 1 draw different tokens with u[γ]
-                assert ex14_cases.inverse_cdf(p[gamma], u[gamma]) != ex14_cases.inverse_cdf(p[gamma - 1], u[gamma])
-            if i == 1:  # the replacement: the residual and p draw different tokens with u[γ]
-                residual = (p[stop] - q[stop]).clamp_min(0)
-                assert ex14_cases.inverse_cdf(residual, u[gamma]) != ex14_cases.inverse_cdf(p[stop], u[gamma])
-
 
 def test_ex14_q3_draws_the_same_rounds_from_the_same_seed() -> None:
     """Each draft of ex14 Q3 is drawn by a generator seeded from the case's own random stream: a draw from the
@@ -639,7 +614,7 @@ DOMAINS = [
 
 @pytest.mark.parametrize(("qid", "what", "pick", "values"), DOMAINS, ids=[f"{d[0]}: {d[1]}" for d in DOMAINS])
 def test_the_random_cases_span_what_the_question_documents(qid: str, what: str, pick, values) -> None:
-    drawn = _drawn(qid, pick, range(300) if qid.startswith(("ex06", "ex16")) else range(2000))
+    drawn = _drawn(qid, pick, range(300) if qid.startswith(("ex06", "ex16", "ex14.q3")) else range(2000))
     if isinstance(values, set):
         assert set(drawn) == values, (qid, what, sorted(set(drawn) ^ values, key=str))
     else:

@@ -16,7 +16,6 @@ from seed_harness import Make, seeds_passed
 from minigpt import costs
 from minigpt.costs.preset_types import HardwarePreset, ModelPreset
 from minigpt.exercises import ex14_rounds, ex18_h2o
-from minigpt.exercises.ex14 import inverse_cdf
 from minigpt.exercises.spec import build_case
 from minigpt.measure.op_count import HOST_SYNC_OP, decode_step_ops, op_kind
 from minigpt.runtime.model import MiniGPT
@@ -62,23 +61,6 @@ def _replacement(kind: str) -> Callable[..., Any]:
         r = p * (1 - accept)
         return r / r.sum()
     return replacement_distribution
-
-
-def _round(residual: bool = True, bonus_row: int = 0) -> Callable[..., list[int]]:
-    """A speculative round written from scratch; `residual=False` draws a rejection's replacement from p[j],
-    `bonus_row=-1` draws the bonus token from the last draft's row instead of row γ."""
-    def speculative_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: torch.Tensor,
-                          u: list[float]) -> list[int]:
-        p, q = torch.softmax(target_logits.float(), -1), torch.softmax(draft_logits.float(), -1)
-        gamma, out = len(drafts), []
-        for j, x in enumerate(int(t) for t in drafts):
-            if u[j] < min(1.0, float(p[j, x] / q[j, x])):
-                out.append(x)
-                continue
-            dist = (p[j] - q[j]).clamp_min(0) if residual else p[j]
-            return [*out, inverse_cdf(dist, u[gamma])]
-        return [*out, inverse_cdf(p[gamma + bonus_row], u[gamma])]
-    return speculative_round
 
 
 def _rounds_best(tokens: Callable[[int, int], int], verify: bool = True, short: bool = False,
@@ -495,8 +477,6 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("not a distribution clipped at 0", _fn(_replacement("clipped"))),
                 ("not p nor", _fn(_replacement("p"))),
                 ("not p nor", _fn(_replacement("rejected mass")))],
-    "ex14.q3": [("replacement drawn from p", _fn(_round(residual=False))),
-                ("bonus token drawn from the last draft's row", _fn(_round(bonus_row=-1)))],
     "ex14.q4": [("a rate fitted to them", _fn(_alpha_fitted)),
                 ("its bonus token left out", _fn(_rounds_best(lambda n, g: n + 1 if n < g else g))),
                 ("the kept drafts alone counted", _fn(_rounds_best(lambda n, g: min(n, g)))),

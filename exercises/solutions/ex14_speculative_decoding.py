@@ -32,9 +32,10 @@ def replacement_distribution(p, q, accept):
 
 
 # %% solution:q3
-def speculative_round(target_logits, draft_logits, drafts, u):
-    """Keep draft j while u[j] < min(1, p(x)/q(x)); at the first rejection draw from norm(max(0, p − q)) at that
-    position, after γ acceptances the bonus from the target's last row; both with u[γ] by the inverse CDF."""
+def speculative_round(target_logits, draft_logits, drafts, u, lam):
+    """Keep draft j while u[j] < λ·min(1, p(x)/q(x)); at the first rejection draw from Question 2's replacement
+    for this rule, (p − λ·min(p, q)) / (1 − λ·Σ min(p, q)) at that position, after γ acceptances the bonus from
+    the target's last row; both with u[γ] by the inverse CDF."""
     p = torch.softmax(target_logits, dim=-1)
     q = torch.softmax(draft_logits, dim=-1)
     gamma = len(drafts)
@@ -46,11 +47,12 @@ def speculative_round(target_logits, draft_logits, drafts, u):
     kept = []
     for j in range(gamma):
         x = int(drafts[j])
-        if u[j] < min(1.0, (p[j, x] / q[j, x]).item()):
+        if u[j] < lam * min(1.0, (p[j, x] / q[j, x]).item()):
             kept.append(x)
             continue
-        residual = (p[j] - q[j]).clamp_min(0)
-        return kept + [inverse_cdf(residual, u[gamma])]
+        kept_mass = lam * torch.minimum(p[j], q[j])  # q·accept, token by token
+        replacement = (p[j] - kept_mass) / (1 - kept_mass.sum())
+        return kept + [inverse_cdf(replacement, u[gamma])]
     return kept + [inverse_cdf(p[gamma], u[gamma])]
 
 

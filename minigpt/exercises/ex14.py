@@ -1,9 +1,11 @@
 """Exercise 14 (Chapter 17, speculative decoding): greedy verification, the replacement distribution derived for
-any acceptance rule, one speculative sampling round written from the mechanism (and its output law checked),
-the best γ replayed from a server's logged rounds (`minigpt.exercises.ex14_rounds`).
+any acceptance rule, one speculative sampling round of a cautious verifier (λ times Chapter 17's acceptance,
+`minigpt.exercises.ex14_cautious`) written from that derivation (and its output law checked), the best γ replayed
+from a server's logged rounds (`minigpt.exercises.ex14_rounds`).
 
 The oracles are the package: the rejection rule of `minigpt.runtime.speculative` (`accept_drafts`, with one-hot
-distributions for greedy verification, and with the given uniforms answering its draws for the sampled round),
+distributions for greedy verification; for the sampled round with the given uniforms answering its draws, its
+acceptance probability scaled by λ and its residual replaced by `replacement_for` of that rule),
 `replacement_for` (the replacement any acceptance rule needs, which for Chapter 17's rule is the runtime's
 `residual_distribution`), and the replay of `ex14_rounds`. `round_law_error`
 checks a student's round against the target's law exactly (every draft path, every interval of the uniforms).
@@ -26,12 +28,11 @@ from minigpt.exercises.ex14_cases import (
     GREEDY_EDGES,
     OVER,
     REPLACEMENT_EDGES,
-    ROUND_EDGES,
     greedy_cases,
     inverse_cdf,
     replacement_cases,
-    sampled_round_cases,
 )
+from minigpt.exercises.ex14_cautious import ROUND_EDGES, sampled_round_cases
 from minigpt.exercises.ex14_rounds import BEST_EDGES, best_from_rounds, rounds_cases
 from minigpt.exercises.spec import (
     N_,
@@ -90,9 +91,11 @@ _PATCH_LOCK = threading.Lock()
 
 
 def _sampled_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: torch.Tensor,
-                   u: list[float]) -> list[int]:
+                   u: list[float], lam: float) -> list[int]:
     """One round through the package's `accept_drafts` (B = 1), its draws answered by the uniforms: the coin of
-    draft j is u[j] < its acceptance probability, the final token the inverse-CDF draw with u[γ]."""
+    draft j is u[j] < λ times the package's `acceptance_probability`, a rejection draws from `replacement_for`
+    that rule (at λ = 1 the package's `residual_distribution`, up to rounding), the final token the inverse-CDF
+    draw with u[γ]."""
     gamma = len(drafts)
     p = torch.softmax(target_logits.float(), dim=-1)[None]  # [1, γ+1, V]
     q = list(torch.softmax(draft_logits.float(), dim=-1)[:, None].unbind(0))  # γ × [1, V]
@@ -105,8 +108,20 @@ def _sampled_round(target_logits: torch.Tensor, draft_logits: torch.Tensor, draf
 
     # The patches replace module attributes for the whole process: the lock keeps two threads (a class
     # graded with --jobs 2 prepares its submissions' expected values in parallel) from using each other's u.
-    with _PATCH_LOCK, mock.patch.object(speculative, "_coin", coin), mock.patch.object(speculative, "_draw", draw):
-        n, nxt = accept_drafts(p, q, [drafts[j].view(1, 1) for j in range(gamma)], greedy=False)
+    with _PATCH_LOCK:
+        chapter = speculative.acceptance_probability  # read under the lock: never another call's patch
+
+        def accept(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+            return lam * chapter(p_x, q_x)
+
+        def residual(p_n: torch.Tensor, q_n: torch.Tensor) -> torch.Tensor:  # [1, V] each, the rule in float64
+            rows = [replacement_for(a, b, lam * chapter(a.double(), b.double())) for a, b in zip(p_n, q_n, strict=True)]
+            return torch.stack(rows)  # type: ignore[arg-type]  # the rule never over-emits: never None
+
+        with mock.patch.object(speculative, "_coin", coin), mock.patch.object(speculative, "_draw", draw), \
+                mock.patch.object(speculative, "acceptance_probability", accept), \
+                mock.patch.object(speculative, "residual_distribution", residual):
+            n, nxt = accept_drafts(p, q, [drafts[j].view(1, 1) for j in range(gamma)], greedy=False)
     return [int(x) for x in drafts[:n]] + [int(nxt)]
 
 
@@ -131,31 +146,33 @@ def _tokens(expected: Any, actual: Any) -> str | None:
              "with u[γ] from the distribution the round ends on)").format(expected=expected, actual=actual)
 
 
-def round_law_error(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0
-                    ) -> float:
+def round_law_error(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0,
+                    lam: float = 1.0) -> float:
     """Largest |P(sequence) − p(sequence)| over the V^(γ+1) continuations, where a round of `speculative_round`
-    is continued by the target's rows; exact: every draft path (weighted by q) and, for the uniforms, one value
-    in every interval between the thresholds the rule compares them with (weighted by the interval's length).
-    A correct round gives 0 up to float rounding."""
+    (the cautious rule of factor `lam`; 1: Chapter 17's) is continued by the target's rows; exact: every draft
+    path (weighted by q) and, for the uniforms, one value in every interval between the thresholds the rule
+    compares them with (λ·min(1, p/q) for u[j]; for u[γ] the cut points of the rule's replacement at each
+    position and of p's last row), weighted by the interval's length. A correct round gives 0 up to rounding."""
     g = torch.Generator().manual_seed(seed)
     t_logits, d_logits = torch.randn(gamma + 1, V, generator=g), torch.randn(gamma, V, generator=g)
     p, q = torch.softmax(t_logits, -1).double(), torch.softmax(d_logits, -1).double()
+    rule = [lam * torch.minimum(p[j] / q[j], torch.ones(V, dtype=torch.float64)) for j in range(gamma)]
+    dists = [*(replacement_for(p[j], q[j], rule[j]) for j in range(gamma)), p[gamma]]
+    finals = sorted({0.0, 1.0} | {float(x) for dist in dists if dist is not None and dist.sum() > 0
+                                  for x in torch.cumsum(dist / dist.sum(), -1)[:-1] if 0 < x < 1})
+    per_final = [((a + b) / 2, b - a) for a, b in zip(finals, finals[1:], strict=False) if b > a]
     law: dict[tuple, float] = {}
     for drafts in itertools.product(range(V), repeat=gamma):
         w_drafts = math.prod(float(q[j, x]) for j, x in enumerate(drafts))
-        cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
+        cuts = [float(rule[j][x]) for j, x in enumerate(drafts)]
         per_coin = [[(c / 2, c), ((1 + c) / 2, 1 - c)] for c in cuts]
-        finals = sorted({0.0, 1.0} | {float(x) for dist in [*((p[j] - q[j]).clamp_min(0) for j in range(gamma)),
-                                                            p[gamma]] if dist.sum() > 0
-                                      for x in torch.cumsum(dist / dist.sum(), -1)[:-1] if 0 < x < 1})
-        per_final = [((a + b) / 2, b - a) for a, b in zip(finals, finals[1:], strict=False) if b > a]
         for coins in itertools.product(*per_coin):
             for u_last, w_last in per_final:
                 w = w_drafts * math.prod(wc for _, wc in coins) * w_last
                 if w == 0:
                     continue
-                out = list(speculative_round(t_logits, d_logits, torch.tensor(drafts), [*(uc for uc, _ in coins),
-                                                                                         u_last]))
+                u = [*(uc for uc, _ in coins), u_last]
+                out = list(speculative_round(t_logits, d_logits, torch.tensor(drafts), u, lam))
                 for rest in itertools.product(range(V), repeat=gamma + 1 - len(out)):
                     seq = tuple(out) + rest
                     law[seq] = law.get(seq, 0.0) + w * math.prod(float(p[len(out) + i, x]) for i, x in
@@ -194,15 +211,16 @@ EXERCISE = Exercise(
             edges=REPLACEMENT_EDGES,
         ),
         Question(
-            "q3", "speculative_round", "speculative_round(target_logits, draft_logits, drafts, u) -> list[int]",
+            "q3", "speculative_round",
+            "speculative_round(target_logits, draft_logits, drafts, u, lam) -> list[int]",
             sampled_round_cases, _sampled_round, _tokens,
             N_("row j of target_logits gives the target's distribution at draft j's position (row γ: after the last "
                "draft), row j of draft_logits the distribution draft j was drawn from. Walk the drafts in order and "
-               "keep draft j while u[j] is below the chance the rule keeps it; at the first draft not kept the round "
-               "ends with one token drawn, with u[γ] and the inverse CDF, from the distribution that makes up for "
-               "what the draft over-proposed there; if every draft is kept, the target's pass has already given the "
-               "distribution after the last draft: draw one more token from it. Return the kept drafts and that "
-               "token."),
+               "keep draft j while u[j] is below the chance this rule keeps it, λ times Chapter 17's; at the first "
+               "draft not kept the round ends with one token drawn, with u[γ] and the inverse CDF, from the "
+               "replacement Question 2 derives for this rule at that position (Chapter 17's residual is that "
+               "replacement only when λ is 1); if every draft is kept, draw one more token from the target's "
+               "distribution after the last draft. Return the kept drafts and that token."),
             edges=ROUND_EDGES,
         ),
         Question(
@@ -220,21 +238,24 @@ EXERCISE = Exercise(
 )
 
 
-def round_law_report(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0) -> float:
-    """Print (and return) how far the output law of `speculative_round` is from the target's, in words."""
+def round_law_report(speculative_round: Callable[..., list[int]], V: int = 3, gamma: int = 2, seed: int = 0,
+                     lam: float = 1.0) -> float:
+    """Print (and return) how far the output law of `speculative_round`, for the rule of factor `lam`, is from the
+    target's, in words."""
     try:
-        err = round_law_error(speculative_round, V=V, gamma=gamma, seed=seed)
+        err = round_law_error(speculative_round, V=V, gamma=gamma, seed=seed, lam=lam)
     except NotImplementedError:
         print(_("{label}: not implemented yet").format(label="speculative_round"))
         return math.nan
     sequences = V ** (gamma + 1)
     if err < 1e-6:
-        print(_("the law of your rounds, continued by the target, equals the target's over all {sequences} "
-                "sequences of {tokens} tokens (largest difference {err}): emitted tokens are distributed "
-                "as p").format(sequences=sequences, tokens=gamma + 1, err=fmt_num(err, ".1e")))
+        print(_("λ = {lam}: the law of your rounds, continued by the target, equals the target's over all "
+                "{sequences} sequences of {tokens} tokens (largest difference {err}): emitted tokens are "
+                "distributed as p").format(lam=fmt_num(lam, "g"), sequences=sequences, tokens=gamma + 1,
+                                           err=fmt_num(err, ".1e")))
     else:
-        print(_("the law of your rounds differs from the target's by up to {err} in the probability of one of "
-                "the {sequences} sequences of {tokens} tokens: some token is emitted more or less often than "
-                "the target would emit it (check which distribution each of your draws uses)").format(
-            err=fmt_num(err, ".4f"), sequences=sequences, tokens=gamma + 1))
+        print(_("λ = {lam}: the law of your rounds differs from the target's by up to {err} in the probability of "
+                "one of the {sequences} sequences of {tokens} tokens: some token is emitted more or less often "
+                "than the target would emit it (check which distribution each of your draws uses)").format(
+            lam=fmt_num(lam, "g"), err=fmt_num(err, ".4f"), sequences=sequences, tokens=gamma + 1))
     return err

@@ -1,6 +1,7 @@
-"""The case generators of exercise 14 (`minigpt.exercises.ex14`), each drawing first the edges its question names
-(`Question.edges`: the plausible wrong answers they separate from the right one), then random cases; and the
-inverse-CDF draw the sampled round's uniforms answer.
+"""The case generators of exercise 14's first two questions (`minigpt.exercises.ex14`), each drawing first the
+edges its question names (`Question.edges`: the plausible wrong answers they separate from the right one), then
+random cases; and the inverse-CDF draw the sampled round's uniforms answer (Question 3's generator:
+`minigpt.exercises.ex14_cautious`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import random
 
 import torch
 
-from minigpt.exercises.spec import build, float64, randn
+from minigpt.exercises.spec import float64
 
 GREEDY_EDGES = ("every draft accepted: the bonus token after the γ drafts",
                 "sequences with different accepted counts: each sequence its own accepted count, not the batch's")
@@ -22,9 +23,7 @@ REPLACEMENT_EDGES = (
 # at least `CLEAR` from that line on every token where it is not exactly on it (Chapter 17's rule is, where p < q),
 # and rejects with probability at least `REJECTS`, so any tolerance from 1e-12 to 1e-8 gives the same answers.
 OVER, CLEAR, REJECTS = 1e-9, 1e-7, 0.01
-ROUND_EDGES = ("every draft kept, the rows γ − 1 and γ drawing different tokens: the bonus token drawn from the "
-               "last draft's row", "a rejection whose residual draw differs from the target's: the replacement "
-               "drawn from p, not from the residual")
+
 
 
 def inverse_cdf(probs: torch.Tensor, u: float) -> int:
@@ -111,55 +110,4 @@ def replacement_cases(rng: random.Random) -> list[dict]:
             if _clear(p, q, accept, on_line) and (kind != "over" or over_by >= 1e-3):
                 break
         cases.append(dict(p=float64(p), q=float64(q), accept=float64(accept)))
-    return cases
-
-
-def round_margins(target_logits: torch.Tensor, draft_logits: torch.Tensor, drafts: list[int],
-                  u: list[float]) -> float:
-    """How far each uniform is from the thresholds it is compared with (so float rounding cannot flip a case)."""
-    p = torch.softmax(target_logits.float(), -1).double()
-    q = torch.softmax(draft_logits.float(), -1).double()
-    gamma = len(drafts)
-    cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
-    margins = [abs(u[j] - c) for j, c in enumerate(cuts)]
-    for dist in [*((p[j] - q[j]).clamp_min(0) for j in range(gamma)), p[gamma]]:
-        cdf = torch.cumsum(dist / dist.sum(), -1) if dist.sum() > 0 else torch.ones(1)
-        margins.append(float((cdf - u[gamma]).abs().min()))
-    return min(margins)
-
-
-def _separates(i: int, p: torch.Tensor, q: torch.Tensor, stop: int, u: list[float]) -> bool:
-    """Whether case `i` draws its edge (`ROUND_EDGES`): case 0 a bonus token that row γ − 1 would draw otherwise,
-    case 1 a replacement that p would draw otherwise; the other cases are random."""
-    gamma = q.shape[0]
-    if i == 0:
-        return inverse_cdf(p[gamma], u[gamma]) != inverse_cdf(p[gamma - 1], u[gamma])
-    if i == 1:
-        return inverse_cdf((p[stop] - q[stop]).clamp_min(0), u[gamma]) != inverse_cdf(p[stop], u[gamma])
-    return True
-
-
-def sampled_round_cases(rng: random.Random) -> list[dict]:
-    """Rounds with random tables (per student) that end at every place: a rejection at each position, and a full
-    acceptance with its bonus token, the edges first (`ROUND_EDGES`); the uniforms stay 1e-4 away from every
-    threshold."""
-    cases = []
-    for i in range(8):
-        gamma, V = rng.randint(1, 5), rng.randint(3, 9)
-        stop = gamma if i % 3 == 0 else rng.randrange(gamma)  # where the round ends (gamma: all kept)
-        while True:
-            t_logits, d_logits = randn([gamma + 1, V], rng, scale=1.5), randn([gamma, V], rng, scale=1.5)
-            p, q = (torch.softmax(build(z).float(), -1) for z in (t_logits, d_logits))
-            drafts = [int(torch.multinomial(q[j], 1, generator=torch.Generator().manual_seed(rng.getrandbits(32))))
-                      for j in range(gamma)]
-            cuts = [float(min(1.0, p[j, x] / q[j, x])) for j, x in enumerate(drafts)]
-            if stop < gamma and cuts[stop] > 0.97:
-                continue  # this draft is (almost) always kept: draw another table
-            u = [rng.uniform(0, c) for c in cuts[:stop]]
-            u += [rng.uniform(cuts[stop], 1) for _ in range(stop, stop + 1) if stop < gamma]
-            u += [rng.random() for _ in range(len(u), gamma + 1)]
-            if round_margins(build(t_logits), build(d_logits), drafts, u) > 1e-4 and _separates(i, p, q, stop, u):
-                break
-        cases.append(dict(target_logits=t_logits, draft_logits=d_logits, drafts={"$long": drafts},
-                          u=[round(x, 12) for x in u]))
     return cases

@@ -38,9 +38,15 @@ EXTRA_TESTS = {
                                          "tests/test_exercises.py"),
     # ex14's other generators and its checkers (Q2's replacement, Q3's round), reached through the registry.
     "minigpt/exercises/ex14_cases.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                        "tests/test_exercises.py"),
+                                        "tests/test_exercises.py", "tests/test_ex14_cautious.py"),
     "minigpt/exercises/ex14.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
-                                  "tests/test_exercises.py", "tests/test_exercise_messages.py"),
+                                  "tests/test_exercises.py", "tests/test_exercise_messages.py",
+                                  "tests/test_seed_independence_ex14_q3.py", "tests/test_ex14_cautious.py",
+                                  "tests/test_ex14_round_law.py"),
+    # ex14 Q3's round of a cautious verifier, its slips and generator.
+    "minigpt/exercises/ex14_cautious.py": ("tests/test_seed_independence_ex14_q3.py", "tests/test_ex14_cautious.py",
+                                           "tests/test_ex14_round_law.py", "tests/test_case_generators.py",
+                                           "tests/test_exercises.py"),
     # ex16 Q3's routing walk (and Q2's, which routes through it): named wrong answers, generator, messages.
     "minigpt/exercises/ex16_routing.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                           "tests/test_exercises.py", "tests/test_exercise_messages.py",
