@@ -193,3 +193,26 @@ def test_a_module_of_data_alone_is_not_reported_as_waiting_for_a_run(tmp_path):
     data = text.split("## Modules of data alone")[1]
     assert "preset_types.py" in waiting and "presets_recent.py" not in waiting
     assert "presets_recent.py" in data and "preset_types.py" not in data
+
+
+def test_every_triaged_mutant_names_a_function_its_module_still_has():
+    """A triage entry outlives its code when a function is removed or renamed (Exercise 18's old `_window_slots`
+    kept ten equivalence verdicts after the question changed): a reviewer reading mutation/triage.yml would take
+    them for today's, and a new function given the old name would inherit verdicts about other mutants. Each
+    key (`module.x_function__mutmut_N`, `module.xǁClassǁmethod__mutmut_N`) must name a function the module
+    defines."""
+    import re
+
+    from mutate_report import load_triage
+
+    stale = []
+    for key in load_triage(ROOT / "mutation" / "triage.yml"):
+        match = re.fullmatch(r"(?P<module>[\w.]+)\.x(?:ǁ(?P<cls>\w+)ǁ(?P<method>\w+)|_(?P<fn>\w+?))__mutmut_\d+", key)
+        assert match, f"{key}: not a mutmut mutant name"
+        source = (ROOT / (match["module"].replace(".", "/") + ".py")).read_text(encoding="utf-8")
+        found = (re.search(rf"^class {match['cls']}\b", source, re.M) and
+                 re.search(rf"^\s+def {match['method']}\(", source, re.M)) if match["cls"] else \
+            re.search(rf"^def {match['fn']}\(", source, re.M)
+        if not found:
+            stale.append(key)
+    assert not stale, f"triage entries of functions that are gone: {stale}"
