@@ -164,16 +164,11 @@ def test_ex11_the_random_operations_keep_a_few_sequences() -> None:
 
 
 def test_ex14_the_speculative_edges_are_drawn_every_time() -> None:
-    edge("ex14.q1", "sequences with different accepted counts")
     edge("ex14.q2", "Chapter 17's rule")
     edge("ex14.q2", "a cautious rule")
     edge("ex14.q2", "more often than p emits it")
     edge("ex14.q3", "every draft kept")
     for seed in SEEDS[:40]:
-        split = cases("ex14.q1", seed)[1]
-        gamma = len(split["drafts"][0])
-        assert split["drafts"][0] == split["target_argmax"][0][:gamma]  # sequence 0 keeps every draft
-        assert split["drafts"][1] != split["target_argmax"][1][:gamma]  # sequence 1 rejects one
         kinds = []
         for case in map(build_case, cases("ex14.q2", seed)):
             p, q, accept = case["p"], case["q"], case["accept"]
@@ -202,35 +197,6 @@ def test_ex14_q3_draws_the_same_rounds_from_the_same_seed() -> None:
     global RNG would give every call other drafts (the class's cases would change between grader runs)."""
     for seed in range(3):
         assert cases("ex14.q3", seed) == cases("ex14.q3", seed), seed
-
-
-def test_ex14_q1_batches_span_what_the_generator_documents() -> None:
-    """ex14 Q1: six batches a seed, B from 1 to 3 (2 to 3 in the split edge), γ from 1 to 8 (from 2 in the
-    split edge), γ + 1 argmaxes a row, token ids below 50; the random batches hold both agreeing and
-    disagreeing drafts (a generator whose disagreement drew offset 0 would propose only agreeing ones)."""
-    Bs, gammas, split_Bs, split_gammas, agree, split_agree, top = set(), set(), set(), set(), [], [], 0
-    for seed in range(300):
-        drawn = cases("ex14.q1", seed)
-        assert len(drawn) == 6
-        for i, case in enumerate(drawn):
-            drafts, argmax = case["drafts"], case["target_argmax"]
-            assert all(len(t) == len(d) + 1 for d, t in zip(drafts, argmax, strict=True)), (seed, i)
-            (split_Bs if i == 1 else Bs).add(len(drafts))
-            (split_gammas if i == 1 else gammas).add(len(drafts[0]))
-            top = max(top, *(x for row in argmax for x in row))
-            pairs = [x == t for d, t in zip(drafts, argmax, strict=True) for x, t in zip(d, t, strict=False)]
-            if i >= 2:
-                agree += pairs
-            if i == 1:  # the sequences after the one that keeps every draft
-                split_agree += pairs[len(drafts[0]):]
-    assert Bs == {1, 2, 3} and split_Bs == {2, 3}, (Bs, split_Bs)
-    assert gammas == set(range(1, 9)) and split_gammas == set(range(2, 9)), (gammas, split_gammas)
-    assert 40 <= top <= 49, top
-    # each draft agrees with probability 0.7, 0.85 or 0.95 (one per batch), the split's with 0.85 or 0.95 but for
-    # one forced miss: over these 300 seeds 0.828 and 0.793 (an agreement of 1.0 in place of one of them moves
-    # either share by 0.017 or more, at least four standard deviations of these draws)
-    assert 0.815 < sum(agree) / len(agree) < 0.84, sum(agree) / len(agree)
-    assert 0.775 < sum(split_agree) / len(split_agree) < 0.81, sum(split_agree) / len(split_agree)
 
 
 def test_ex14_q2_random_rules_are_of_every_kind_the_generator_documents() -> None:

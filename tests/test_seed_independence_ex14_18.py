@@ -24,22 +24,6 @@ from minigpt.runtime.model import MiniGPT
 # ex14: speculative decoding
 
 
-def _per_sequence_greedy(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
-    """ex14 Q1 without the batch minimum: each sequence keeps its own accepted prefix n_b."""
-    out = []
-    for row, t in zip(drafts, target_argmax, strict=True):
-        n = next((i for i, (x, y) in enumerate(zip(row, t, strict=False)) if x != y), len(row))
-        out.append(row[:n] + [t[n]])
-    return out
-
-
-def _no_bonus_greedy(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
-    """ex14 Q1 without the bonus token: when every draft of every sequence is accepted, only the γ drafts."""
-    n = min(next((i for i, (x, y) in enumerate(zip(row, t, strict=False)) if x != y), len(row))
-            for row, t in zip(drafts, target_argmax, strict=True))
-    return [row[:n] + ([] if n == len(row) else [t[n]]) for row, t in zip(drafts, target_argmax, strict=True)]
-
-
 def _replacement(kind: str) -> Callable[..., Any]:
     """ex14 Q2 written with a plausible slip: "chapter" returns Chapter 17's residual whatever the rule,
     "unnormalised" p − q·accept as it is, "clipped" max(p − q·accept, 0) normalised where it should say None,
@@ -470,8 +454,6 @@ def _fn(f: Callable[..., Any]) -> Make:
 
 
 WRONG: dict[str, list[tuple[str, Make]]] = {
-    "ex14.q1": [("each sequence its own accepted count", _fn(_per_sequence_greedy)),
-                ("every draft accepted", _fn(_no_bonus_greedy))],
     "ex14.q2": [("max(p − q, 0) whatever the rule", _fn(_replacement("chapter"))),
                 ("p − q·accept unnormalised", _fn(_replacement("unnormalised"))),
                 ("not a distribution clipped at 0", _fn(_replacement("clipped"))),

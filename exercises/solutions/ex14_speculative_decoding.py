@@ -9,16 +9,17 @@ import torch
 
 
 # %% solution:q1
-def greedy_round(drafts, target_argmax):
-    """Each sequence's accepted prefix; the batch keeps the shortest, then each sequence's own next token."""
-    accepted = []
-    for row, best in zip(drafts, target_argmax, strict=True):
+def greedy_round(drafts, target_argmax, lengths):
+    """Each sequence alone: its leading matches n_b, then the target's argmax at n_b (the correction, or the bonus
+    after γ kept drafts); its cache held lengths[b] − 1 rows, the verify pass wrote γ + 1 more, and the rewind
+    keeps the last committed token and the n_b accepted drafts: lengths[b] + n_b."""
+    out = []
+    for row, best, length in zip(drafts, target_argmax, lengths, strict=True):
         n = 0
         while n < len(row) and row[n] == best[n]:
             n += 1
-        accepted.append(n)
-    n = min(accepted)
-    return [list(row[:n]) + [best[n]] for row, best in zip(drafts, target_argmax, strict=True)]
+        out.append([list(row[:n]) + [best[n]], length + n])
+    return out
 
 
 # %% solution:q2

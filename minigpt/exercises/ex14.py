@@ -1,10 +1,12 @@
-"""Exercise 14 (Chapter 17, speculative decoding): greedy verification, the replacement distribution derived for
+"""Exercise 14 (Chapter 17, speculative decoding): greedy verification of a ragged batch, each sequence keeping its
+own accepted prefix and cache length (`minigpt.exercises.ex14_ragged`), the replacement distribution derived for
 any acceptance rule, one speculative sampling round of a cautious verifier (λ times Chapter 17's acceptance,
 `minigpt.exercises.ex14_cautious`) written from that derivation (and its output law checked), the best γ replayed
 from a server's logged rounds (`minigpt.exercises.ex14_rounds`).
 
-The oracles are the package: the rejection rule of `minigpt.runtime.speculative` (`accept_drafts`, with one-hot
-distributions for greedy verification; for the sampled round with the given uniforms answering its draws, its
+The oracles are the package: the rejection rule of `minigpt.runtime.speculative` (`accept_drafts` on each
+sequence alone, with one-hot distributions, for greedy verification, and the cache length `speculative_generate`
+leaves after that round; for the sampled round with the given uniforms answering its draws, its
 acceptance probability scaled by λ and its residual replaced by `replacement_for` of that rule),
 `replacement_for` (the replacement any acceptance rule needs, which for Chapter 17's rule is the runtime's
 `residual_distribution`), and the replay of `ex14_rounds`. `round_law_error`
@@ -21,18 +23,11 @@ from typing import Any
 from unittest import mock
 
 import torch
-import torch.nn.functional as F
 
 from minigpt.exercises.comparisons import returned
-from minigpt.exercises.ex14_cases import (
-    GREEDY_EDGES,
-    OVER,
-    REPLACEMENT_EDGES,
-    greedy_cases,
-    inverse_cdf,
-    replacement_cases,
-)
+from minigpt.exercises.ex14_cases import OVER, REPLACEMENT_EDGES, inverse_cdf, replacement_cases
 from minigpt.exercises.ex14_cautious import ROUND_EDGES, sampled_round_cases
+from minigpt.exercises.ex14_ragged import RAGGED_EDGES, alone, ragged_cases
 from minigpt.exercises.ex14_rounds import BEST_EDGES, best_from_rounds, rounds_cases
 from minigpt.exercises.spec import (
     N_,
@@ -48,14 +43,9 @@ from minigpt.runtime import speculative
 from minigpt.runtime.speculative import accept_drafts
 
 
-def _greedy_round(drafts: list[list[int]], target_argmax: list[list[int]]) -> list[list[int]]:
-    """One greedy round through the package's rejection rule, with the argmaxes as one-hot distributions."""
-    V = 1 + max(max(row) for row in drafts + target_argmax)
-    p = F.one_hot(torch.tensor(target_argmax), V).float()  # [B, γ+1, V]
-    x = torch.tensor(drafts)  # [B, γ]
-    q = list(F.one_hot(x, V).float().unbind(1))  # γ × [B, V]
-    n, nxt = accept_drafts(p, q, list(x.split(1, dim=1)), greedy=True)
-    return torch.cat([x[:, :n], nxt], dim=1).tolist()
+def _greedy_round(drafts: list[list[int]], target_argmax: list[list[int]], lengths: list[int]) -> list[list[Any]]:
+    """One greedy round of a ragged batch: each sequence verified alone by the package (`ex14_ragged.alone`)."""
+    return alone(drafts, target_argmax, lengths)
 
 
 def replacement_for(p: torch.Tensor, q: torch.Tensor, accept: torch.Tensor) -> torch.Tensor | None:
@@ -192,13 +182,15 @@ EXERCISE = Exercise(
     title="Speculative decoding",
     questions=(
         Question(
-            "q1", "greedy_round", "greedy_round(drafts, target_argmax) -> list[list[int]]", greedy_cases,
+            "q1", "greedy_round", "greedy_round(drafts, target_argmax, lengths) -> list[list]", ragged_cases,
             _greedy_round, int_list,
-            N_("sequence b accepts the leading drafts with drafts[b][i] == target_argmax[b][i] (n_b of them); "
-               "the batch "
-               "keeps n = min over b of n_b, and each sequence emits drafts[b][:n] and then target_argmax[b][n]: "
-               "n + 1 tokens each (γ + 1 when every draft of every sequence is accepted)."),
-            edges=GREEDY_EDGES,
+            N_("verify each sequence on its own, never against the batch: it keeps its leading drafts, up to the "
+               "first one that differs from the target's argmax at that position (later matches do not count), "
+               "then emits one token of the target's own at the position where it stopped, after a rejected draft "
+               "and after the last draft alike. Its cache held every committed token but the last; the verify "
+               "pass wrote one row for each token it was fed; the rewind keeps the rows of every token the "
+               "sequence has committed except the one it emitted last, which the next round feeds."),
+            edges=RAGGED_EDGES,
         ),
         Question(
             "q2", "replacement_distribution", "replacement_distribution(p, q, accept) -> tensor | None",

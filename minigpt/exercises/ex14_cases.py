@@ -1,7 +1,7 @@
-"""The case generators of exercise 14's first two questions (`minigpt.exercises.ex14`), each drawing first the
-edges its question names (`Question.edges`: the plausible wrong answers they separate from the right one), then
-random cases; and the inverse-CDF draw the sampled round's uniforms answer (Question 3's generator:
-`minigpt.exercises.ex14_cautious`).
+"""The case generator of exercise 14's second question (`minigpt.exercises.ex14`), drawing first the edges its
+question names (`Question.edges`: the plausible wrong answers they separate from the right one), then random
+cases; and the inverse-CDF draw the sampled round's uniforms answer (Question 1's generator:
+`minigpt.exercises.ex14_ragged`; Question 3's: `minigpt.exercises.ex14_cautious`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import torch
 
 from minigpt.exercises.spec import float64
 
-GREEDY_EDGES = ("every draft accepted: the bonus token after the γ drafts",
-                "sequences with different accepted counts: each sequence its own accepted count, not the batch's")
 REPLACEMENT_EDGES = (
     "Chapter 17's rule, accept = min(1, p/q): max(p − q, 0) normalised, not p nor p − q·accept unnormalised",
     "a cautious rule, accept = c·min(1, p/q) with c < 1: p mixed back in, not max(p − q, 0) whatever the rule",
@@ -30,25 +28,6 @@ def inverse_cdf(probs: torch.Tensor, u: float) -> int:
     """The token an inverse-CDF draw picks with u in [0, 1): the first whose cumulative probability exceeds u."""
     cdf = torch.cumsum(probs.double() / probs.double().sum(), dim=-1)
     return min(int((cdf <= u).sum()), probs.shape[-1] - 1)
-
-
-def _greedy_case(rng: random.Random, agree: float, split: bool = False) -> dict:
-    """With `split`, sequence 0 accepts every draft and sequence 1 rejects one: the batch keeps fewer."""
-    B, gamma, V = rng.randint(2 if split else 1, 3), rng.randint(2 if split else 1, 8), rng.randint(8, 50)
-    target_argmax = [[rng.randrange(V) for _ in range(gamma + 1)] for _ in range(B)]
-    drafts = [[t if rng.random() < agree else (t + rng.randrange(1, V)) % V for t in row[:gamma]]
-              for row in target_argmax]
-    if split:
-        drafts[0] = target_argmax[0][:gamma]
-        k = rng.randrange(gamma)
-        drafts[1][k] = (target_argmax[1][k] + rng.randrange(1, V)) % V
-    return dict(drafts=drafts, target_argmax=target_argmax)
-
-
-def greedy_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`GREEDY_EDGES`), then random batches."""
-    cases = [_greedy_case(rng, 1.0), _greedy_case(rng, rng.choice([0.85, 0.95]), split=True)]
-    return cases + [_greedy_case(rng, rng.choice([0.7, 0.85, 0.95])) for _ in range(4)]
 
 
 def _softmax(rng: random.Random, V: int) -> list[float]:

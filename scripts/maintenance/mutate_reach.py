@@ -36,13 +36,17 @@ EXTRA_TESTS = {
     # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
     "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                          "tests/test_exercises.py"),
-    # ex14's other generators and its checkers (Q2's replacement, Q3's round), reached through the registry.
+    # ex14 Q2's generator and the inverse CDF, and ex14's checkers, reached through the registry.
     "minigpt/exercises/ex14_cases.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                         "tests/test_exercises.py", "tests/test_ex14_cautious.py"),
     "minigpt/exercises/ex14.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                   "tests/test_exercises.py", "tests/test_exercise_messages.py",
                                   "tests/test_seed_independence_ex14_q3.py", "tests/test_ex14_cautious.py",
-                                  "tests/test_ex14_round_law.py"),
+                                  "tests/test_ex14_round_law.py", "tests/test_seed_independence_ex14_q1.py",
+                                  "tests/test_ex14_ragged.py"),
+    # ex14 Q1's ragged round, its slips and generator.
+    "minigpt/exercises/ex14_ragged.py": ("tests/test_seed_independence_ex14_q1.py", "tests/test_ex14_ragged.py",
+                                         "tests/test_exercises.py"),
     # ex14 Q3's round of a cautious verifier, its slips and generator.
     "minigpt/exercises/ex14_cautious.py": ("tests/test_seed_independence_ex14_q3.py", "tests/test_ex14_cautious.py",
                                            "tests/test_ex14_round_law.py", "tests/test_case_generators.py",
