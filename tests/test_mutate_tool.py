@@ -216,3 +216,28 @@ def test_every_triaged_mutant_names_a_function_its_module_still_has():
         if not found:
             stale.append(key)
     assert not stale, f"triage entries of functions that are gone: {stale}"
+
+
+def test_the_report_lists_a_result_older_than_its_module(tmp_path, monkeypatch):
+    """A module changed after its mutation run keeps its old row (Exercise 18's row stayed at 99.6 % after its
+    fourth question was rewritten): each result records the text it ran on (`source`, the git blob id), and the
+    report lists every result whose module's text differs now, or that recorded none."""
+    import mutate_report
+
+    monkeypatch.setattr(mutate_report, "ROOT", tmp_path)
+    (tmp_path / "minigpt").mkdir()
+    (tmp_path / "minigpt" / "a.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "minigpt" / "b.py").write_text("def g():\n    return 2\n")
+    (tmp_path / "minigpt" / "c.py").write_text("def h():\n    return 3\n")
+    results = tmp_path / "results"
+    results.mkdir()
+    recorded = {"a": mutate_report.source_id("minigpt/a.py"), "b": "0" * 40, "c": None}
+    for name, source in recorded.items():
+        record = {"module": f"minigpt/{name}.py", "mutants": 1, "counts": {"killed": 1}, "survivors": [],
+                  "seconds": 1} | ({"source": source} if source else {})
+        (results / f"minigpt.{name}.json").write_text(json.dumps(record))
+    assert recorded["a"] == "b8595995dba30b1cf7ee90f336b3e3356ee99e1b"  # what `git hash-object` prints for a.py
+    text = mutate_report.render(results, {}, [], "3.8.1", 0.9)
+    older = text.split("## Results older than their module")[1].split("## ")[0]
+    assert "`minigpt/a.py`" not in older
+    assert "`minigpt/b.py`" in older and "`minigpt/c.py` (no text recorded)" in older

@@ -4,6 +4,7 @@ mutation/report.md rendered from the results and the triage (`render`)."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -16,6 +17,16 @@ def has_functions(module: str) -> bool:
     nothing else, so a module of data alone (presets) has no mutant to run."""
     tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
     return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) for node in ast.walk(tree))
+
+
+def source_id(module: str) -> str | None:
+    """The module's text as git names it (the blob id `git hash-object` prints), or None if it is gone: a result
+    records the text it was run on, and the report lists the results whose module has changed since."""
+    path = ROOT / module
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -56,10 +67,12 @@ def load_triage(path: Path) -> dict[str, dict]:
 def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: str, target: float) -> str:
     """mutation/report.md: each module's counts and score (equivalent mutants out of the denominator), the
     survivors not yet triaged, and the target."""
-    rows, open_survivors, done, survivors = [], [], set(), set()
+    rows, open_survivors, done, survivors, changed = [], [], set(), set(), []
     for path in sorted(results.glob("minigpt.*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
         done.add(r["module"])
+        if r.get("source") != source_id(r["module"]):
+            changed.append(f"- `{r['module']}`" + ("" if r.get("source") else " (no text recorded)"))
         survivors.update(r["survivors"])
         equivalent = [s for s in r["survivors"] if triage.get(s, {}).get("verdict") == "equivalent"]
         killed, decided = score(r)
@@ -106,6 +119,13 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         "## Triage entries whose mutant no longer survives (remove them)",
         "",
         *([f"- `{k}`" for k in triage if k not in survivors] or ["None."]),
+        "",
+        "## Results older than their module (run `make mutate MODULE=...` again)",
+        "",
+        "A result records the module's text it ran on (its git blob id); these modules have changed since,",
+        "so their row above may no longer hold.",
+        "",
+        *(changed or ["None."]),
         "",
         "## Mechanism modules not yet run in full",
         "",
