@@ -204,6 +204,25 @@ def test_the_check_takes_the_attainments_as_an_array_too() -> None:
         "attains if TTFT <= ttft_slo AND, with two tokens or more, TPOT = (last - first) / (D - 1) <= tpot_slo")
 
 
+def test_the_check_says_what_is_wrong_in_full() -> None:
+    """Each of the check's other verdicts, word for word: an output that is not a pair (or whose first item is not
+    a list), a list of the wrong length, a wrong goodput; and a value within 1e-12 of an expected 0 passes. The bug
+    it catches: a message that lost its numbers (the expected count, the student's value) or tells the student
+    nothing, and a shape test whose `or` became `and` (a three-item answer taken as a pair)."""
+    check = ex16_goodput.goodput_check
+    expected = ([1.0, 0.0], 0.5)
+    assert check(expected, [[1.0, 0.0], 0.5, 7]) == (
+        "expected a pair (attainments in increasing rate, goodput), got [[1.0, 0.0], 0.5, 7]")
+    assert check(expected, ("x", 0.5)) == "expected a pair (attainments in increasing rate, goodput), got ('x', 0.5)"
+    assert check(expected, 3) == "expected a pair (attainments in increasing rate, goodput), got 3"
+    assert check(expected, ([1.0], 0.5)) == "expected 2 attainments, one per run in increasing rate, got 1"
+    assert check(expected, ([1.0, 0.0], 0.25)) == (
+        "attainments right; goodput should be 0.5 req/s per chip, you have 0.25: the highest rate whose attainment "
+        "is at least 90 %, counting up from the lowest rate and stopping at the first that misses (0.0 if the "
+        "lowest misses), divided by the split's chips")
+    assert check(([0.0], 0.0), ([1e-13], 1e-13)) is None  # within the absolute tolerance of an expected 0
+
+
 def test_a_case_worked_by_hand() -> None:
     """Two prefill workers and one decode worker (3 chips), 2 ms a prompt token, 10 ms a decode step, TTFT <= 40
     ms, TPOT <= 10 ms; three runs given out of order.
