@@ -168,3 +168,48 @@ def test_a_round_worked_by_hand() -> None:
     replays = {w: ex14_cautious.replay(p, q, [2], [0.5, 0.82], 0.5, w) for w in ("chapter residual", "from p",
                                                                                   "no lambda")}
     assert replays == {"chapter residual": [0], "from p": [2], "no lambda": [2, 2]}
+
+
+def _cuts(weights: list[float]) -> list[float]:
+    """The inner cut points of the inverse-CDF draw from `weights` (normalised; none when they sum to 0)."""
+    total, run, out = sum(weights), 0.0, []
+    for w in weights[:-1]:
+        run += w
+        if total > 0:
+            out.append(run / total)
+    return out
+
+
+def test_every_uniform_is_clear_of_every_threshold_computed_apart() -> None:
+    """The generator promises (`ex14_cautious.MARGIN`) that every uniform lies at least 1e-4 from every threshold
+    the round or one of its named neighbours compares it with, so that float32 rounding in a student's round never
+    flips a verdict. Computed here apart, in plain Python from the softmaxes: u[j] against λ·min(1, p/q) and
+    min(1, p/q); u[γ] against the cut points of every distribution a round may draw from (the replacement for the
+    rule, the chapter's residual, p's rows, max(0, p − λq), p·(1 − λ·min(1, p/q)), the last draft's q) and of the
+    unnormalised p − λ·min(p, q). The bug it catches: a margin filter that measures the wrong thresholds, which
+    lets a case sit on a rounding edge where a correct float32 round loses its point."""
+    for seed in range(60):
+        for case in _cases(range(seed, seed + 1)):
+            built = build_case(case)
+            p = torch.softmax(built["target_logits"].float(), -1).double().tolist()
+            q = torch.softmax(built["draft_logits"].float(), -1).double().tolist()
+            u, lam, drafts = built["u"], built["lam"], built["drafts"].tolist()
+            gamma = len(drafts)
+            for j, x in enumerate(drafts):
+                c = min(1.0, p[j][x] / q[j][x])
+                assert min(abs(u[j] - lam * c), abs(u[j] - c)) >= ex14_cautious.MARGIN, (seed, j)
+            points = []
+            for j in range(gamma):
+                pj, qj = p[j], q[j]
+                kept = [lam * min(a, b) for a, b in zip(pj, qj, strict=True)]
+                pairs = list(zip(pj, qj, strict=True))
+                for dist in ([a - k for a, k in zip(pj, kept, strict=True)], [max(0.0, a - b) for a, b in pairs], pj,
+                             [max(0.0, a - lam * b) for a, b in pairs], [a * (1 - lam * min(1.0, a / b)) for a, b in
+                                                                        pairs]):
+                    points += _cuts(dist)
+                run = 0.0
+                for a, k in zip(pj[:-1], kept[:-1], strict=True):
+                    run += a - k
+                    points.append(run)  # the unnormalised draw's own cut points
+            points += _cuts(p[gamma]) + _cuts(q[gamma - 1])
+            assert min(abs(u[gamma] - c) for c in points) >= ex14_cautious.MARGIN, (seed, case)
