@@ -200,13 +200,16 @@ def test_every_triaged_mutant_names_a_function_its_module_still_has():
     kept ten equivalence verdicts after the question changed): a reviewer reading mutation/triage.yml would take
     them for today's, and a new function given the old name would inherit verdicts about other mutants. Each
     key (`module.x_function__mutmut_N`, `module.xǁClassǁmethod__mutmut_N`) must name a function the module
-    defines."""
+    defines, except a survivor of the sample, which belongs to the code at the sample's commit."""
     import re
 
     from mutate_report import load_triage
 
+    sample = json.loads((ROOT / "mutation" / "results" / "sample.json").read_text(encoding="utf-8"))["status"]
     stale = []
     for key in load_triage(ROOT / "mutation" / "triage.yml"):
+        if key in sample:
+            continue  # a survivor of the sample, drawn from the code at the sample's commit
         match = re.fullmatch(r"(?P<module>[\w.]+)\.x(?:ǁ(?P<cls>\w+)ǁ(?P<method>\w+)|_(?P<fn>\w+?))__mutmut_\d+", key)
         assert match, f"{key}: not a mutmut mutant name"
         source = (ROOT / (match["module"].replace(".", "/") + ".py")).read_text(encoding="utf-8")
