@@ -1,9 +1,9 @@
-"""Exercise 14 Question 3 (`minigpt.exercises.ex14_cautious`): one round of a cautious verifier, which keeps
-draft j with probability λ·min(1, p_j(x_j)/q_j(x_j)). The oracle is the package's `accept_drafts` with its draws
-answered by the uniforms, its acceptance scaled by λ and its residual replaced by `replacement_for` that rule:
-at λ = 1 it is the oracle of Chapter 17's round, at λ < 1 a round written from scratch with `replacement_for`;
-the reference solution passes and its mutants fail; the generator draws what it documents; a round worked by
-hand."""
+"""Exercise 14 Question 3 (`minigpt.exercises.ex14_cautious`): one round of a cautious verifier, which keeps draft j
+with probability λ·min(1, p_j(x_j)/q_j(x_j)). The oracle is the package's `accept_drafts` with its draws answered by
+the uniforms, its acceptance scaled by λ and its residual replaced by `replacement_for` that rule: at λ = 1 it is
+the oracle of Chapter 17's round, at λ < 1 a round written from scratch with `replacement_for`; the reference
+solution passes (its mutants fail in tests/test_exercise_mechanisms.py); the generator draws what it documents; a
+round worked by hand."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import pytest
 import torch
 
 from minigpt.exercises import EXERCISES, ex14, ex14_cautious, run_check
@@ -90,35 +89,6 @@ def test_the_reference_solution_passes_the_check() -> None:
     for seed in range(6):
         result = run_check("ex14.q3", SOLUTION, seed=seed)
         assert result.status == "pass", result.message
-
-
-MUTANTS = {
-    "λ left out of the coin": ("if u[j] < lam * min(", "if u[j] < min("),
-    "the chapter's residual": ("replacement = (p[j] - kept_mass) / (1 - kept_mass.sum())",
-                               "replacement = (p[j] - q[j]).clamp_min(0)"),
-    "the replacement's denominator left out": ("[inverse_cdf(replacement, u[gamma])]",
-                                               "[min(int((torch.cumsum(p[j] - kept_mass, 0) <= u[gamma]).sum()), "
-                                               "len(p[j]) - 1)]"),
-    "λ·q kept, not λ·min(p, q)": ("kept_mass = lam * torch.minimum(p[j], q[j])", "kept_mass = lam * q[j]"),
-    "λ left out of the replacement": ("kept_mass = lam * torch.minimum(p[j], q[j])",
-                                      "kept_mass = torch.minimum(p[j], q[j])"),
-    "the replacement drawn from p": ("inverse_cdf(replacement, u[gamma])", "inverse_cdf(p[j], u[gamma])"),
-    "the bonus from the last draft's row": ("inverse_cdf(p[gamma], u[gamma])", "inverse_cdf(p[gamma - 1], u[gamma])"),
-    "the bonus from q": ("inverse_cdf(p[gamma], u[gamma])", "inverse_cdf(q[gamma - 1], u[gamma])"),
-}
-
-
-@pytest.mark.parametrize("name", MUTANTS)
-def test_mutants_of_the_reference_solution_fail(name: str) -> None:
-    """Each mutant of the reference solution is a slip the question names (its docstring key): it must fail the
-    check under every seed tried."""
-    source = SOLUTIONS.read_text(encoding="utf-8")
-    old, new = MUTANTS[name]
-    assert source.count(old) == 1, name
-    namespace: dict[str, Any] = {}
-    exec(compile(source.replace(old, new), str(SOLUTIONS), "exec"), namespace)  # noqa: S102 - our own file
-    for seed in range(4):
-        assert run_check("ex14.q3", namespace["speculative_round"], seed=seed).status == "fail", (name, seed)
 
 
 def test_the_generator_draws_what_it_documents() -> None:

@@ -1,20 +1,20 @@
 """Exercise 18 Question 4 (`minigpt.exercises.ex18_window`): the keys each query of a chunk attends through a
-sliding-window cache with attention sinks. The oracle is the package's `WindowKVCache` driven as `MiniGPT`
-drives it; the case generator picks its edges with a plain replay (`_replay`) and its wrong neighbours. Here: the
-oracle is what a real `MiniGPT` forward hands its attention, the replay is the oracle, a reference solution
-written apart agrees and the instructors' solution passes, each edge separates its neighbour under every seed,
-plausible mutants of the reference solution fail, the generator spans its ranges and gives up when it must,
-and one case worked by hand. (The named wrong answers, written apart, lose under every seed in
+sliding-window cache with attention sinks. The oracle is the package's `WindowKVCache` driven as `MiniGPT` drives
+it; the case generator picks its edges with a plain replay (`_replay`) and its wrong neighbours. Here: the oracle is
+what a real `MiniGPT` forward hands its attention, the replay is the oracle, a reference solution written apart
+agrees and the instructors' solution passes, each edge separates its neighbour under every seed, plausible mutants
+of the reference solution fail (tests/test_exercise_mechanisms.py), the generator spans its ranges and gives up when
+it must, and one case worked by hand. (The named wrong answers, written apart, lose under every seed in
 `tests/test_seed_independence_ex14_18.py`.)"""
 
 from __future__ import annotations
 
 import random
-import re
 from pathlib import Path
 
 import pytest
 import torch
+from test_exercise_mechanisms import mutant
 
 from minigpt.config import ModelConfig
 from minigpt.exercises import EXERCISES, ex18_window, run_check
@@ -105,50 +105,12 @@ def test_a_reference_written_apart_agrees_and_the_solution_passes() -> None:
         assert result.status == "pass", result.message
 
 
-# (the reference solution's line, the mutant's, the bug it stands for)
-MUTANTS = [
-    ("p > t - window)", "p >= t - window)", "the window one key too wide"),
-    ("p > t - window)", "p > t - window + 1)", "the window one key too narrow"),
-    ("(p < sinks or p > t - window)", "(p > t - window)", "no sink rule in the mask"),
-    ("if p <= t and (p < sinks", "if (p < sinks", "no causal mask: a query sees the chunk's later tokens"),
-    ("sinks + (p - sinks) % window", "sinks + p % window", "the ring not offset by the sinks"),
-    ("if p < sinks or p >= S + n - window:", "if p >= S + n - window:", "a chunk's sinks dropped"),
-    ("keys = [p for p in slots if p >= 0]", "keys = slots", "the empty slots read as keys"),
-    ("keys = [p for p in slots if p >= 0]", "keys = sorted(p for p in slots if p >= 0)",
-     "the held slots in position order"),
-    ("keys = [p for p in slots if p >= 0] + list(range(S, S + T))",
-     "keys = list(range(S, S + T)) + [p for p in slots if p >= 0]", "the chunk's keys before the held slots"),
-    ("rows.append([j for j, p in enumerate(keys)", "rows.append([p for j, p in enumerate(keys)",
-     "positions returned instead of indices"),
-]
-
-
-def mutant(old: str, new: str):
-    text = SOLUTION.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"the reference solution no longer has {old!r}"
-    namespace: dict = {}
-    exec(compile(text.replace(old, new), str(SOLUTION), "exec"), namespace)  # noqa: S102
-    return namespace["window_chunk_keys"]
-
-
-@pytest.mark.parametrize("old,new,bug", MUTANTS,
-                         ids=[re.sub(r"[^A-Za-z0-9.]+", "-", m[2]).strip("-") for m in MUTANTS])
-def test_a_mutant_of_the_reference_solution_fails(old: str, new: str, bug: str) -> None:
-    """Each mutant is the reference solution with one line changed the way a student gets it wrong; it must
-    fail on fresh cases under two seeds, with the hint."""
-    fn = mutant(old, new)
-    for seed in (0, 1):
-        result = run_check("ex18.q4", fn, seed=seed)
-        assert result.status == "fail", f"{bug}: {result.message}"
-        assert "hint:" in result.message
-
-
 def test_storing_a_whole_chunk_is_not_a_neighbour() -> None:
     """The neighbour `ex18_window` leaves out on purpose: a forward that stores every one of its tokens, each in
     its slot, in order, leaves the ring as the cache's kept rule does (later tokens overwrite the earlier ones
     in the ring), so it passes. Catches a kept rule or a ring changed so that the two part (the module's
     docstring would then be wrong, and this a neighbour to name)."""
-    fn = mutant("if p < sinks or p >= S + n - window:", "if True:")
+    fn = mutant("ex18.q4", "window_chunk_keys", "if p < sinks or p >= S + n - window:", "if True:")
     for case in random_cases(1000, seed=3):
         assert fn(**case) == ex18_window._window_chunk_keys(**case), case
     assert run_check("ex18.q4", fn, seed=0).status == "pass"

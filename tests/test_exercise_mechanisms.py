@@ -1,4 +1,4 @@
-"""The mechanism questions of Exercises 9, 11, 12, 13, 17 and 18 fail the plausible wrong answers: each mutant
+"""The mechanism questions of Exercises 9, 11, 12, 13, 14, 16, 17 and 18 fail the plausible wrong answers: each mutant
 below is the reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random
 cases (two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
 of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding, and the
@@ -22,7 +22,7 @@ from minigpt.runtime.mla import LatentAttention, LatentCache
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
-             for eid in ("ex09", "ex11", "ex12", "ex13", "ex16", "ex17", "ex18")}
+             for eid in ("ex09", "ex11", "ex12", "ex13", "ex14", "ex16", "ex17", "ex18")}
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
@@ -188,6 +188,85 @@ MUTANTS = [
     ("ex18.q3", "h2o_decode_reads", "score[p] += w", "score[p] += w if p != t else 0.0",
      "a new key's own weight left out of its score"),
     ("ex18.q3", "h2o_decode_reads", "/ math.sqrt(q.shape[1])", "/ q.shape[1]", "scores scaled by 1/d_h"),
+    # Exercise 14 Q1 and Q3, Exercise 16 Q2, Exercise 18 Q4
+    ("ex14.q1", "greedy_round", "    return out",
+     "    m = min(len(t) for t, _ in out) - 1\n"
+     "    return [[t[:m + 1], length + m] for (t, _), length in zip(out, lengths)]",
+     "the batch's minimum"),
+    ("ex14.q1", "greedy_round", "[best[n]], length", "([best[n]] if n < len(row) else []), length",
+     "the bonus left out"),
+    ("ex14.q1", "greedy_round", "[best[n]], length", "[row[n] if n < len(row) else best[n]], length",
+     "the rejected draft as the correction"),
+    ("ex14.q1", "greedy_round", "        while n < len(row) and row[n] == best[n]:\n            n += 1",
+     "        n = sum(x == t for x, t in zip(row, best))", "every match counted"),
+    ("ex14.q1", "greedy_round", "        while n < len(row) and row[n] == best[n]:\n            n += 1",
+     "        while n < len(row):\n            n += 1\n"
+     "            if row[n - 1] != best[n - 1]:\n                break",
+     "one draft past the mismatch"),
+    ("ex14.q1", "greedy_round", "while n < len(row) and", "while n < len(row) - 1 and",
+     "the last draft never accepted"),
+    ("ex14.q1", "greedy_round", "length + n]", "length + n + 1]", "the emitted token cached"),
+    ("ex14.q1", "greedy_round", "length + n]", "length + len(row)]", "no rewind"),
+    ("ex14.q1", "greedy_round", "length + n]", "length + n - 1]", "the last committed row left out"),
+    ("ex14.q1", "greedy_round", "length + n]", "n + 1]", "the committed length left out"),
+    ("ex14.q3", "speculative_round", "if u[j] < lam * min(", "if u[j] < min(", "λ left out of the coin"),
+    ("ex14.q3", "speculative_round", "replacement = (p[j] - kept_mass) / (1 - kept_mass.sum())",
+     "replacement = (p[j] - q[j]).clamp_min(0)", "the chapter's residual"),
+    ("ex14.q3", "speculative_round", "[inverse_cdf(replacement, u[gamma])]",
+     "[min(int((torch.cumsum(p[j] - kept_mass, 0) <= u[gamma]).sum()), len(p[j]) - 1)]",
+     "the replacement's denominator left out"),
+    ("ex14.q3", "speculative_round", "kept_mass = lam * torch.minimum(p[j], q[j])", "kept_mass = lam * q[j]",
+     "λ·q kept, not λ·min(p, q)"),
+    ("ex14.q3", "speculative_round", "kept_mass = lam * torch.minimum(p[j], q[j])",
+     "kept_mass = torch.minimum(p[j], q[j])", "λ left out of the replacement"),
+    ("ex14.q3", "speculative_round", "inverse_cdf(replacement, u[gamma])", "inverse_cdf(p[j], u[gamma])",
+     "the replacement drawn from p"),
+    ("ex14.q3", "speculative_round", "inverse_cdf(p[gamma], u[gamma])", "inverse_cdf(p[gamma - 1], u[gamma])",
+     "the bonus from the last draft's row"),
+    ("ex14.q3", "speculative_round", "inverse_cdf(p[gamma], u[gamma])", "inverse_cdf(q[gamma - 1], u[gamma])",
+     "the bonus from q"),
+    ("ex16.q2", "split_goodput", "ttft_ok = first - t <= ttft_slo", "ttft_ok = first - begin <= ttft_slo",
+     "the TTFT from the prefill's start: the queue left out"),
+    ("ex16.q2", "split_goodput", "begin = max(t, busy_until[worker])", "begin = t",
+     "a prefill started at its arrival, its worker busy or not"),
+    ("ex16.q2", "split_goodput", "worker = tokens_on.index(min(tokens_on))",
+     "worker = busy_until.index(min(busy_until))", "the prefill worker that frees first"),
+    ("ex16.q2", "split_goodput", "if w == k and end > t)", "if w == k and end >= t)",
+     "a prefill ending at the arrival still counted"),
+    ("ex16.q2", "split_goodput", "sum(n for w, end, n in prefills", "sum(1 for w, end, n in prefills",
+     "prefill workers loaded by requests, not prompt tokens"),
+    ("ex16.q2", "split_goodput", "(last - first) / (D - 1) <= tpot_slo", "(last - first) / D <= tpot_slo",
+     "TPOT over D tokens, not D - 1 gaps"),
+    ("ex16.q2", "split_goodput", "tpot_ok = D == 1 or", "tpot_ok = D > 1 and", "a one-token request counted as a miss"),
+    ("ex16.q2", "split_goodput", "first - t <= ttft_slo", "first - t < ttft_slo", "a TTFT at its objective a miss"),
+    ("ex16.q2", "split_goodput", "(D - 1) <= tpot_slo", "(D - 1) < tpot_slo", "a TPOT at its objective a miss"),
+    ("ex16.q2", "split_goodput", "if a < 0.9:", "if a <= 0.9:", "a run at exactly 90 % a miss"),
+    ("ex16.q2", "split_goodput", "            break\n        best", "            continue\n        best",
+     "the highest passing rate, past a failing one"),
+    ("ex16.q2", "split_goodput", "ordered = sorted(runs, key=lambda r: r[\"rate\"])", "ordered = runs",
+     "the runs in the given order"),
+    ("ex16.q2", "split_goodput", "best / (prefill_workers + decode_workers)", "best", "the goodput not per chip"),
+    ("ex16.q2", "split_goodput", "best / (prefill_workers + decode_workers)", "best / prefill_workers",
+     "the goodput per prefill chip"),
+    ("ex16.q2", "split_goodput", "ok / len(run[\"arrivals_ms\"])",
+     "ok / max(1, sum(D > 1 for D in run[\"new_tokens\"]))", "the share over the requests that have a TPOT"),
+    ("ex18.q4", "window_chunk_keys", "p > t - window)", "p >= t - window)", "the window one key too wide"),
+    ("ex18.q4", "window_chunk_keys", "p > t - window)", "p > t - window + 1)", "the window one key too narrow"),
+    ("ex18.q4", "window_chunk_keys", "(p < sinks or p > t - window)", "(p > t - window)", "no sink rule in the mask"),
+    ("ex18.q4", "window_chunk_keys", "if p <= t and (p < sinks", "if (p < sinks",
+     "no causal mask: a query sees the chunk's later tokens"),
+    ("ex18.q4", "window_chunk_keys", "sinks + (p - sinks) % window", "sinks + p % window",
+     "the ring not offset by the sinks"),
+    ("ex18.q4", "window_chunk_keys", "if p < sinks or p >= S + n - window:", "if p >= S + n - window:",
+     "a chunk's sinks dropped"),
+    ("ex18.q4", "window_chunk_keys", "keys = [p for p in slots if p >= 0]", "keys = slots",
+     "the empty slots read as keys"),
+    ("ex18.q4", "window_chunk_keys", "keys = [p for p in slots if p >= 0]",
+     "keys = sorted(p for p in slots if p >= 0)", "the held slots in position order"),
+    ("ex18.q4", "window_chunk_keys", "keys = [p for p in slots if p >= 0] + list(range(S, S + T))",
+     "keys = list(range(S, S + T)) + [p for p in slots if p >= 0]", "the chunk's keys before the held slots"),
+    ("ex18.q4", "window_chunk_keys", "rows.append([j for j, p in enumerate(keys)",
+     "rows.append([p for j, p in enumerate(keys)", "positions returned instead of indices"),
 ]
 
 

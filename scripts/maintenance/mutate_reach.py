@@ -32,7 +32,8 @@ EXTRA_TESTS = {
                     ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
                      "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py")),
     **dict.fromkeys(("minigpt/exercises/ex18_window.py", "minigpt/exercises/ex16_goodput.py"),  # ex18 Q4, ex16 Q2:
-                    ("tests/test_exercises.py",)),  # the reference solution's check(), through the registry
+                    ("tests/test_exercises.py", "tests/test_exercise_mechanisms.py")),  # the reference solution's
+    # check() through the registry, and its mutants
     # ex14 Q4's replay and its generator: the named wrong answers, written apart from it, and the edges' placement.
     "minigpt/exercises/ex14_rounds.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                          "tests/test_exercises.py"),
@@ -43,18 +44,18 @@ EXTRA_TESTS = {
                                   "tests/test_exercises.py", "tests/test_exercise_messages.py",
                                   "tests/test_seed_independence_ex14_q3.py", "tests/test_ex14_cautious.py",
                                   "tests/test_ex14_round_law.py", "tests/test_seed_independence_ex14_q1.py",
-                                  "tests/test_ex14_ragged.py"),
+                                  "tests/test_ex14_ragged.py", "tests/test_exercise_mechanisms.py"),
     # ex14 Q1's ragged round, its slips and generator.
     "minigpt/exercises/ex14_ragged.py": ("tests/test_seed_independence_ex14_q1.py", "tests/test_ex14_ragged.py",
-                                         "tests/test_exercises.py"),
+                                         "tests/test_exercises.py", "tests/test_exercise_mechanisms.py"),
     # ex14 Q3's round of a cautious verifier, its slips and generator.
     "minigpt/exercises/ex14_cautious.py": ("tests/test_seed_independence_ex14_q3.py", "tests/test_ex14_cautious.py",
                                            "tests/test_ex14_round_law.py", "tests/test_case_generators.py",
-                                           "tests/test_exercises.py"),
+                                           "tests/test_exercises.py", "tests/test_exercise_mechanisms.py"),
     # ex16 Q3's routing walk (and Q2's, which routes through it): named wrong answers, generator, messages.
     "minigpt/exercises/ex16_routing.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                                           "tests/test_exercises.py", "tests/test_exercise_messages.py",
-                                          "tests/test_ex16_goodput.py"),
+                                          "tests/test_ex16_goodput.py", "tests/test_exercise_mechanisms.py"),
     # ex17 Q3's placement walk and Q4's count, their slips and generators: the named wrong answers, written apart,
     # the generators' ranges, the reference solution's mutants, and what the real sharded model records and holds.
     **dict.fromkeys(("minigpt/exercises/ex17_placements.py", "minigpt/exercises/ex17_shards.py"),
