@@ -50,18 +50,29 @@ def test_ex01_the_single_token_prompt_and_the_empty_cache_are_drawn_every_time()
 def test_ex06_the_edges_of_questions_1_3_and_4_are_drawn_every_time() -> None:
     """Under every seed: Q1's first case writes T >= 2 rows after S >= 1 without reaching S_max (a decode-only
     write, a write at row 0 or the whole cache returned all show there) and its second fills the cache to S_max;
-    Q3's first case decodes B = 2 sequences (only B > 1 tells view(-1, 1) from view(1, -1)); Q4's first
+    Q3's first case is GQA with 1 < H_kv < H (H = 4, H_kv = 2) over 2 or 3 layers and 2 or 3 sequences (only
+    there do tiled heads differ from interleaved ones), its second a cache of one row (P = 1), its third P >= 2
+    and B >= 2, its fourth weights of scale 0.6 (the GELU edge; every other case's are of scale 0.3); Q4's first
     generates D = 1 token (a loop that decodes once before checking D returns two)."""
     edge("ex06.q1", "1 <= S, 2 <= T, S + T < S_max")
     edge("ex06.q1", "S + T = S_max")
-    edge("ex06.q3", "B = 2")
+    edge("ex06.q3", "1 < H_kv < H (H = 4, H_kv = 2)")
+    edge("ex06.q3", "P = 1, a cache of one row")
+    edge("ex06.q3", "P >= 2, B = 2 or 3")
+    edge("ex06.q3", "weights of scale 0.6")
     edge("ex06.q4", "D = 1")
     for seed in SEEDS:
         first, second = cases("ex06.q1", seed)[:2]
         T, S_max = first["k_new"]["$randn"][2], first["k_cache"]["$randn"][2]
         assert first["S"] >= 1 and T >= 2 and first["S"] + T < S_max, (seed, first["S"], T, S_max)
         assert second["S"] + second["k_new"]["$randn"][2] == second["k_cache"]["$randn"][2], seed
-        assert len(cases("ex06.q3", seed)[0]["token"]["$long"]) == 2, seed
+        decode = cases("ex06.q3", seed)
+        gqa, one_row, longer = decode[:3]
+        assert [c["params"]["scale"] for c in decode] == [0.3, 0.3, 0.3, 0.6, 0.3, 0.3, 0.3], seed
+        L, B, H_kv, P, _ = gqa["k_cache"]["$randn"]
+        assert (gqa["config"]["H"], H_kv, gqa["config"]["H_kv"]) == (4, 2, 2) and L >= 2 and B >= 2, seed
+        assert one_row["k_cache"]["$randn"][3] == 1, seed
+        assert longer["k_cache"]["$randn"][3] >= 2 and longer["k_cache"]["$randn"][1] >= 2, seed
         assert cases("ex06.q4", seed)[0]["D"] == 1, seed
 
 
@@ -467,9 +478,23 @@ DOMAINS = [
     ("ex06.q2", "B from 1 to 3", lambda c: [_shape(x, "q")[0] for x in c], (1, 3)),
     ("ex06.q2", "d_h 4, 8 or 16", lambda c: [_shape(x, "q")[2] for x in c], {4, 8, 16}),
     ("ex06.q2", "S from 1 to 30", lambda c: [_shape(x, "k")[2] for x in c], (1, 30)),
-    ("ex06.q3", "three cases", lambda c: [len(c)], {3}),
-    ("ex06.q3", "the random cases' B, 1 or 2", lambda c: [len(x["token"]["$long"]) for x in c[1:]], {1, 2}),
-    ("ex06.q3", "P from 1 to 12", lambda c: [len(x["prompt"]["$long"][0]) for x in c], (1, 12)),
+    ("ex06.q3", "seven cases", lambda c: [len(c)], {7}),
+    ("ex06.q3", "L from 1 to 3", lambda c: [_shape(x)[0] for x in c], (1, 3)),
+    ("ex06.q3", "the GQA edge's L, 2 or 3", lambda c: [_shape(c[0])[0]], {2, 3}),
+    ("ex06.q3", "B from 1 to 3", lambda c: [_shape(x)[1] for x in c], (1, 3)),
+    ("ex06.q3", "the GQA and P >= 2 edges' B, 2 or 3", lambda c: [_shape(c[0])[1], _shape(c[2])[1]], {2, 3}),
+    ("ex06.q3", "P from 1 to 12", lambda c: [_shape(x)[3] for x in c], (1, 12)),
+    ("ex06.q3", "the P >= 2 edge's P, 2 to 12", lambda c: [_shape(c[2])[3]], (2, 12)),
+    ("ex06.q3", "the random cases' P, 1 to 12", lambda c: [_shape(x)[3] for x in c[4:]], (1, 12)),
+    ("ex06.q3", "(H, H_kv) of the random cases", lambda c: [(x["config"]["H"], x["config"]["H_kv"]) for x in c[4:]],
+     {(2, 1), (2, 2), (4, 1), (4, 2), (4, 4)}),
+    ("ex06.q3", "d_h 2 or 4", lambda c: [x["config"]["d_h"] for x in c], {2, 4}),
+    ("ex06.q3", "d_ffn 2d or 4d", lambda c: [x["config"]["d_ffn"] / x["config"]["d"] for x in c], {2, 4}),
+    ("ex06.q3", "V from 8 to 32", lambda c: [x["config"]["V"] for x in c], (8, 32)),
+    ("ex06.q3", "S_max from P + 1 to P + 4", lambda c: [x["config"]["S_max"] - _shape(x)[3] for x in c], (1, 4)),
+    ("ex06.q3", "d = H d_h, the weights of the model the config describes",
+     lambda c: [x["config"]["d"] == x["config"]["H"] * x["config"]["d_h"] and x["params"]["$weights"] == {
+         k: v for k, v in x["config"].items() if k != "d"} for x in c], {True}),
     ("ex06.q4", "three cases", lambda c: [len(c)], {3}),
     ("ex06.q4", "the random cases' D, 1 to 12", lambda c: [x["D"] for x in c[1:]], (1, 12)),
     ("ex06.q5", "six cases", lambda c: [len(c)], {6}),

@@ -1,7 +1,7 @@
-"""The mechanism questions of Exercises 9, 11, 12, 13, 14, 16, 17 and 18 fail the plausible wrong answers: each mutant
-below is the reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh random
-cases (two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the oracle
-of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding, and the
+"""The mechanism questions of Exercises 6, 9, 11, 12, 13, 14, 16, 17 and 18 fail the plausible wrong answers: each
+mutant below is the reference solution with one line changed the way a student gets it wrong, and it must FAIL on fresh
+random cases (two seeds each). Also: the questions' hints say what to do in words, never the answer's code, and the
+oracle of Exercise 13's split (`ex13._partials`) merged by the package is the package's Flash-Decoding, and the
 oracle of Exercise 18's absorbed decode (the package's naive path) is the package's absorbed path too."""
 
 from __future__ import annotations
@@ -22,10 +22,42 @@ from minigpt.runtime.mla import LatentAttention, LatentCache
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
-             for eid in ("ex09", "ex11", "ex12", "ex13", "ex14", "ex16", "ex17", "ex18")}
+             for eid in ("ex06", "ex09", "ex11", "ex12", "ex13", "ex14", "ex16", "ex17", "ex18")}
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
+    # Exercise 6 Q3: one decode step from the cache and the weights (tests/test_ex06_decode.py)
+    *(("ex06.q3", "decode_from_cache", old, new, bug) for old, new, bug in (
+        ('params["pos_emb.weight"][P]', 'params["pos_emb.weight"][P - 1]', "the token at position P - 1"),
+        ('params["pos_emb.weight"][P]', 'params["pos_emb.weight"][0]', "the token at position 0"),
+        ("k = torch.cat([k_cache[layer], k.view(B, H_kv, 1, d_h)], dim=2)  # [B, H_kv, P + 1, d_h]\n"
+         "        v = torch.cat([v_cache[layer], v.view(B, H_kv, 1, d_h)], dim=2)",
+         "k, v = k.view(B, H_kv, 1, d_h), v.view(B, H_kv, 1, d_h)", "the cache ignored: the token attends to itself"),
+        ("k = torch.cat([k_cache[layer], k.view(B, H_kv, 1, d_h)], dim=2)  # [B, H_kv, P + 1, d_h]\n"
+         "        v = torch.cat([v_cache[layer], v.view(B, H_kv, 1, d_h)], dim=2)",
+         "k, v = k_cache[layer], v_cache[layer]", "the token's own key and value left out"),
+        ("k = k.repeat_interleave(g, dim=1)  # [B, H, S, d_h]\n    v = v.repeat_interleave(g, dim=1)",
+         "k = k.repeat(1, g, 1, 1)\n    v = v.repeat(1, g, 1, 1)", "KV heads tiled instead of interleaved"),
+        ("a = attend(q.view(B, H, d_h), k, v).reshape(B, d)",
+         "a = F.scaled_dot_product_attention(q.view(B, H, 1, d_h), k.repeat_interleave(H // H_kv, 1),\n"
+         "            v.repeat_interleave(H // H_kv, 1), is_causal=True).reshape(B, d)",
+         "SDPA with is_causal=True: the one query sees the first key alone"),
+        ('x = x + a @ w["attn.out.weight"].T', 'x = h + a @ w["attn.out.weight"].T',
+         "the residual added to the normed input"),
+        ('h = F.layer_norm(x, (d,), w["ln2.weight"], w["ln2.bias"])', "h = x",
+         "the LayerNorm before the MLP left out"),
+        ("a = attend(q.view(B, H, d_h), k, v)", "a = attend(q.view(B, H, d_h) * math.sqrt(d_h / d), k, v)",
+         "scores scaled by sqrt(d) instead of sqrt(d_h)"),
+        ('x = F.layer_norm(x, (d,), params["ln_f.weight"], params["ln_f.bias"])', "x = x",
+         "the final LayerNorm left out"),
+        ("a = attend(q.view(B, H, d_h), k, v)", "a = attend(q.view(B, d_h, H).transpose(1, 2), k, v)",
+         "the query's heads read across the width"),
+        ("q, k, v = (h @", "k, q, v = (h @", "the qkv rows split as k, q, v"),
+        ('x = x + F.gelu(h @ w["mlp.up.weight"].T', 'x = x + F.relu(h @ w["mlp.up.weight"].T',
+         "ReLU instead of GELU"),
+        ('w["mlp.up.bias"]) @ w["mlp.down.weight"]', 'w["mlp.up.bias"], approximate="tanh") @ w["mlp.down.weight"]',
+         "GPT-2's tanh GELU instead of the exact one"),
+    )),
     ("ex11.q1", "pool_slack", "return len(filled) * block_size - sum(filled.values())",
      "return sum(map(len, tables)) * block_size - sum(filled.values())", "a shared block reserved once per holder"),
     ("ex11.q1", "pool_slack", "return len(filled) * block_size - sum(filled.values())",

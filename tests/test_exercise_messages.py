@@ -70,9 +70,11 @@ def test_a_trace_is_compared_operation_by_operation() -> None:
 
 
 def test_inputs_are_described_as_the_student_would_build_them() -> None:
-    """Guards the descriptions of a configuration, a model, a long list and a large structure in a FAIL line."""
+    """Guards the descriptions of a configuration, a model, a model's weights, a long list and a large structure in
+    a FAIL line."""
     assert describe({"$config": {"L": 1, "H": 2}}) == "ModelConfig(L=1, H=2)"
     assert describe({"$model": {"L": 1, "H": 2}}) == "MiniGPT(L=1, H=2)"
+    assert describe({"$weights": {"L": 1, "H": 2}, "seed": 3}) == "MiniGPT(L=1, H=2).state_dict()"
     assert describe(list(range(10))) == "[0, 1, 2, 3, 4, 5, 6, 7, ...]"
     wide = {f"key{i}": list(range(40)) for i in range(7)}
     assert describe(wide) == "{" + ", ".join(f"'key{i}': [40 items]" for i in range(6)) + ", ...}"

@@ -6,8 +6,9 @@
   exercise (it uses nothing but the inputs, torch and numpy) may score; every other one scores 0.
 - The routes the second red team found (ex09 Q1 through `attention`, ex06 Q1 through `KVCache.update`,
   ex06 Q4 through `generate` reached with getattr, ex04 Q3 through `RequestMeters`, ex05 Q1 through a
-  meta-device MiniGPT) score 0 in the grader, and each computes the right answer outside it (the attack is
-  real, not a typo).
+  meta-device MiniGPT), and ex06 Q3 through a `MiniGPT` loaded with the given weights and a `KVCache` holding the
+  given rows, score 0 in the grader, and each computes the right answer outside it (the attack is real, not a
+  typo).
 - Solutions written the way the notebooks' prose suggests (ex12 Q4's ``costs.evaluate``) score full marks.
 - Realistic notebooks (magics, shell lines, Colab leftovers, the solution in the setup cell or in a check cell,
   CRLF line ends) score what the plain reference scores.
@@ -39,7 +40,7 @@ pytestmark = pytest.mark.sandbox
 ORACLE_IS_THE_SOLUTION = {
     "ex04.q4",  # np.linalg.lstsq on the columns P, D (the hint's method)
     "ex05.q3", "ex05.q4",  # the passed model's forward and F.cross_entropy; topk + softmax
-    "ex06.q2", "ex06.q3",  # repeat_interleave + SDPA; the passed model with its cache
+    "ex06.q2",  # repeat_interleave + SDPA
     "ex08.q1",  # best of the repeats: 2·bytes / min(copy_s), 2·n³ / min(matmul_s)
     "ex09.q2",  # unflatten + mean
     "ex10.q3",  # log_softmax, KL, mean
@@ -117,6 +118,16 @@ ROUTES = {
                 "    cache.k[0], cache.v[0] = k_cache, v_cache\n"
                 "    cache.advance(S)\n"
                 "    return cache.update(0, k_new, v_new)\n"),
+    "ex06.q3": ("import torch\n\nfrom minigpt import KVCache, MiniGPT, ModelConfig\n\n\n"
+                "@torch.no_grad()\n"
+                "def decode_from_cache(params, config, k_cache, v_cache, token):\n"
+                "    model = MiniGPT(ModelConfig.from_dict(config))\n"
+                "    model.load_state_dict(params)\n"
+                "    P = k_cache.shape[3]\n"
+                "    cache = KVCache(model.config, token.shape[0])\n"
+                "    cache.k[:, :, :, :P], cache.v[:, :, :, :P] = k_cache, v_cache\n"
+                "    cache.advance(P)\n"
+                "    return model(token.view(-1, 1), cache)[:, -1]\n"),
     "ex06.q4": ("import minigpt\n\n\n"
                 "def greedy_generate(model, prompt, D):\n"
                 "    run = getattr(minigpt, 'gen' + 'erate')\n"
@@ -166,9 +177,25 @@ PROSE = {  # solutions written the way the notebook's prose and the hint say, wh
                     "    recompute = max(m.N_params * 2 / hw.bandwidth, flops / (mfu * hw.peak_flops))\n"
                     "    b = costs.evaluate(costs.kv_bytes_per_token, m, s=2)\n"
                     "    return recompute, 2 * S * b / link_bandwidth\n")},
-    "ex06": {"q3": ("import torch\n\n\n@torch.no_grad()\ndef decode_logits(model, prompt, token):\n"
-                    "    cache = model.new_cache(prompt.shape[0])\n    model(prompt, cache)\n"
-                    "    return model(token.view(-1, 1), cache)[:, -1]\n"),
+    "ex06": {"q3": ("import math\n\nimport torch\nimport torch.nn.functional as F\n\n\n"
+                    "def decode_from_cache(params, config, k_cache, v_cache, token):\n"
+                    "    H, H_kv, d_h, d = (config[n] for n in ('H', 'H_kv', 'd_h', 'd'))\n"
+                    "    B, P, g = token.shape[0], k_cache.shape[3], H // H_kv\n"
+                    "    x = params['tok_emb.weight'][token] + params['pos_emb.weight'][P]\n"
+                    "    for i in range(config['L']):\n"
+                    "        p = {n.split('.', 2)[2]: t for n, t in params.items() if n.startswith(f'blocks.{i}.')}\n"
+                    "        h = F.layer_norm(x, (d,), p['ln1.weight'], p['ln1.bias'])\n"
+                    "        q, k, v = F.linear(h, p['attn.qkv.weight'], p['attn.qkv.bias']).split(\n"
+                    "            [H * d_h, H_kv * d_h, H_kv * d_h], dim=-1)\n"
+                    "        k = torch.cat([k_cache[i], k.view(B, H_kv, 1, d_h)], 2).repeat_interleave(g, 1)\n"
+                    "        v = torch.cat([v_cache[i], v.view(B, H_kv, 1, d_h)], 2).repeat_interleave(g, 1)\n"
+                    "        a = F.scaled_dot_product_attention(q.view(B, H, 1, d_h), k, v).reshape(B, d)\n"
+                    "        x = x + F.linear(a, p['attn.out.weight'], p['attn.out.bias'])\n"
+                    "        h = F.layer_norm(x, (d,), p['ln2.weight'], p['ln2.bias'])\n"
+                    "        h = F.gelu(F.linear(h, p['mlp.up.weight'], p['mlp.up.bias']))\n"
+                    "        x = x + F.linear(h, p['mlp.down.weight'], p['mlp.down.bias'])\n"
+                    "    x = F.layer_norm(x, (d,), params['ln_f.weight'], params['ln_f.bias'])\n"
+                    "    return x @ params['tok_emb.weight'].T\n"),
              "q4": ("import torch\n\n\n@torch.no_grad()\ndef greedy_generate(model, prompt, D):\n"
                     "    cache = model.new_cache(1)\n    logits = model(torch.tensor([prompt]), cache)[:, -1]\n"
                     "    out = [int(logits.argmax(-1))]\n    for _ in range(D - 1):\n"

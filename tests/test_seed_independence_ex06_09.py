@@ -49,12 +49,57 @@ def _write_whole(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tens
     return k_cache, v_cache
 
 
-@torch.no_grad()
-def _decode_row_token(model: torch.nn.Module, prompt: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
-    """ex06 Q3 with the token reshaped as one sequence, token.view(1, -1): right when B = 1 only."""
-    cache = model.new_cache(prompt.shape[0])
-    model(prompt, cache)
-    return model(token.view(1, -1), cache, last_only=True)[:, -1]
+def _decode_step(position: Callable[[int], int] = lambda P: P, keys: str = "both", tiled: bool = False,
+                 causal_sdpa: bool = False, residual_from_normed: bool = False, ln2: bool = True,
+                 scale_by_d: bool = False, final_norm: bool = True, heads_across: bool = False,
+                 kqv: bool = False, relu: bool = False, tanh_gelu: bool = False) -> Callable[..., Any]:
+    """ex06 Q3 written from scratch with one plausible bug: the token at another position (`position(P)`); its
+    query over the cached rows alone or its own key alone (`keys`: "cache", "own"); the KV heads tiled; the mask
+    of SDPA's is_causal=True (top-left: one query over P + 1 keys sees the first alone); the residual added to the
+    normed input; the MLP fed the un-normed stream; the scores scaled by √d; no final LayerNorm; the query's heads
+    read across the width (`heads_across`: [d_h, H], not [H, d_h]); the qkv rows split as k, q, v (`kqv`); or ReLU
+    or GPT-2's tanh GELU, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), in the MLP instead of the exact GELU."""
+    def norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5) * w + b
+
+    def decode(params: dict[str, torch.Tensor], config: dict[str, int], k_cache: torch.Tensor,
+               v_cache: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
+        L, H, H_kv, d_h, d = (config[n] for n in ("L", "H", "H_kv", "d_h", "d"))
+        B, P, g = token.shape[0], k_cache.shape[3], H // H_kv
+        x = params["tok_emb.weight"][token] + params["pos_emb.weight"][position(P)]
+        for layer in range(L):
+            w = lambda n: params[f"blocks.{layer}.{n}"]  # noqa: E731, B023 - used within this iteration
+            h = norm(x, w("ln1.weight"), w("ln1.bias"))
+            qkv = h @ w("attn.qkv.weight").T + w("attn.qkv.bias")
+            if kqv:  # the first H_kv·d_h rows read as the key, the next H·d_h as the query
+                k_rows, q_rows = qkv[:, :H_kv * d_h], qkv[:, H_kv * d_h:(H + H_kv) * d_h]
+                qkv = torch.cat([q_rows, k_rows, qkv[:, (H + H_kv) * d_h:]], 1)
+            q = qkv[:, :H * d_h].view(B, d_h, H).transpose(1, 2) if heads_across else qkv[:, :H * d_h].view(B, H, d_h)
+            q = q.reshape(B, H, 1, d_h)
+            k_new = qkv[:, H * d_h:(H + H_kv) * d_h].view(B, H_kv, 1, d_h)
+            v_new = qkv[:, (H + H_kv) * d_h:].view(B, H_kv, 1, d_h)
+            k = {"both": torch.cat([k_cache[layer], k_new], 2), "cache": k_cache[layer], "own": k_new}[keys]
+            v = {"both": torch.cat([v_cache[layer], v_new], 2), "cache": v_cache[layer], "own": v_new}[keys]
+            k, v = (k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)) if tiled else (k.repeat_interleave(g, 1),
+                                                                                v.repeat_interleave(g, 1))
+            if causal_sdpa:
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                scores = q @ k.transpose(-2, -1) / math.sqrt(d if scale_by_d else d_h)
+                a = torch.softmax(scores, -1) @ v
+            x = (h if residual_from_normed else x) + a.reshape(B, d) @ w("attn.out.weight").T + w("attn.out.bias")
+            h = norm(x, w("ln2.weight"), w("ln2.bias")) if ln2 else x
+            up = h @ w("mlp.up.weight").T + w("mlp.up.bias")
+            if tanh_gelu:
+                act = 0.5 * up * (1 + torch.tanh(math.sqrt(2 / math.pi) * (up + 0.044715 * up ** 3)))
+            else:
+                act = F.relu(up) if relu else F.gelu(up)
+            x = x + act @ w("mlp.down.weight").T + w("mlp.down.bias")
+        if final_norm:
+            x = norm(x, params["ln_f.weight"], params["ln_f.bias"])
+        return x @ params["tok_emb.weight"].T
+    return decode
 
 
 def _decode_once_first(oracle: Callable[..., Any]) -> Callable[..., Any]:
@@ -251,7 +296,20 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
     "ex06.q1": [("only the first new row written", lambda oracle: _write_first_row),
                 ("written at row 0", lambda oracle: _write_at_zero),
                 ("the whole preallocated cache returned", lambda oracle: _write_whole)],
-    "ex06.q3": [("view(1, -1)", lambda oracle: _decode_row_token)],
+    "ex06.q3": [("position P − 1", lambda oracle: _decode_step(position=lambda P: P - 1)),
+                ("or 0", lambda oracle: _decode_step(position=lambda P: 0)),
+                ("the cache ignored", lambda oracle: _decode_step(keys="own")),
+                ("its own key and value left out", lambda oracle: _decode_step(keys="cache")),
+                ("tiled (repeat)", lambda oracle: _decode_step(tiled=True)),
+                ("is_causal=True", lambda oracle: _decode_step(causal_sdpa=True)),
+                ("the residual added to the normed input", lambda oracle: _decode_step(residual_from_normed=True)),
+                ("the LayerNorm before the MLP left out", lambda oracle: _decode_step(ln2=False)),
+                ("scaled by √d instead of √d_h", lambda oracle: _decode_step(scale_by_d=True)),
+                ("the final LayerNorm left out", lambda oracle: _decode_step(final_norm=False)),
+                ("the query's heads read across the width", lambda oracle: _decode_step(heads_across=True)),
+                ("the qkv rows split as k, q, v", lambda oracle: _decode_step(kqv=True)),
+                ("ReLU instead of GELU", lambda oracle: _decode_step(relu=True)),
+                ("the tanh GELU (GPT-2's)", lambda oracle: _decode_step(tanh_gelu=True))],
     "ex06.q4": [("D = 1", _decode_once_first)],
     "ex06.q5": [("one common start", lambda oracle: _packed(start_of=lambda b, lengths: lengths[0])),
                 ("one row per sequence", lambda oracle: _packed(rows_of=lambda counts, N: [1] * len(counts))),

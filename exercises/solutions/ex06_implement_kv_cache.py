@@ -6,6 +6,7 @@ Each `# %% solution:qN` block replaces the notebook cell tagged `solution:qN`.
 import math
 
 import torch
+import torch.nn.functional as F
 
 
 # %% solution:q1
@@ -28,12 +29,23 @@ def attend(q, k, v):
 
 
 # %% solution:q3
-@torch.no_grad()
-def decode_logits(model, prompt, token):
-    """Prefill the prompt into a cache, then one decode step for `token`."""
-    cache = model.new_cache(prompt.shape[0])
-    model(prompt, cache)
-    return model(token.view(-1, 1), cache)[:, -1]
+def decode_from_cache(params, config, k_cache, v_cache, token):
+    """One decode step at position P from the cached rows and the weights alone; logits [B, V]."""
+    H, H_kv, d_h, d = config["H"], config["H_kv"], config["d_h"], config["d"]
+    B, P = token.shape[0], k_cache.shape[3]
+    x = params["tok_emb.weight"][token] + params["pos_emb.weight"][P]  # [B, d]
+    for layer in range(config["L"]):
+        w = {name[len(f"blocks.{layer}."):]: t for name, t in params.items() if name.startswith(f"blocks.{layer}.")}
+        h = F.layer_norm(x, (d,), w["ln1.weight"], w["ln1.bias"])
+        q, k, v = (h @ w["attn.qkv.weight"].T + w["attn.qkv.bias"]).split([H * d_h, H_kv * d_h, H_kv * d_h], dim=-1)
+        k = torch.cat([k_cache[layer], k.view(B, H_kv, 1, d_h)], dim=2)  # [B, H_kv, P + 1, d_h]
+        v = torch.cat([v_cache[layer], v.view(B, H_kv, 1, d_h)], dim=2)
+        a = attend(q.view(B, H, d_h), k, v).reshape(B, d)  # heads side by side, as the block lays them out
+        x = x + a @ w["attn.out.weight"].T + w["attn.out.bias"]
+        h = F.layer_norm(x, (d,), w["ln2.weight"], w["ln2.bias"])
+        x = x + F.gelu(h @ w["mlp.up.weight"].T + w["mlp.up.bias"]) @ w["mlp.down.weight"].T + w["mlp.down.bias"]
+    x = F.layer_norm(x, (d,), params["ln_f.weight"], params["ln_f.bias"])
+    return x @ params["tok_emb.weight"].T  # the head is the token embedding (tied)
 
 
 # %% solution:q4

@@ -39,6 +39,13 @@ def model_spec(rng: random.Random) -> dict[str, Any]:
     return {"$model": config, "seed": rng.getrandbits(48)}
 
 
+def weights_spec(config: dict[str, int], rng: random.Random, scale: float = 0.3) -> dict[str, Any]:
+    """A JSON description of the weights alone (a state dict, name -> tensor ~ N(0, scale²)) of the MiniGPT
+    `config` (ModelConfig's fields) describes: at scale 0.3, what `model_spec`'s model of the same seed holds; no
+    model built."""
+    return {"$weights": dict(config), "seed": rng.getrandbits(48), "scale": scale}
+
+
 def _named_preset(value: dict[str, Any]) -> Any:
     return MODELS[value["$preset"]] if "$preset" in value else HARDWARE[value["$hardware"]]
 
@@ -103,6 +110,8 @@ def describe(value: Any) -> str:
             return "ModelConfig(" + ", ".join(f"{k}={v}" for k, v in value["$config"].items()) + ")"
         if "$model" in value:
             return "MiniGPT(" + ", ".join(f"{k}={v}" for k, v in value["$model"].items()) + ")"
+        if "$weights" in value:
+            return "MiniGPT(" + ", ".join(f"{k}={v}" for k, v in value["$weights"].items()) + ").state_dict()"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list) and len(value) > 8:

@@ -1,5 +1,5 @@
-"""Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode, generate, and write one engine step's packed
-rows into a cache with a length per sequence."""
+"""Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode from the cache and the weights
+(`ex06_decode`), generate, and write one engine step's packed rows into a cache with a length per sequence."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from minigpt.config import ModelConfig
+from minigpt.exercises.ex06_decode import DECODE_EDGES, TOL, _decode_cases, _decode_from_cache
 from minigpt.exercises.spec import N_, Exercise, Question, int_list, model_spec, pair, randn, tensor
 from minigpt.runtime.generate import generate
 from minigpt.runtime.kv_cache import KVCache
@@ -59,28 +60,6 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     g = q.shape[1] // k.shape[1]  # query heads per KV head; heads h·g .. h·g+g−1 share KV head h
     k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
     return F.scaled_dot_product_attention(q.unsqueeze(2), k, v).squeeze(2)
-
-
-DECODE_EDGES = ("B = 2: the token reshaped as one sequence of B tokens (token.view(1, -1))",)
-
-
-def _decode_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`DECODE_EDGES`: only B > 1 tells view(-1, 1) from view(1, -1)), then random."""
-    cases = []
-    for i in range(3):
-        model = model_spec(rng)
-        V, B = model["$model"]["V"], 2 if i == 0 else rng.randint(1, 2)
-        P = rng.randint(1, 12)
-        cases.append(dict(model=model, prompt={"$long": [[rng.randrange(V) for _ in range(P)] for _ in range(B)]},
-                          token={"$long": [rng.randrange(V) for _ in range(B)]}))
-    return cases
-
-
-@torch.no_grad()
-def _decode(model: torch.nn.Module, prompt: torch.Tensor, token: torch.Tensor) -> torch.Tensor:
-    cache = model.new_cache(prompt.shape[0])
-    model(prompt, cache)
-    return model(token.view(-1, 1), cache, last_only=True)[:, -1]
 
 
 GENERATE_EDGES = ("D = 1: the prefill's token alone (a loop that decodes once before checking D returns two)",)
@@ -175,11 +154,14 @@ EXERCISE = Exercise(
             edges=ATTEND_EDGES,
         ),
         Question(
-            "q3", "decode_logits", "decode_logits(model, prompt, token) -> tensor [B, V]", _decode_cases, _decode,
-            tensor(1e-4, 1e-4),
-            N_("prefill the prompt [B, P] into a fresh cache of B sequences, then run one decode step in which each "
-               "of the B sequences gets its own token at position P (B sequences of one token, not one sequence "
-               "of B tokens), and return the logits of that step, [B, V]."),
+            "q3", "decode_from_cache", "decode_from_cache(params, config, k_cache, v_cache, token) -> tensor [B, V]",
+            _decode_cases, _decode_from_cache, tensor(TOL, TOL),
+            N_("the new token's embedding plus the position embedding of row P (the P cached tokens hold rows "
+               "0 to P − 1); in each layer, its one query attends over that layer's P cached rows and its own new "
+               "key and value, appended after them, with no mask (a decode step's query sees every key) and the KV "
+               "heads shared as in Question 2; each residual adds to the block's input, not to its normed input; "
+               "the MLP's GELU is the exact one, not GPT-2's tanh approximation; after the last block, the final "
+               "LayerNorm and the head, the token embedding matrix."),
             edges=DECODE_EDGES,
         ),
         Question(

@@ -1,5 +1,5 @@
 """The wire format's inputs: JSON input descriptions -> the objects passed to the student's function (tensors,
-configs, small MiniGPTs, and presets as read-only `Record`s of their fields).
+configs, small MiniGPTs or their weights alone, and presets as read-only `Record`s of their fields).
 """
 
 from __future__ import annotations
@@ -63,6 +63,33 @@ def build_model(spec: dict[str, Any]) -> torch.nn.Module:
     return model.eval()
 
 
+def weight_shapes(config: dict[str, Any]) -> list[tuple[str, list[int]]]:
+    """The parameters of the MiniGPT `config` describes (ModelConfig's fields), as `named_parameters` lists them:
+    each name with its shape (the LM head is `tok_emb.weight`, tied)."""
+    c = ModelConfig.from_dict(config)
+    d = c.d
+    shapes = [("tok_emb.weight", [c.V, d]), ("pos_emb.weight", [c.S_max, d])]
+    for layer in range(c.L):
+        p = f"blocks.{layer}."
+        shapes += [(p + "ln1.weight", [d]), (p + "ln1.bias", [d]),
+                   (p + "attn.qkv.weight", [(c.H + 2 * c.H_kv) * c.d_h, d]),
+                   (p + "attn.qkv.bias", [(c.H + 2 * c.H_kv) * c.d_h]),
+                   (p + "attn.out.weight", [d, d]), (p + "attn.out.bias", [d]),
+                   (p + "ln2.weight", [d]), (p + "ln2.bias", [d]),
+                   (p + "mlp.up.weight", [c.d_ffn, d]), (p + "mlp.up.bias", [c.d_ffn]),
+                   (p + "mlp.down.weight", [d, c.d_ffn]), (p + "mlp.down.bias", [d])]
+    return shapes + [("ln_f.weight", [d]), ("ln_f.bias", [d])]
+
+
+def build_weights(spec: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The state dict (name -> tensor) of the model a `{"$weights": config, "seed": n, "scale": s}` describes, each
+    tensor ~ N(0, s²) (s = 0.3 when left out: the weights `build_model` gives the `{"$model": config, "seed": n}` of
+    the same seed), drawn without building a MiniGPT (a question about the arithmetic of the forward gets no model
+    in its sandbox)."""
+    g, scale = torch.Generator().manual_seed(spec["seed"]), spec.get("scale", 0.3)
+    return {name: torch.randn(shape, generator=g) * scale for name, shape in weight_shapes(spec["$weights"])}
+
+
 def build(value: Any, lookup: Lookup | None = None) -> Any:
     """Turn a JSON input description into the object passed to the student's function.
 
@@ -91,6 +118,8 @@ def build(value: Any, lookup: Lookup | None = None) -> Any:
         return ModelConfig(**value["$config"])
     if "$model" in value:
         return build_model(value)
+    if "$weights" in value:
+        return build_weights(value)
     return {k: build(v, lookup) for k, v in value.items()}
 
 

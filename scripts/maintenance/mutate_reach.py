@@ -64,6 +64,11 @@ EXTRA_TESTS = {
     # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
     "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
                                   "tests/test_exercises.py"),
+    # Exercise 6 Q3's decode step from the cache: named wrong answers, the generator's ranges, the reference
+    # solution's mutants, the oracle against the model's own prefill and decode, a case worked by hand.
+    "minigpt/exercises/ex06_decode.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
+                                         "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
+                                         "tests/test_ex06_decode.py"),
 }
 #: A module of the cost model (pure functions every layer imports through `minigpt.costs`) keeps,
 #: of the files that import the facade (~36, 3 min for one clean run on one core, and a module run

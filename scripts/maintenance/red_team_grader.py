@@ -163,8 +163,8 @@ ATTACKS: dict[str, tuple[str, list[str], str]] = {
     "runtime_in_model_group": (
         "ex06",
         [
-            "import minigpt\n\n\ndef decode_logits(model, prompt, token):\n"
-            "    return minigpt.decode_step(model, token, model.new_cache(1))\n"
+            "import minigpt\n\n\ndef greedy_generate(model, prompt, D):\n"
+            "    return minigpt.decode_step(model, prompt, model.new_cache(1))\n"
         ],
         "generate's functions are stubs even where the model is real",
     ),
