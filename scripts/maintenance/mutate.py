@@ -108,16 +108,17 @@ def _workdir(slug: str, only: list[str], tests: list[str]) -> Path:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for part in ("minigpt", "tests", "exercises", "appendices", "scripts"):
+    for part in ("minigpt", "tests", "exercises", "appendices", "scripts", "chapters", "decoder_ring"):
         shutil.copytree(ROOT / part, work / part, ignore=ignore)
-    for part in ("intro.md", "references.bib"):  # with appendices/: what test_notation reads
+    for part in ("intro.md", "references.bib", "_toc.yml"):  # with the pages: what test_notation and test_prose read
         shutil.copy2(ROOT / part, work / part)
     config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     config += (
         "\n[tool.mutmut]\n"
         'source_paths = ["minigpt"]\n'
         f"only_mutate = {json.dumps(only)}\n"
-        'also_copy = ["exercises", "chapters", "appendices", "scripts", "intro.md", "references.bib"]\n'
+        'also_copy = ["exercises", "chapters", "decoder_ring", "appendices", "scripts", "intro.md", "references.bib", '
+        '"_toc.yml"]\n'
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-p", "mutmut_child_hits", "-m", '
         '"not site and not source_text and not compiles", "-q"]\n'
