@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 import torch
 
 from minigpt.exercises import EXERCISES, ex14, ex14_cautious, run_check
@@ -148,6 +149,39 @@ def _cuts(weights: list[float]) -> list[float]:
         if total > 0:
             out.append(run / total)
     return out
+
+
+_D = torch.float64
+_P1, _Q1 = torch.tensor([[0.6, 0.3, 0.1], [0.2, 0.3, 0.5]], dtype=_D), torch.tensor([[0.3, 0.3, 0.4]], dtype=_D)
+#: (what the margin must measure, p, q, drafts, u, λ, the margin): each a uniform set 1e-7 from one threshold, far
+#: from the others, or clear of every threshold though 1e-7 from a cut of a row no round draws from.
+MARGIN_CASES = {
+    # x_0 = 0, p/q = 2: the rule keeps the draft below λ·min(1, 2) = λ (a filter that caps p/q at 2 measures λ·2)
+    "u[0] near lambda where p/q > 1": (_P1, _Q1, [0], [0.5 + 1e-7, 0.93], 0.5, 1e-7),
+    # x_0 = 2, p/q = 0.25: the λ = 1 neighbour keeps it below min(1, p/q) (a filter that doubles it misses that)
+    "u[0] near min(1, p/q) where p/q < 1": (_P1, _Q1, [2], [0.25 + 1e-7, 0.93], 0.5, 1e-7),
+    # γ = 2: u[2] 1e-7 from the first cut of q_0, a row no round draws from (only the last draft's q, q_1, is one)
+    "no cut of a draft's q but the last": (
+        torch.tensor([[0.5, 0.2, 0.3], [0.45, 0.25, 0.3], [0.1, 0.1, 0.8]], dtype=_D),
+        torch.tensor([[0.37, 0.33, 0.3], [0.5, 0.2, 0.3]], dtype=_D), [0, 1], [0.05, 0.05, 0.37 + 1e-7], 0.5,
+        0.0049999),
+    # p_0 = q_0, so max(0, p_0 − q_0) sums to 0 and draws nothing: a filter that normalises it gets NaN cut points,
+    # and NaN compares false, so it would drop every cut and keep u[1], 1e-7 from p_1's first cut
+    "a distribution that sums to 0 left out, not every cut": (
+        torch.tensor([[0.5, 0.2, 0.3], [0.15, 0.25, 0.6]], dtype=_D), torch.tensor([[0.5, 0.2, 0.3]], dtype=_D), [1],
+        [0.05, 0.15 + 1e-7], 0.5, 1e-7),
+}
+
+
+@pytest.mark.parametrize("what", MARGIN_CASES)
+def test_the_margin_filter_measures_each_threshold_by_hand(what: str) -> None:
+    """`round_margins` on rounds built by hand, each with one uniform 1e-7 from one threshold: it returns that
+    distance. The bugs it catches (survivors of issue 36's mutation run, which the generated cases almost never
+    reach: a uniform lands within 1e-4 of a given threshold in about 2 of 10,000 draws): a filter that measures
+    λ·min(2, p/q) or 2·min(1, p/q), one that also filters on q_{γ−2} (it would refuse cases no round is near),
+    and one whose NaN cut points, from a distribution that sums to 0, make it skip every cut."""
+    p, q, drafts, u, lam, margin = MARGIN_CASES[what]
+    assert ex14_cautious.round_margins(p, q, drafts, u, lam) == pytest.approx(margin, abs=1e-9), what
 
 
 def test_every_uniform_is_clear_of_every_threshold_computed_apart() -> None:
