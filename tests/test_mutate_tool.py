@@ -223,8 +223,9 @@ def test_every_triaged_mutant_names_a_function_its_module_still_has():
 
 def test_the_report_lists_a_result_older_than_its_module(tmp_path, monkeypatch):
     """A module changed after its mutation run keeps its old row (Exercise 18's row stayed at 99.6 % after its
-    fourth question was rewritten): each result records the text it ran on (`source`, the git blob id), and the
-    report lists every result whose module's text differs now, or that recorded none."""
+    fourth question was rewritten): each result records the text it ran on (`source`, the git blob id) and its code
+    (`code`, the syntax tree without docstrings), and the report lists every result whose module's code differs
+    now (its text, for a result without `code`), or that recorded neither."""
     import mutate_report
 
     monkeypatch.setattr(mutate_report, "ROOT", tmp_path)
@@ -240,7 +241,15 @@ def test_the_report_lists_a_result_older_than_its_module(tmp_path, monkeypatch):
                   "seconds": 1} | ({"source": source} if source else {})
         (results / f"minigpt.{name}.json").write_text(json.dumps(record))
     assert recorded["a"] == "b8595995dba30b1cf7ee90f336b3e3356ee99e1b"  # what `git hash-object` prints for a.py
+    # A result with its code recorded (`code_id`) is the module's while the code is, whatever its docstrings say:
+    # d's run saw another docstring (still its row), e's run saw another return value (no longer its row).
+    (tmp_path / "minigpt" / "d.py").write_text('"""Now documented."""\n\n\ndef k():\n    """Four."""\n    return 4\n')
+    (tmp_path / "minigpt" / "e.py").write_text("def m():\n    return 5\n")
+    for name, ran_on in (("d", "def k():\n    return 4  # a comment\n"), ("e", "def m():\n    return 6\n")):
+        record = {"module": f"minigpt/{name}.py", "mutants": 1, "counts": {"killed": 1}, "survivors": [],
+                  "seconds": 1, "source": "0" * 40, "code": mutate_report.code_id(ran_on)}
+        (results / f"minigpt.{name}.json").write_text(json.dumps(record))
     text = mutate_report.render(results, {}, [], "3.8.1", 0.9)
     older = text.split("## Results older than their module")[1].split("## ")[0]
-    assert "`minigpt/a.py`" not in older
-    assert "`minigpt/b.py`" in older and "`minigpt/c.py` (no text recorded)" in older
+    assert "`minigpt/a.py`" not in older and "`minigpt/d.py`" not in older
+    assert "`minigpt/b.py`" in older and "`minigpt/c.py` (no text recorded)" in older and "`minigpt/e.py`" in older

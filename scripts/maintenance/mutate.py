@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its report, next to it
 from mutate_reach import COSTS_END_TO_END, COSTS_TESTS, EXTRA_TESTS, GRADING_CHILD_TESTS  # noqa: E402, F401
-from mutate_report import load_triage, render, score, source_id, wilson  # noqa: E402
+from mutate_report import load_triage, module_code_id, render, score, source_id, wilson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / "_build" / "mutate"
@@ -193,6 +193,7 @@ def run_module(module: str, *, names: list[str] | None = None, max_children: int
               "mutants": len(codes), "counts": dict(sorted(counts.items())),
               "survivors": sorted(k for k, v in codes.items() if status_by_exit_code[v] == "survived"),
               "not_mutated": decorated(module), "source": source_id(module),
+              "code": module_code_id(module),
               "seconds": round(time.monotonic() - start)}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{_slug(module)}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -29,6 +29,33 @@ def source_id(module: str) -> str | None:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def code_id(text: str) -> str:
+    """The module's code as Python parses it, without its docstrings or comments (sha1 of the `ast.dump`): mutmut
+    mutates code only, so a result stays the module's while this is unchanged, whatever its prose says."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha1(ast.dump(tree).encode()).hexdigest()
+
+
+def module_code_id(module: str) -> str | None:
+    """`code_id` of the module as it stands, or None if it is gone."""
+    path = ROOT / module
+    return code_id(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def changed_since(result: dict) -> bool:
+    """Whether the module's code has changed since its result was recorded: by `code` (`code_id`) where the result
+    has one, else by `source` (the git blob id: any change of the text counts)."""
+    if "code" in result:
+        return result["code"] != module_code_id(result["module"])
+    return result.get("source") != source_id(result["module"])
+
+
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The 95 % Wilson interval of a proportion k/n."""
     if n == 0:
@@ -71,7 +98,7 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
     for path in sorted(results.glob("minigpt.*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
         done.add(r["module"])
-        if r.get("source") != source_id(r["module"]):
+        if changed_since(r):
             changed.append(f"- `{r['module']}`" + ("" if r.get("source") else " (no text recorded)"))
         survivors.update(r["survivors"])
         equivalent = [s for s in r["survivors"] if triage.get(s, {}).get("verdict") == "equivalent"]
@@ -122,8 +149,8 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         "",
         "## Results older than their module (run `make mutate MODULE=...` again)",
         "",
-        "A result records the module's text it ran on (its git blob id); these modules have changed since,",
-        "so their row above may no longer hold.",
+        "A result records the module it ran on (its git blob id, and its code: the syntax tree without docstrings);",
+        "these modules' code has changed since, so their row above may no longer hold.",
         "",
         *(changed or ["None."]),
         "",
