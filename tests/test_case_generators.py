@@ -429,9 +429,13 @@ def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
     """Every value `pick(cases)` returns (a list) over `seeds`. The draws are made once per question and seed
     range for all of its rows of `DOMAINS` (ex11 Q1's 2,000 draws take seconds), and once more under each mutant of
     `make mutate`, as `seed_harness._prepared` keys them: a cache keyed by the question alone would hand a mutated
-    generator the draws of the unmutated one."""
-    return [v for drawn in _draws(qid, seeds.start, seeds.stop, os.environ.get("MUTANT_UNDER_TEST", ""))
-            for v in pick(drawn)]
+    generator the draws of the unmutated one. In mutmut's first pass (`stats`), which learns which test reaches
+    which function from the calls each test makes, every row draws for itself: a row served from the cache would
+    never be run against the generator's mutants."""
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if mutant == "stats":
+        return [v for seed in seeds for v in pick(cases(qid, seed))]
+    return [v for drawn in _draws(qid, seeds.start, seeds.stop, mutant) for v in pick(drawn)]
 
 
 @functools.cache
