@@ -97,7 +97,6 @@ def _tanh_mlp(mlp: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return mlp.down(F.gelu(mlp.up(x), approximate="tanh"))
 
 
-@torch.no_grad()
 def _decode_from_cache(params: dict[str, torch.Tensor], config: dict[str, int], k_cache: torch.Tensor,
                        v_cache: torch.Tensor, token: torch.Tensor, gelu: str = "none") -> torch.Tensor:
     """The package's decode step: the MiniGPT of `params`, a KVCache holding the P given rows, one forward
@@ -110,6 +109,7 @@ def _decode_from_cache(params: dict[str, torch.Tensor], config: dict[str, int], 
             block.mlp.forward = functools.partial(_tanh_mlp, block.mlp)
     P = k_cache.shape[3]
     cache = KVCache(model.config, token.shape[0])
-    cache.k[:, :, :, :P], cache.v[:, :, :, :P] = k_cache, v_cache
-    cache.advance(P)
-    return model.eval()(token.view(-1, 1), cache, last_only=True)[:, -1]
+    with torch.no_grad():  # in the body, not a decorator: mutmut mutates no decorated function (CONTRIBUTING)
+        cache.k[:, :, :, :P], cache.v[:, :, :, :P] = k_cache, v_cache
+        cache.advance(P)
+        return model.eval()(token.view(-1, 1), cache, last_only=True)[:, -1]
