@@ -32,22 +32,24 @@ SEEDS = range(examples(4))
 Make = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-def _prepared(eid: str, seed: int) -> Any:
-    """`prepare`, once per exercise and seed for all of its wrong answers (deterministic; ex14's and ex15's take
-    seconds), and once more under each mutant of `make mutate`: its runs are forked from the process that ran the
-    tests first, so a cache keyed by the exercise and seed alone would hand a mutated case generator the cases
-    of the unmutated one. In mutmut's first pass (`stats`), which learns which test reaches which function from the
-    calls each test makes, every test prepares for itself: a test served from the cache would never be run against
-    the case generators' mutants."""
-    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
-    if mutant == "stats":
-        return prepare(eid, seed)
-    return _prepared_under(eid, seed, mutant)
+def per_mutant(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with its results cached per arguments and per mutant of `make mutate`: mutmut forks each mutant's run
+    from the process that ran the tests first, so a cache keyed by the arguments alone would hand a mutated case
+    generator what the unmutated one drew. In mutmut's first pass (`stats`), which learns which test reaches which
+    function from the calls each test makes, every call runs `fn`: a test served from the cache would never be run
+    against the mutants of what `fn` calls."""
+    cached = functools.cache(lambda mutant, *args: fn(*args))
+
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+        return fn(*args) if mutant == "stats" else cached(mutant, *args)
+
+    return call
 
 
-@functools.cache
-def _prepared_under(eid: str, seed: int, mutant: str) -> Any:
-    return prepare(eid, seed)
+#: `prepare`, once per exercise and seed for all of its wrong answers (deterministic; ex14's and ex15's take seconds).
+_prepared = per_mutant(prepare)
 
 
 def outputs(fn: Callable[..., Any], cases: list[dict]) -> tuple[list[Any], list[dict[str, int]]]:

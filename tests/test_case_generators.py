@@ -11,13 +11,12 @@ on every other case, a data table faster than the hardware it claims). Generator
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 import random
 
 import pytest
 import torch
+from seed_harness import per_mutant
 
 from minigpt.costs.presets import MODELS
 from minigpt.exercises import EXERCISES, ex14_cases, ex14_rounds
@@ -426,20 +425,13 @@ def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the
 
 
 def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
-    """Every value `pick(cases)` returns (a list) over `seeds`. The draws are made once per question and seed
-    range for all of its rows of `DOMAINS` (ex11 Q1's 2,000 draws take seconds), and once more under each mutant of
-    `make mutate`, as `seed_harness._prepared` keys them: a cache keyed by the question alone would hand a mutated
-    generator the draws of the unmutated one. In mutmut's first pass (`stats`), which learns which test reaches
-    which function from the calls each test makes, every row draws for itself: a row served from the cache would
-    never be run against the generator's mutants."""
-    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
-    if mutant == "stats":
-        return [v for seed in seeds for v in pick(cases(qid, seed))]
-    return [v for drawn in _draws(qid, seeds.start, seeds.stop, mutant) for v in pick(drawn)]
+    """Every value `pick(cases)` returns (a list) over `seeds`. The draws are made once per question and seed range
+    for all of its rows of `DOMAINS` (ex11 Q1's 2,000 draws take seconds), per mutant (`seed_harness.per_mutant`)."""
+    return [v for drawn in _draws(qid, seeds.start, seeds.stop) for v in pick(drawn)]
 
 
-@functools.cache
-def _draws(qid: str, start: int, stop: int, mutant: str) -> tuple[list[dict], ...]:
+@per_mutant
+def _draws(qid: str, start: int, stop: int) -> tuple[list[dict], ...]:
     return tuple(cases(qid, seed) for seed in range(start, stop))
 
 

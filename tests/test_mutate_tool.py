@@ -253,3 +253,21 @@ def test_the_report_lists_a_result_older_than_its_module(tmp_path, monkeypatch):
     older = text.split("## Results older than their module")[1].split("## ")[0]
     assert "`minigpt/a.py`" not in older and "`minigpt/d.py`" not in older
     assert "`minigpt/b.py`" in older and "`minigpt/c.py` (no text recorded)" in older and "`minigpt/e.py`" in older
+
+
+def test_a_cache_of_drawn_cases_is_per_mutant_and_off_in_mutmuts_first_pass(monkeypatch) -> None:
+    """`seed_harness.per_mutant` (the range rows' draws, the seed harness's prepared cases): cached per arguments
+    and per mutant under test, and never in mutmut's first pass (`stats`), which learns from each test's own calls
+    which test reaches which function. The bugs it guards: a cache keyed by the arguments alone (a mutant's run
+    would grade the unmutated generator's cases) and a cache in the first pass (ex06's run fell from 486 to 380
+    killed: only a question's first row reached its generator)."""
+    from seed_harness import per_mutant
+
+    calls: list[int] = []
+    draw = per_mutant(lambda seed: calls.append(seed) or len(calls))
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
+    assert (draw(1), draw(1)) == (1, 2)  # each call runs: each test's own hit
+    for mutant, first in (("", 3), ("m1", 4), ("m2", 5)):
+        monkeypatch.setenv("MUTANT_UNDER_TEST", mutant)
+        assert (draw(1), draw(1)) == (first, first)  # once per mutant
+    assert draw(2) == 6 and calls == [1, 1, 1, 1, 1, 2]
