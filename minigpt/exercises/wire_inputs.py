@@ -56,10 +56,7 @@ def build_model(spec: dict[str, Any]) -> torch.nn.Module:
 
     with torch.random.fork_rng(devices=[]):
         model = MiniGPT(ModelConfig(**spec["$model"]))
-    g = torch.Generator().manual_seed(spec["seed"])
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    model.load_state_dict(build_weights({"$weights": spec["$model"], "seed": spec["seed"]}))  # its own draws
     return model.eval()
 
 
@@ -83,9 +80,9 @@ def weight_shapes(config: dict[str, Any]) -> list[tuple[str, list[int]]]:
 
 def build_weights(spec: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The state dict (name -> tensor) of the model a `{"$weights": config, "seed": n, "scale": s}` describes, each
-    tensor ~ N(0, s²) (s = 0.3 when left out: the weights `build_model` gives the `{"$model": config, "seed": n}` of
-    the same seed), drawn without building a MiniGPT (a question about the arithmetic of the forward gets no model
-    in its sandbox)."""
+    tensor ~ N(0, s²) (s = 0.3 when left out: the weights `build_model` loads for the `{"$model": config, "seed": n}`
+    of the same seed), drawn without building a MiniGPT (a question about the arithmetic of the forward gets no
+    model in its sandbox)."""
     g, scale = torch.Generator().manual_seed(spec["seed"]), spec.get("scale", 0.3)
     return {name: torch.randn(shape, generator=g) * scale for name, shape in weight_shapes(spec["$weights"])}
 
