@@ -41,9 +41,9 @@ def model_spec(rng: random.Random) -> dict[str, Any]:
 
 def weights_spec(config: dict[str, int], rng: random.Random, scale: float = 0.3) -> dict[str, Any]:
     """A JSON description of the weights alone (a state dict, name -> tensor ~ N(0, scale²)) of the MiniGPT
-    `config` (ModelConfig's fields) describes: at scale 0.3, what `model_spec`'s model of the same seed holds; no
-    model built."""
-    return {"$weights": dict(config), "seed": rng.getrandbits(48), "scale": scale}
+    `config` (ModelConfig's fields; a `d` in it, derived, is left out) describes: at scale 0.3, what `model_spec`'s
+    model of the same seed holds; no model built."""
+    return {"$weights": {k: v for k, v in config.items() if k != "d"}, "seed": rng.getrandbits(48), "scale": scale}
 
 
 def _named_preset(value: dict[str, Any]) -> Any:

@@ -57,13 +57,11 @@ def _case(rng: random.Random, H: int | None = None, H_kv: int | None = None, L: 
     H_kv = H_kv or rng.choice([h for h in (1, 2, 4) if H % h == 0 and h <= H])
     d_h = rng.choice([2, 4])
     L, B, P = L or rng.randint(1, 3), B or rng.randint(1, 3), P or rng.randint(1, 12)
-    fields = dict(L=L, H=H, H_kv=H_kv, d_h=d_h, d_ffn=rng.choice([2, 4]) * H * d_h, V=rng.randint(8, 32),
+    config = dict(L=L, H=H, H_kv=H_kv, d_h=d_h, d=H * d_h, d_ffn=rng.choice([2, 4]) * H * d_h, V=rng.randint(8, 32),
                   S_max=P + rng.randint(1, 4))
-    config = dict(L=L, H=H, H_kv=H_kv, d_h=d_h, d=H * d_h, d_ffn=fields["d_ffn"], V=fields["V"],
-                  S_max=fields["S_max"])
-    return dict(params=weights_spec(fields, rng, scale), config=config, k_cache=randn([L, B, H_kv, P, d_h], rng),
+    return dict(params=weights_spec(config, rng, scale), config=config, k_cache=randn([L, B, H_kv, P, d_h], rng),
                 v_cache=randn([L, B, H_kv, P, d_h], rng),
-                token={"$long": [rng.randrange(fields["V"]) for _ in range(B)]})
+                token={"$long": [rng.randrange(config["V"]) for _ in range(B)]})
 
 
 def _separates_gelu(case: dict) -> bool:
