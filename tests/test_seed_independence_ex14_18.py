@@ -661,3 +661,15 @@ def test_ex16_q3_generators_neighbours_are_the_named_wrong_answers() -> None:
         for case in EXERCISES["ex16"].question("q3").cases(random.Random(seed)):
             for kind, wrong in named.items():
                 assert ex16_routing.route(**case, kind=kind) == wrong(**case), (seed, kind, case)
+
+
+def test_ex16_q3_route_refuses_a_slip_it_does_not_know() -> None:
+    """A misspelt slip (`kind="cumulativ"`) must not run the driver's own rule under a wrong answer's name: the
+    generator would then draw an edge for a slip that separates nothing."""
+    import random
+
+    from minigpt.exercises import EXERCISES, ex16_routing
+
+    case = EXERCISES["ex16"].question("q3").cases(random.Random(0))[0]
+    with pytest.raises(ValueError, match=r"kind must be None or one of .*'work_left'.*got 'cumulativ'"):
+        ex16_routing.route(**case, kind="cumulativ")

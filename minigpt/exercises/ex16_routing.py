@@ -49,6 +49,8 @@ def route(arrivals_ms: list[int], prompt_tokens: list[int], new_tokens: list[int
           kind: str | None = None) -> list[list[int]]:
     """Each request's [prefill worker, decode worker, time to first token in ms], in arrival order; `kind` one of
     `WRONG_KINDS` (or None: the driver's rule)."""
+    if kind is not None and kind not in WRONG_KINDS:
+        raise ValueError(f"kind must be None or one of {WRONG_KINDS}, got {kind!r}")
     free_at = [0] * prefill_workers  # when each prefill worker has finished what it was given
     prefilling: list[tuple[int, int, int]] = []  # (prefill end, prefill worker, P)
     held: list[tuple[int, int, int]] = []  # (last token, decode worker, P)
