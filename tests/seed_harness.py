@@ -12,11 +12,10 @@ checks that every question of every exercise has at least one.
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Callable
 from typing import Any
 
+from mutation_pass import per_mutant
 from profiles import examples
 
 from minigpt.exercises import EXERCISES
@@ -30,22 +29,6 @@ from minigpt.grading.verdicts import _compare
 #: the seeds add random cases, not the edges; the wrong answers were written against all 40).
 SEEDS = range(examples(4))
 Make = Callable[[Callable[..., Any]], Callable[..., Any]]
-
-
-def per_mutant(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` with its results cached per arguments and per mutant of `make mutate`: mutmut forks each mutant's run
-    from the process that ran the tests first, so a cache keyed by the arguments alone would hand a mutated case
-    generator what the unmutated one drew. In mutmut's first pass (`stats`), which learns which test reaches which
-    function from the calls each test makes, every call runs `fn`: a test served from the cache would never be run
-    against the mutants of what `fn` calls."""
-    cached = functools.cache(lambda mutant, *args: fn(*args))
-
-    @functools.wraps(fn)
-    def call(*args: Any) -> Any:
-        mutant = os.environ.get("MUTANT_UNDER_TEST", "")
-        return fn(*args) if mutant == "stats" else cached(mutant, *args)
-
-    return call
 
 
 #: `prepare`, once per exercise and seed for all of its wrong answers (deterministic; ex14's and ex15's take seconds).

@@ -16,7 +16,7 @@ import random
 
 import pytest
 import torch
-from seed_harness import per_mutant
+from mutation_pass import per_mutant
 
 from minigpt.costs.presets import MODELS
 from minigpt.exercises import EXERCISES, ex14_cases, ex14_rounds
@@ -426,7 +426,7 @@ def test_ex16_the_receive_edges_fill_the_first_four_cases_and_the_rest_spans_the
 
 def _drawn(qid: str, pick, seeds: range = range(2000)) -> list:
     """Every value `pick(cases)` returns (a list) over `seeds`. The draws are made once per question and seed range
-    for all of its rows of `DOMAINS` (ex11 Q1's 2,000 draws take seconds), per mutant (`seed_harness.per_mutant`)."""
+    for all of its rows of `DOMAINS` (ex11 Q1's 2,000 draws take seconds), per mutant (`mutation_pass.per_mutant`)."""
     return [v for drawn in _draws(qid, seeds.start, seeds.stop) for v in pick(drawn)]
 
 

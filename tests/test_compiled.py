@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mutation_pass import shared_scope
 from profiles import examples
 
 from minigpt import ModelConfig, generate
@@ -100,7 +101,7 @@ def test_the_fast_path_does_not_read_the_device() -> None:
     assert ops[HOST_SYNC_OP] == 2  # the prompt's check, once, not once per step
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def compiled() -> StaticDecoder:
     if not CAN_COMPILE:
         pytest.skip("torch.compile needs a C compiler (gcc or cc) on CPU, and none is on PATH")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from limits import DISTRIBUTED, HANG_S
+from mutation_pass import shared_scope
 
 from minigpt import costs
 from minigpt.config import ModelConfig
@@ -129,7 +130,7 @@ def test_a_payload_of_the_wrong_shape_or_dtype_is_refused_or_cast_and_a_full_poo
     assert torch.equal(pool.v[:, 1, :, 0], payload[1, :, :, 4].float())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def plain_run() -> tuple[list[Request], disagg.DisaggRun]:
     # The trace, and one-token requests: one answered by its prefill alone (its K/V never leaves the prefill
     # worker), and a one-token prompt decoded.

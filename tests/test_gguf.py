@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from mutation_pass import shared_scope
 
 gguf = pytest.importorskip("gguf", reason="gguf is in requirements.txt (make install)")
 
@@ -27,23 +28,23 @@ F32_ATOL = 1e-4
 PROMPT = "Yesterday I worked and he played ."
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def shipped():
     return load_pretrained()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def ids(shipped) -> list[int]:
     return shipped.tokenizer.encode(PROMPT) + list(range(3, 12))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def logits(shipped, ids) -> np.ndarray:
     with torch.no_grad():
         return shipped.model(torch.tensor([ids]))[0].numpy()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def files(shipped, tmp_path_factory) -> dict[str, object]:
     d = tmp_path_factory.mktemp("gguf")
     return {ft: G.export_gguf(shipped.model, d / f"minigpt-{ft}.gguf", shipped.tokenizer, file_type=ft)

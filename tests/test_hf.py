@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from mutation_pass import shared_scope
 
 from minigpt import ModelConfig, generate, load_pretrained
 from minigpt.interop.hf import export_gpt2, from_gpt2_state, load_gpt2, load_gpt2_tokenizer, to_gpt2_state
@@ -18,17 +19,17 @@ from minigpt.measure import sweeps
 transformers = pytest.importorskip("transformers", reason="transformers is in requirements.txt (make install)")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def shipped() -> tuple:
     return load_pretrained()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def exported(shipped, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return export_gpt2(shipped.model, tmp_path_factory.mktemp("gpt2"), shipped.tokenizer)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def hf_model(exported: Path):
     return transformers.GPT2LMHeadModel.from_pretrained(exported, local_files_only=True).eval()
 

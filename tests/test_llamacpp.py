@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from mutation_pass import shared_scope
 
 from minigpt import generate, load_pretrained
 from minigpt.interop import gguf as G
@@ -29,37 +30,37 @@ TABLE_ATOL = 2e-3
 GELU_ATOL = 2e-2
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def shipped():
     return load_pretrained()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def ids(shipped) -> list[int]:
     return shipped.tokenizer.encode(PROMPT) + list(range(3, 40))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def minigpt_logits(shipped, ids) -> np.ndarray:
     with torch.no_grad():
         return shipped.model(torch.tensor([ids]))[0].numpy()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def files(shipped, tmp_path_factory) -> dict:
     d = tmp_path_factory.mktemp("gguf")
     return {ft: G.export_gguf(shipped.model, d / f"minigpt-{ft}.gguf", shipped.tokenizer, file_type=ft)
             for ft in G.FILE_TYPES}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def llamacpp():
     from minigpt.interop import llamacpp
 
     return llamacpp
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=shared_scope)
 def exact(files, llamacpp):
     """The f32 file with an f32 KV cache and no flash attention: nothing rounded below f32 but the GELU."""
     return llamacpp.open_gguf(files["f32"], kv_type="f32")

@@ -5,6 +5,8 @@ the denominator; and a module's tests include the ones that reach it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -256,12 +258,12 @@ def test_the_report_lists_a_result_older_than_its_module(tmp_path, monkeypatch):
 
 
 def test_a_cache_of_drawn_cases_is_per_mutant_and_off_in_mutmuts_first_pass(monkeypatch) -> None:
-    """`seed_harness.per_mutant` (the range rows' draws, the seed harness's prepared cases): cached per arguments
+    """`mutation_pass.per_mutant` (the range rows' draws, the seed harness's prepared cases): cached per arguments
     and per mutant under test, and never in mutmut's first pass (`stats`), which learns from each test's own calls
     which test reaches which function. The bugs it guards: a cache keyed by the arguments alone (a mutant's run
     would grade the unmutated generator's cases) and a cache in the first pass (ex06's run fell from 486 to 380
     killed: only a question's first row reached its generator)."""
-    from seed_harness import per_mutant
+    from mutation_pass import per_mutant
 
     calls: list[int] = []
     draw = per_mutant(lambda seed: calls.append(seed) or len(calls))
@@ -271,3 +273,22 @@ def test_a_cache_of_drawn_cases_is_per_mutant_and_off_in_mutmuts_first_pass(monk
         monkeypatch.setenv("MUTANT_UNDER_TEST", mutant)
         assert (draw(1), draw(1)) == (first, first)  # once per mutant
     assert draw(2) == 6 and calls == [1, 1, 1, 1, 1, 2]
+
+
+def test_a_shared_fixture_is_set_up_per_test_in_mutmuts_first_pass(tmp_path) -> None:
+    """`mutation_pass.shared_scope`: a fixture set up once for its module under `make test` and every mutant's
+    run, once per test in mutmut's first pass. The bug it guards: a module-scoped fixture (a disaggregated run, an
+    exported GGUF file) attributed to the first test that set it up, so that mutmut runs only that test against
+    the mutants of what the fixture calls, and a mutant the module's other tests kill counts as a survivor."""
+    (tmp_path / "test_shared.py").write_text(
+        "import os\n\nimport pytest\nfrom mutation_pass import shared_scope\n\nSET_UP = []\n\n\n"
+        "@pytest.fixture(scope=shared_scope)\ndef made():\n    SET_UP.append(1)\n    return len(SET_UP)\n\n\n"
+        "def test_first(made):\n    assert made == 1\n\n\n"
+        "def test_second(made):\n    assert made == int(os.environ['EXPECTED'])\n")
+    for mutant, expected in (("stats", 2), ("", 1), ("minigpt.x__f__mutmut_1", 1)):
+        env = dict(os.environ, MUTANT_UNDER_TEST=mutant, EXPECTED=str(expected),
+                   PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                              "-p", "no:randomly", str(tmp_path / "test_shared.py")],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, (mutant, run.stdout[-2000:])

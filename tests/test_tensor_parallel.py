@@ -17,6 +17,7 @@ import random
 import pytest
 import torch
 from limits import DISTRIBUTED, HANG_S
+from mutation_pass import shared_scope
 
 from minigpt import costs
 from minigpt.config import ModelConfig
@@ -54,7 +55,7 @@ def _layers(c) -> list[list]:
     return ex17_placements.chapter_layers(L=c.L, d=c.d, qkv=(c.H + 2 * c.H_kv) * c.d_h, d_ffn=c.d_ffn, V=c.V)
 
 
-@pytest.fixture(scope="module", params=[2, 4], ids=["W2", "W4"])
+@pytest.fixture(scope=shared_scope, params=[2, 4], ids=["W2", "W4"])
 def runs(request) -> tuple[int, list, list[list[dict]]]:
     W = request.param
     cases = _cases(W)
