@@ -71,10 +71,6 @@ def edge_slots(qid: str, n_edges: int) -> tuple[int, ...]:
     return EDGE_SLOTS.get(qid, tuple(range(n_edges)))
 
 
-def _keeps(q: Any, cases: list[dict], expected: list[Any], fn: Callable[..., Any]) -> bool:
-    return bool(_compare(q, cases, expected, *outputs(fn, cases))[0])
-
-
 def seeds_passed(qid: str, name: str, make: Make, right: Callable[..., Any] | None = None) -> list[int]:
     """The seeds under which the wrong answer `make(oracle)` keeps question `qid` (should be none), on all of its
     cases or on its edge cases alone; asserts the question names the edge `name` and that the right answer
@@ -91,8 +87,9 @@ def seeds_passed(qid: str, name: str, make: Make, right: Callable[..., Any] | No
         cases, expected = prepared.cases[q.id], prepared.expected[q.id]
         good = outputs(right, cases) if right is not None else (expected, [{"flops": 0, "largest": 0}] * len(cases))
         assert _compare(q, cases, expected, *good)[0], (qid, seed)  # the right answer keeps the question
+        out, work = outputs(wrong, cases)  # once: the edges alone are judged on their own rows of it
         slots = edge_slots(qid, len(q.edges))
-        edges = [cases[i] for i in slots]
-        if _keeps(q, cases, expected, wrong) or _keeps(q, edges, [expected[i] for i in slots], wrong):
+        alone = [[rows[i] for i in slots] for rows in (cases, expected, out, work)]
+        if _compare(q, cases, expected, out, work)[0] or _compare(q, *alone)[0]:
             passed.append(seed)
     return passed
