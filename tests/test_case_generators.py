@@ -46,20 +46,19 @@ def test_ex01_the_single_token_prompt_and_the_empty_cache_are_drawn_every_time()
         assert cases("ex01.q2", seed)[0]["S"] == 0
 
 
-def test_ex06_the_edges_of_questions_1_3_and_4_are_drawn_every_time() -> None:
+def test_ex06_the_edges_of_questions_1_and_3_are_drawn_every_time() -> None:
     """Under every seed: Q1's first case writes T >= 2 rows after S >= 1 without reaching S_max (a decode-only
     write, a write at row 0 or the whole cache returned all show there) and its second fills the cache to S_max;
     Q3's first case is GQA with 1 < H_kv < H (H = 4, H_kv = 2) over 2 or 3 layers and 2 or 3 sequences (only
     there do tiled heads differ from interleaved ones), its second a cache of one row (P = 1), its third P >= 2
-    and B >= 2, its fourth weights of scale 0.6 (the GELU edge; every other case's are of scale 0.3); Q4's first
-    generates D = 1 token (a loop that decodes once before checking D returns two)."""
+    and B >= 2, its fourth weights of scale 0.6 (the GELU edge; every other case's are of scale 0.3). (Q4's
+    edges: the next test.)"""
     edge("ex06.q1", "1 <= S, 2 <= T, S + T < S_max")
     edge("ex06.q1", "S + T = S_max")
     edge("ex06.q3", "1 < H_kv < H (H = 4, H_kv = 2)")
     edge("ex06.q3", "P = 1, a cache of one row")
     edge("ex06.q3", "P >= 2, B = 2 or 3")
     edge("ex06.q3", "weights of scale 0.6")
-    edge("ex06.q4", "D = 1")
     for seed in SEEDS:
         first, second = cases("ex06.q1", seed)[:2]
         T, S_max = first["k_new"]["$randn"][2], first["k_cache"]["$randn"][2]
@@ -72,7 +71,47 @@ def test_ex06_the_edges_of_questions_1_3_and_4_are_drawn_every_time() -> None:
         assert (gqa["config"]["H"], H_kv, gqa["config"]["H_kv"]) == (4, 2, 2) and L >= 2 and B >= 2, seed
         assert one_row["k_cache"]["$randn"][3] == 1, seed
         assert longer["k_cache"]["$randn"][3] >= 2 and longer["k_cache"]["$randn"][1] >= 2, seed
-        assert cases("ex06.q4", seed)[0]["D"] == 1, seed
+
+
+#: ex06 Q4's draws (each runs the package's generation, and its neighbours, until a case tells): 60 seeds.
+Q4_SEEDS = range(60)
+
+
+def test_ex06_q4_edges_are_drawn_every_time() -> None:
+    """Under every seed of `Q4_SEEDS`, ex06 Q4's seven cases are its seven edges, each of B >= 2 sequences: D = 1;
+    L = 2 or 3 with P >= 2 and D >= 3, where a prefill without its causal mask changes a token; the method case
+    (P 24 to 32, D 8 to 10, B = 2, L 2 or 3, d = 32, d_ffn = 4d), where recomputing needs at least twice the
+    bound the check allows; P >= 2 and D >= 3 where an unappended cache changes a token; D >= 2 where decode
+    steps one position early change one; P >= 2 where token 1 from the prefill's first and second-to-last
+    positions both change one; sequences whose first tokens are not all one. Every generated position keeps its
+    two largest logits `MARGIN` apart (checked on the first 20 seeds, with the neighbours replayed)."""
+    from minigpt.exercises import ex06_generate as gen
+
+    for words in ("D = 1, B = 2 or 3", "the prefill without the causal mask", "measured: the whole prefix",
+                  "not appended", "position P + i − 1", "first or second-to-last", "the batch mixed"):
+        edge("ex06.q4", words)
+    for seed, drawn in zip(Q4_SEEDS, _draws("ex06.q4", Q4_SEEDS.start, Q4_SEEDS.stop), strict=True):
+        assert len(drawn) == 7, seed
+        sizes = [(len(c["prompt"]["$long"]), len(c["prompt"]["$long"][0]), c["D"], c["config"]) for c in drawn]
+        assert all(B >= 2 for B, *_ in sizes), seed
+        assert sizes[0][2] == 1 and sizes[1][3]["L"] >= 2 and sizes[1][1] >= 2 and sizes[1][2] >= 3, seed
+        B, P, D, config = sizes[2]
+        assert B == 2 and 24 <= P <= 32 and 8 <= D <= 10, seed
+        assert (config["H"], config["d_h"], config["d_ffn"]) == (4, 8, 128) and config["L"] in (2, 3), seed
+        cached, least = gen._flops(config, B, P, D)
+        assert least >= 2 * gen.FACTOR * cached, seed
+        assert sizes[3][1] >= 2 and sizes[3][2] >= 3 and sizes[4][2] >= 2 and sizes[5][1] >= 2, seed
+        if seed >= 20:
+            continue
+        for i, wrong in ((1, ("unmasked",)), (3, ("unappended",)), (4, ("shifted",)),
+                         (5, ("first", "second-to-last")), (6, None)):
+            args = build_case(drawn[i])
+            model = gen._model(args["params"], args["config"])
+            logits = gen._replay(model, args["prompt"], drawn[i]["D"])
+            top = logits.topk(2, dim=-1).values
+            assert (top[..., 0] - top[..., 1] > gen.MARGIN).all(), (seed, i)
+            tells = gen._mixed if wrong is None else gen._tells(*wrong)
+            assert tells(model, args["prompt"], drawn[i]["D"], logits), (seed, i)
 
 
 def test_ex06_the_packed_write_edges_are_drawn_every_time() -> None:
@@ -444,6 +483,11 @@ def _fork_write(case: dict) -> int:
 # seeds (the same draws every run): a range or a set of choices moved by one (issue 36's sampled survivors)
 # stops reaching an end it documents, or reaches past it. Each row: question, what is drawn, the values.
 _GQA = {name: m.H_kv < m.H for name, m in MODELS.items()}
+def _prompt(case: dict) -> tuple[int, int]:
+    """ex06 Q4's prompt [B, P]: its shape."""
+    return len(case["prompt"]["$long"]), len(case["prompt"]["$long"][0])
+
+
 def _shape(case: dict, name: str = "k_cache") -> list[int]:
     """The shape of a case's random tensor `name` (its spec), e.g. ex06 Q5's cache [B, H_kv, S_max, d_h]."""
     return case[name]["$randn"]
@@ -455,7 +499,6 @@ DOMAINS = [
     ("ex05.q1", "d from 16 (16 x 1) to 2,048", lambda c: [x["d"] for x in c], (16, 2048)),
     ("ex06.q2", "the MQA edge: H_kv = 1 of H = 4", lambda c: [(c[2]["k"]["$randn"][1], c[2]["q"]["$randn"][1])],
      {(1, 4)}),
-    ("ex06.q4", "prompt lengths from 1 to 8", lambda c: [len(x["prompt"]) for x in c], (1, 8)),
     ("ex06.q1", "five cases", lambda c: [len(c)], {5}),
     ("ex06.q1", "B from 1 to 3", lambda c: [_shape(x, "k_cache")[0] for x in c], (1, 3)),
     ("ex06.q1", "H_kv 1, 2 or 4", lambda c: [_shape(x, "k_cache")[1] for x in c], {1, 2, 4}),
@@ -492,8 +535,34 @@ DOMAINS = [
     ("ex06.q3", "d = H d_h, the weights of the model the config describes",
      lambda c: [x["config"]["d"] == x["config"]["H"] * x["config"]["d_h"] and x["params"]["$weights"] == {
          k: v for k, v in x["config"].items() if k != "d"} for x in c], {True}),
-    ("ex06.q4", "three cases", lambda c: [len(c)], {3}),
-    ("ex06.q4", "the random cases' D, 1 to 12", lambda c: [x["D"] for x in c[1:]], (1, 12)),
+    ("ex06.q4", "seven cases", lambda c: [len(c)], {7}),
+    ("ex06.q4", "B 2 or 3", lambda c: [len(x["prompt"]["$long"]) for x in c], {2, 3}),
+    ("ex06.q4", "L from 1 to 3", lambda c: [x["config"]["L"] for x in c], (1, 3)),
+    ("ex06.q4", "the unmasked and method edges' L, 2 or 3", lambda c: [c[1]["config"]["L"], c[2]["config"]["L"]],
+     {2, 3}),
+    ("ex06.q4", "P from 1 to 12 outside the method case", lambda c: [_prompt(x)[1] for x in c[:2] + c[3:]], (1, 12)),
+    ("ex06.q4", "the P >= 2 edges' P, 2 to 12", lambda c: [_prompt(c[i])[1] for i in (1, 3, 5)], (2, 12)),
+    ("ex06.q4", "the method case's P, 24 to 32", lambda c: [_prompt(c[2])[1]], (24, 32)),
+    ("ex06.q4", "the method case's D, 8 to 10", lambda c: [c[2]["D"]], (8, 10)),
+    ("ex06.q4", "the unmasked and unappended edges' D, 3 to 6", lambda c: [c[1]["D"], c[3]["D"]], (3, 6)),
+    ("ex06.q4", "the shifted edge's D, 2 to 6", lambda c: [c[4]["D"]], (2, 6)),
+    ("ex06.q4", "the first-position and mixed edges' D, 1 to 6", lambda c: [c[5]["D"], c[6]["D"]], (1, 6)),
+    ("ex06.q4", "(H, H_kv) outside the method case",
+     lambda c: [(x["config"]["H"], x["config"]["H_kv"]) for x in c[:2] + c[3:]], {(2, 1), (2, 2), (4, 1), (4, 2),
+                                                                                  (4, 4)}),
+    ("ex06.q4", "the method case's H_kv, 1, 2 or 4", lambda c: [c[2]["config"]["H_kv"]], {1, 2, 4}),
+    ("ex06.q4", "d_h 2, 4 or 8", lambda c: [x["config"]["d_h"] for x in c], {2, 4, 8}),
+    ("ex06.q4", "d_ffn 2d or 4d", lambda c: [x["config"]["d_ffn"] / x["config"]["d"] for x in c], {2, 4}),
+    ("ex06.q4", "V from 8 to 64", lambda c: [x["config"]["V"] for x in c], (8, 64)),
+    ("ex06.q4", "S_max from P + D - 1 to P + D + 2",
+     lambda c: [x["config"]["S_max"] - _prompt(x)[1] - x["D"] + 1 for x in c], (0, 3)),
+    ("ex06.q4", "tokens from 0 to V - 1 (a case's least is 0, its greatest V - 1, none past it)",
+     lambda c: [(min(map(min, x["prompt"]["$long"])) == 0, max(map(max, x["prompt"]["$long"])) == x["config"]["V"] - 1,
+                 max(map(max, x["prompt"]["$long"])) < x["config"]["V"]) for x in c],
+     {(True, True, True), (True, False, True), (False, True, True), (False, False, True)}),
+    ("ex06.q4", "d = H d_h, the weights of the model the config describes, of scale 0.6",
+     lambda c: [x["config"]["d"] == x["config"]["H"] * x["config"]["d_h"] and x["params"]["scale"] == 0.6
+                and x["params"]["$weights"] == {k: v for k, v in x["config"].items() if k != "d"} for x in c], {True}),
     ("ex06.q5", "six cases", lambda c: [len(c)], {6}),
     ("ex06.q5", "B of the first random case, 1 to 4", lambda c: [_shape(c[3])[0]], (1, 4)),
     ("ex06.q5", "B of the random cases, 1 to 4", lambda c: [_shape(x)[0] for x in c[3:]], (1, 4)),
@@ -613,7 +682,9 @@ DOMAINS = [
 
 @pytest.mark.parametrize(("qid", "what", "pick", "values"), DOMAINS, ids=[f"{d[0]}: {d[1]}" for d in DOMAINS])
 def test_the_random_cases_span_what_the_question_documents(qid: str, what: str, pick, values) -> None:
-    drawn = _drawn(qid, pick, range(300) if qid.startswith(("ex06", "ex16", "ex14.q3")) else range(2000))
+    seeds = Q4_SEEDS if qid == "ex06.q4" else range(300) if qid.startswith(("ex06", "ex16", "ex14.q3")) else range(
+        2000)
+    drawn = _drawn(qid, pick, seeds)
     if isinstance(values, set):
         assert set(drawn) == values, (qid, what, sorted(set(drawn) ^ values, key=str))
     else:
@@ -648,31 +719,44 @@ def test_ex18_q2_snapkv_prompts_span_their_documented_ranges() -> None:
 
 
 def test_ex18_q1_latent_cases_span_their_documented_ranges() -> None:
-    """ex18 Q1: six cases; the first sized for the method check (H = 2, d_h = 16, d_c = 4, S from 200 to 300),
-    the others with H in {1, 2, 4}, d_h in {2, 4, 8}, d_c in {3, 5, 6, 8, 12} never equal to d_h, S from 2 to
-    12; weights of scale 0.5 and latents and inputs of scale 1. Guards a range moved by one, the sized case
-    moved or repeated, and a changed scale (weights of scale 1.5 saturate the softmax)."""
-    edge("ex18.q1", "d_c ≠ d_h")
-    seen: dict[str, set] = {"H": set(), "d_h": set(), "d_c": set(), "S": set(), "S0": set()}
-    for seed in SEEDS:
+    """ex18 Q1: twelve cases; the first sized for the method check (H = 2, d_h = 32, d_c = 4, d_rope = 4, S from
+    600 to 700), the others (one per value neighbour, then two random) with H in {1, 2, 4}, d_h in {2, 4, 8}, d_c
+    in {2, 3, 5, 6, 8, 12}, d_rope in {2, 4, 6, 8}, S from 2 to 12 and theta in {10, 100, 1000, 10000}; weights of
+    scale 0.5, x, the latents and the RoPE keys of scale 1; w_q and w_o [d, d], w_qr [H·d_rope, d]. Every edge case
+    separates its neighbour (the halves' case has d_rope >= 4, the unrotated one S >= 2, the 1/√d_c one d_c ≠
+    d_h + d_rope). Guards a range moved by one, the sized case moved or repeated, a neighbour's case not drawn
+    until it separates, and a changed scale (weights of scale 1.5 saturate the softmax)."""
+    from minigpt.exercises import ex18_latent
+
+    edge("ex18.q1", "the first case, measured")
+    seen: dict[str, set] = {k: set() for k in ("H", "d_h", "d_c", "d_rope", "S", "S0", "theta")}
+    for seed in SEEDS[:100]:
         drawn = cases("ex18.q1", seed)
-        assert len(drawn) == 6
+        assert len(drawn) == 12
         for i, case in enumerate(drawn):
             H, d_h, d_c = case["w_uk"]["$randn"]
-            S = case["c"]["$randn"][0]
+            S, d_rope = case["k_rope"]["$randn"]
             d = H * d_h
-            assert case["c"]["$randn"] == [S, d_c] and case["x"]["$randn"] == [d] and d_c != d_h
+            assert case["c"]["$randn"] == [S, d_c] and case["x"]["$randn"] == [d]
             assert case["w_uv"]["$randn"] == [H, d_h, d_c] and case["w_q"]["$randn"] == case["w_o"]["$randn"] == [d, d]
-            assert [case[w]["scale"] for w in ("w_q", "w_uk", "w_uv", "w_o")] == [0.5] * 4
-            assert case["x"]["scale"] == case["c"]["scale"] == 1.0
+            assert case["w_qr"]["$randn"] == [H * d_rope, d]
+            assert [case[w]["scale"] for w in ("w_q", "w_qr", "w_uk", "w_uv", "w_o")] == [0.5] * 5
+            assert case["x"]["scale"] == case["c"]["scale"] == case["k_rope"]["scale"] == 1.0
+            assert case["theta"] in (10.0, 100.0, 1000.0, 10000.0)
             if i == 0:
-                assert (H, d_h, d_c) == (2, 16, 4) and 200 <= S <= 300
+                assert (H, d_h, d_c, d_rope) == (2, 32, 4, 4) and 600 <= S <= 700
                 seen["S0"].add(S)
-            else:
-                assert H in (1, 2, 4) and d_h in (2, 4, 8) and d_c in (3, 5, 6, 8, 12) and 2 <= S <= 12
-                seen["H"].add(H), seen["d_h"].add(d_h), seen["d_c"].add(d_c), seen["S"].add(S)
-    assert seen["H"] == {1, 2, 4} and seen["d_h"] == {2, 4, 8} and seen["d_c"] == {3, 5, 6, 8, 12}
-    assert {2, 12} <= seen["S"] and {200, 300} <= seen["S0"]
+                continue
+            assert H in (1, 2, 4) and d_h in (2, 4, 8) and d_c in (2, 3, 5, 6, 8, 12) and d_rope in (2, 4, 6, 8)
+            assert 2 <= S <= 12
+            for key, value in (("H", H), ("d_h", d_h), ("d_c", d_c), ("d_rope", d_rope), ("S", S),
+                               ("theta", case["theta"])):
+                seen[key].add(value)
+            if i <= len(ex18_latent._NEIGHBOURS):
+                assert ex18_latent._separates(case, ex18_latent._NEIGHBOURS[i - 1]), (seed, i)
+    assert seen["H"] == {1, 2, 4} and seen["d_h"] == {2, 4, 8} and seen["d_c"] == {2, 3, 5, 6, 8, 12}
+    assert seen["d_rope"] == {2, 4, 6, 8} and seen["S"] == set(range(2, 13))
+    assert seen["theta"] == {10.0, 100.0, 1000.0, 10000.0} and min(seen["S0"]) < 610 and max(seen["S0"]) > 690
 
 
 def test_ex11_q2_every_edge_case_holds_all_three_edges() -> None:

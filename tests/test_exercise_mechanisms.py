@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from minigpt.config import ModelConfig
-from minigpt.exercises import EXERCISES, ex13, ex18, ex18_h2o, ex18_snapkv, run_check
+from minigpt.exercises import EXERCISES, ex13, ex18, ex18_h2o, ex18_latent, ex18_snapkv, run_check
 from minigpt.exercises.spec import build_case
 from minigpt.grading.review import review_cell
 from minigpt.runtime.attention import combine_chunks, flash_decode
@@ -57,6 +57,27 @@ MUTANTS = [
          "ReLU instead of GELU"),
         ('w["mlp.up.bias"]) @ w["mlp.down.weight"]', 'w["mlp.up.bias"], approximate="tanh") @ w["mlp.down.weight"]',
          "GPT-2's tanh GELU instead of the exact one"),
+    )),
+    # Exercise 6 Q4: greedy generation from the weights with a cache (tests/test_ex06_generate.py)
+    *(("ex06.q4", "generate_from_weights", old, new, bug) for old, new, bug in (
+        ("for i in range(1, D):", "for i in range(1, max(D, 2)):", "a loop that decodes once before checking D"),
+        ("return torch.stack(out, dim=1).tolist()", "return torch.cat([prompt, torch.stack(out, dim=1)], 1).tolist()",
+         "the prompt returned with the new tokens"),
+        ('a = torch.softmax(scores.masked_fill(~visible, float("-inf")) / math.sqrt(d_h), dim=-1)',
+         "a = torch.softmax(scores / math.sqrt(d_h), dim=-1)", "the prefill without the causal mask"),
+        ("ks[layer], vs[layer] = kc, vc", "ks[layer], vs[layer] = (kc, vc) if S == 0 else (ks[layer], vs[layer])",
+         "the decode's new key and value not appended"),
+        ('params["pos_emb.weight"][S : S + T]', 'params["pos_emb.weight"][max(S - 1, 0) : max(S - 1, 0) + T]',
+         "each decode step one position early"),
+        ("F.layer_norm(x[:, -1], (d,)", "F.layer_norm(x[:, 0], (d,)", "token 1 from the prefill's first position"),
+        ("F.layer_norm(x[:, -1], (d,)", "F.layer_norm(x[:, -2 if T > 1 else -1], (d,)",
+         "token 1 from the prefill's second-to-last position"),
+        ("token = step(prompt, 0).argmax(dim=-1)", "token = step(prompt, 0).argmax().repeat(B) % config['V']",
+         "one argmax over the flattened [B, V] for every sequence"),
+        ("B, P = prompt.shape", "prompt = prompt[:1]\n    B, P = prompt.shape", "B = 1 assumed"),
+        ("token = step(token.view(B, 1), P + i - 1).argmax(dim=-1)",
+         "token = step(torch.cat([prompt, torch.stack(out, dim=1)], dim=1), 0).argmax(dim=-1)",
+         "the whole prefix recomputed at every step"),
     )),
     ("ex11.q1", "pool_slack", "return len(filled) * block_size - sum(filled.values())",
      "return sum(map(len, tables)) * block_size - sum(filled.values())", "a shared block reserved once per holder"),
@@ -191,14 +212,28 @@ MUTANTS = [
      "the embedding whole on every rank"),
     ("ex17.q4", "rank_bytes", "    return total * s\n", "    return math.prod([sum(math.prod(v) for v in "
      "shapes.values()), s]) // W\n", "the model's bytes over W"),
-    ("ex18.q1", "absorbed_decode", "scores = c @ q_lat / math.sqrt(d_h)", "scores = c @ q_lat / math.sqrt(d_c)",
-     "scores scaled by the latent's width, not the head's"),
-    ("ex18.q1", "absorbed_decode", "out = out + w_o[:, rows] @ (w_uv[h] @ o_lat)",
-     "out = out + w_o[:, rows] @ (w_uk[h] @ o_lat)", "values brought back with the key up-projection"),
-    ("ex18.q1", "absorbed_decode", "weights = torch.softmax(scores, dim=-1)", "weights = torch.exp(scores)",
-     "the weights not normalised"),
-    ("ex18.q1", "absorbed_decode", "rows = slice(h * d_h, (h + 1) * d_h)", "rows = slice(h, None, H)",
-     "heads' rows dealt round-robin, not in blocks"),
+    # Exercise 18 Q1: an absorbed MLA decode step with DeepSeek's decoupled RoPE key (tests/test_ex18_latent.py)
+    *(("ex18.q1", "absorbed_decode", old, new, bug) for old, new, bug in (
+        ("angle = (S - 1) *", "angle = S *", "the query rotated at position S, one past the new token"),
+        ("angle = (S - 1) *", "angle = 0 *", "the query's RoPE part not rotated"),
+        ("a, b = qr[0::2], qr[1::2]  # DeepSeek's pairs (2i, 2i + 1)\n"
+         "        q_rot = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).reshape(d_rope)",
+         "a, b = qr[:half], qr[half:]\n        q_rot = torch.cat([a * cos - b * sin, a * sin + b * cos])",
+         "GPT-NeoX's halves instead of DeepSeek's interleaved pairs"),
+        ("[a * cos - b * sin, a * sin + b * cos]", "[a * cos + b * sin, b * cos - a * sin]",
+         "the query rotated backwards"),
+        ("torch.arange(half) / d_rope)", "torch.arange(half) / (d_h + d_rope))",
+         "the frequencies over the whole query head, not d_rope"),
+        ("math.sqrt(d_h + d_rope)", "math.sqrt(d_h)", "scores scaled by the latent part's head width alone"),
+        ("math.sqrt(d_h + d_rope)", "math.sqrt(d_c)", "scores scaled by the latent's width"),
+        ("(c @ q_lat + k_rope @ q_rot)", "(c @ q_lat)", "the RoPE key ignored"),
+        ("w_qr[h * d_rope:(h + 1) * d_rope]", "w_qr[h::H]", "the RoPE query's rows dealt round-robin"),
+        ("out = out + w_o[:, rows] @ (w_uv[h] @ o_lat)", "out = out + w_o[:, rows] @ (w_uk[h] @ o_lat)",
+         "values brought back with the key up-projection"),
+        ("weights = torch.softmax(scores, dim=-1)", "weights = torch.exp(scores)", "the weights not normalised"),
+        ("rows = slice(h * d_h, (h + 1) * d_h)", "rows = slice(h, None, H)",
+         "heads' rows dealt round-robin, not in blocks"),
+    )),
     ("ex18.q2", "snapkv_keep", "for i in range(T - w, T):", "for i in range(T - 1, T):",
      "the last query's votes alone, not the window's"),
     ("ex18.q2", "snapkv_keep", "k[: i + 1] @ q[i]", "k @ q[i]", "a window query voting for keys after it"),
@@ -358,13 +393,15 @@ def test_sampled_round_oracle_is_thread_safe() -> None:
 
 
 def test_absorbed_oracle_is_the_packages_absorbed_path() -> None:
-    """ex18.q1's oracle runs `LatentAttention`'s naive path; the same layer folded (`fold`, the absorbed path)
-    gives the same output, so the question checks an absorption the package itself performs."""
+    """ex18.q1's oracle, with the RoPE key and query taken away (d_rope = 0), is `LatentAttention` folded (`fold`,
+    the package's absorbed path) on the same latents and weights, so the question checks an absorption the package
+    itself performs (with RoPE, `tests/test_ex18_latent.py` checks it against Hugging Face's DeepSeek-V3)."""
     for case in ex18.EXERCISE.question("q1").cases(random.Random(3)):
         args = build_case(case)
-        naive = ex18._naive(**args)
-        H, d_h, d_c = args["w_uk"].shape
         S = args["c"].shape[0]
+        args.update(k_rope=torch.zeros(S, 0), w_qr=torch.zeros(0, args["x"].shape[0]))
+        oracle = ex18_latent._mla_decode(**args)
+        H, d_h, d_c = args["w_uk"].shape
         config = ModelConfig(L=1, H=H, H_kv=H, d_h=d_h, d_ffn=1, V=1, S_max=S)
         attn = LatentAttention(config, 0, d_c)
         with torch.no_grad():
@@ -380,8 +417,8 @@ def test_absorbed_oracle_is_the_packages_absorbed_path() -> None:
             cache.c[0, 0, : S - 1] = args["c"][:-1]
             cache.advance(S - 1)
             absorbed = attn(args["x"].view(1, 1, -1), cache, S=S - 1)[0, 0]
-        torch.testing.assert_close(absorbed, naive, atol=1e-4, rtol=1e-4)
-        assert not torch.allclose(naive, torch.zeros_like(naive))
+        torch.testing.assert_close(absorbed, oracle, atol=1e-4, rtol=1e-4)
+        assert not torch.allclose(oracle, torch.zeros_like(oracle))
 
 
 def test_review_lists_exercise_18s_oracles() -> None:

@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from minigpt.exercises import ex08, ex11, ex13, ex14, ex15, ex16, ex17, ex18, run_check
+from minigpt.exercises import ex06_generate, ex08, ex11, ex13, ex14, ex15, ex16, ex17, ex18_latent, run_check
 from minigpt.exercises.case_inputs import describe
 from minigpt.exercises.comparisons import boolean, exact_int, int_list, returned, tensor
 from minigpt.exercises.wire_shapes import conforms
@@ -118,10 +118,33 @@ def test_a_list_answer_conforms_to_a_tensor_of_its_shape() -> None:
 def test_either_sign_of_rebuilt_keys_fails_the_absorbed_question(largest: int, flops: int) -> None:
     """ex18 Q1's method: a tensor of S·H·d_h elements, or the FLOPs of rebuilding it, each alone is enough.
     Guards a check that needs both (an answer that rebuilds K with a gather and no product would pass)."""
-    case = {"c": {"$randn": [300, 4]}, "w_uk": {"$randn": [2, 16, 4]}}
-    problem = ex18._decompressed(case, {"largest": largest, "flops": flops})
+    case = {"c": {"$randn": [700, 4]}, "k_rope": {"$randn": [700, 4]}, "w_uk": {"$randn": [2, 32, 4]}}
+    problem = ex18_latent._decompressed(case, {"largest": largest, "flops": flops})
     assert problem is not None and problem.startswith("the keys or values were rebuilt from the latents")
-    assert ex18._decompressed(case, {"largest": 0, "flops": 0}) is None
+    assert ex18_latent._decompressed(case, {"largest": 0, "flops": 0}) is None
+
+
+def test_the_recomputation_check_starts_just_above_twice_the_cached_bound() -> None:
+    """ex06 Q4's method check on a case sized as the question's method case (B = 2, P = 24, D = 8, L = 2, H = 4,
+    H_kv = 1, d_h = 8, d_ffn = 128, V = 64): silent at exactly `FACTOR` times the cached path's bound, the message
+    word for word one FLOP above it; on a prompt of 4 tokens and D = 2, where recomputing needs less than twice
+    the bound, silent whatever the work. The bound by hand on the smallest model (L = H = H_kv = 1, d_h = d = 2,
+    d_ffn = 4, V = 3; B = 1, P = 2, D = 2): 64 FLOPs a token in the layer, 12 for the head, 8·T·K for T queries
+    over K keys: 2·76 + 32 + 76 + 24 = 284 cached, and (2·64 + 12) + (3·64 + 12) = 344 for the least
+    recomputation. Guards `>=` for `>`, the factor moved, a term of the bound mis-priced and a check that speaks
+    where the sizes say nothing."""
+    assert ex06_generate._flops(dict(L=1, H=1, H_kv=1, d_h=2, d=2, d_ffn=4, V=3), 1, 2, 2) == (284, 344)
+    config = dict(L=2, H=4, H_kv=1, d_h=8, d=32, d_ffn=128, V=64, S_max=32)
+    case = {"config": config, "prompt": {"$long": [[0] * 24] * 2}, "D": 8}
+    cached, least = ex06_generate._flops(config, 2, 24, 8)
+    assert least >= 2 * ex06_generate.FACTOR * cached
+    assert ex06_generate._recomputed(case, {"flops": ex06_generate.FACTOR * cached, "largest": 0}) is None
+    assert ex06_generate._recomputed(case, {"flops": ex06_generate.FACTOR * cached + 1, "largest": 0}) == (
+        "the answer did several times the matrix-product FLOPs the cache needs (the prompt and the tokens before "
+        "were recomputed at every step): the question asks for one prefill that fills the cache, then decode "
+        "steps that each compute the new token alone")
+    small = {"config": config, "prompt": {"$long": [[0] * 4] * 2}, "D": 2}
+    assert ex06_generate._recomputed(small, {"flops": 10**15, "largest": 0}) is None
 
 
 def test_a_triple_and_a_replacement_are_read_as_the_questions_say() -> None:
@@ -213,37 +236,43 @@ def test_snapkv_cut_and_tie_gap_by_hand(monkeypatch: pytest.MonkeyPatch) -> None
     assert not ex18_snapkv._separates(case, None)
 
 
-@pytest.mark.parametrize(("H", "d_h", "d_c", "S", "expected"),
-                         [(1, 5, 1, 140, False), (1, 5, 1, 141, True), (1, 64, 8, 64, False), (1, 64, 8, 65, True)])
-def test_the_absorbed_method_check_starts_exactly_at_its_thresholds(H: int, d_h: int, d_c: int, S: int,
+def _latent_sizes(H: int, d_h: int, d_c: int, d_rope: int, S: int) -> dict:
+    return {"c": {"$randn": [S, d_c]}, "k_rope": {"$randn": [S, d_rope]}, "w_uk": {"$randn": [H, d_h, d_c]}}
+
+
+@pytest.mark.parametrize(("H", "d_h", "d_c", "d_rope", "S", "expected"),
+                         [(1, 16, 2, 2, 163, False), (1, 16, 2, 2, 164, True),
+                          (1, 10, 8, 2, 1000, False), (1, 11, 8, 2, 1000, True)])
+def test_the_absorbed_method_check_starts_exactly_at_its_thresholds(H: int, d_h: int, d_c: int, d_rope: int, S: int,
                                                                      expected: bool) -> None:
-    """ex18 Q1's method check at its two edges. With H = 1, d_h = 5, d_c = 1 the rebuilt keys' FLOPs, 2·S·d_c·d,
-    equal twice the absorbed step's, 2·(4d² + 4·H·S·d_c + 8·d·H·d_c) = 1,400, at S = 140, where the sizes say
-    nothing yet, and pass it at S = 141. With d = 64 the rebuilt tensor, S·d, equals d² at S = 64 and passes it
-    at 65. Guards `>=` for `>` in either comparison, a coefficient of the absorbed FLOPs moved by one, twice
-    made three times, and d² left out of the sizes the rebuilt tensor must exceed."""
-    case = {"c": {"$randn": [S, d_c]}, "w_uk": {"$randn": [H, d_h, d_c]}}
+    """ex18 Q1's method check at its two edges. With H = 1, d_h = 16, d_c = d_rope = 2 (d = 16) the rebuilt keys'
+    FLOPs, 2·S·d_c·d_h = 64·S, stay under twice the most an absorbed step spends, 2·(4d² + 4·d_c·d² + 2·d·H·d_rope
+    + 4·H·d_h·d_c + 2·H·S·(2·d_c + d_rope)) = 6,528 + 24·S, up to S = 163 (10,432 against 10,440) and pass it at
+    164. With d_c + d_rope = 10 the rebuilt tensor S·H·d_h is no larger than the latents and RoPE keys side by
+    side, S·(d_c + d_rope), at d_h = 10 and larger at d_h = 11. Guards `>=` for `>` in either comparison, a
+    coefficient of the absorbed FLOPs moved, twice made three times, and d_rope left out of the widths."""
     work = {"largest": S * H * d_h, "flops": 2 * S * d_c * H * d_h}
-    assert (ex18._decompressed(case, work) is not None) is expected
+    assert (ex18_latent._decompressed(_latent_sizes(H, d_h, d_c, d_rope, S), work) is not None) is expected
 
 
-@pytest.mark.parametrize("S,d_c,expected", [(300, 4, True), (56, 4, False), (300, 16, False), (20, 4, False)])
+@pytest.mark.parametrize("S,d_c,expected", [(700, 4, True), (600, 4, True), (403, 4, False), (700, 28, False),
+                                            (20, 4, False)])
 def test_the_absorbed_method_check_applies_only_where_the_sizes_tell(S: int, d_c: int, expected: bool) -> None:
-    """ex18 Q1's method check speaks only where rebuilding the keys outweighs the absorbed step: S = 300 with
-    d_c = 4 < d_h = 16. At S = 56 the rebuild's FLOPs (256·S) stay under twice the absorbed step's
-    (2·(4d² + 4·H·S·d_c + 8·d·H·d_c) = 12,288 + 64·S), with d_c = d_h latents are no smaller than the heads,
-    and at S = 20 the rebuilt tensor is smaller than d²: there only the values count. Guards the absorbed
-    FLOPs mis-priced (4·H·S/d_c) and the conditions joined by `or`."""
-    case = {"c": {"$randn": [S, d_c]}, "w_uk": {"$randn": [2, 16, d_c]}}
-    rebuilt = {"largest": S * 32, "flops": 2 * S * d_c * 32}
-    assert (ex18._decompressed(case, rebuilt) is not None) is expected
+    """ex18 Q1's method check speaks only where rebuilding the keys outweighs the absorbed step, as in the question's
+    first case (H = 2, d_h = 32, d_rope = 4, d_c = 4, S from 600 to 700). At S = 403 the rebuild's FLOPs (512·S)
+    stay under twice the absorbed step's (167,936 + 96·S), with d_c + d_rope = d_h the latents are no smaller
+    than the heads, and at S = 20 neither: there only the values count. Guards the absorbed FLOPs mis-priced and
+    the conditions joined by `or`."""
+    case = _latent_sizes(2, 32, d_c, 4, S)
+    rebuilt = {"largest": S * 64, "flops": 2 * S * d_c * 64}
+    assert (ex18_latent._decompressed(case, rebuilt) is not None) is expected
     if expected:  # the rebuilt tensor alone, or its FLOPs alone, at exactly their size, is the naive path
-        for work in ({"largest": S * 32, "flops": 0}, {"largest": 0, "flops": 2 * S * d_c * 32}):
-            assert ex18._decompressed(case, work) == (
+        for work in ({"largest": S * 64, "flops": 0}, {"largest": 0, "flops": 2 * S * d_c * 64}):
+            assert ex18_latent._decompressed(case, work) == (
                 "the keys or values were rebuilt from the latents (a tensor of S·H·d_h elements, or the FLOPs of that "
                 "product, was measured): the question asks for the absorbed path, which attends over the latents "
                 "themselves")
-        assert ex18._decompressed(case, {"largest": S * 32 - 1, "flops": 2 * S * d_c * 32 - 1}) is None
+        assert ex18_latent._decompressed(case, {"largest": S * 64 - 1, "flops": 2 * S * d_c * 64 - 1}) is None
 
 
 

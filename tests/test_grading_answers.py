@@ -5,10 +5,10 @@
   skipped), and each question's function defined as its oracle. Only the questions whose oracle *is* the
   exercise (it uses nothing but the inputs, torch and numpy) may score; every other one scores 0.
 - The routes the second red team found (ex09 Q1 through `attention`, ex06 Q1 through `KVCache.update`,
-  ex06 Q4 through `generate` reached with getattr, ex04 Q3 through `RequestMeters`, ex05 Q1 through a
-  meta-device MiniGPT), and ex06 Q3 through a `MiniGPT` loaded with the given weights and a `KVCache` holding the
-  given rows, score 0 in the grader, and each computes the right answer outside it (the attack is real, not a
-  typo).
+  ex04 Q3 through `RequestMeters`, ex05 Q1 through a meta-device MiniGPT), ex06 Q3 through a `MiniGPT` loaded
+  with the given weights and a `KVCache` holding the given rows, and ex06 Q4 through that `MiniGPT` and
+  `generate` reached with getattr, score 0 in the grader, and each computes the right answer outside it (the
+  attack is real, not a typo).
 - Solutions written the way the notebooks' prose suggests (ex12 Q4's ``costs.evaluate``) score full marks.
 - Realistic notebooks (magics, shell lines, Colab leftovers, the solution in the setup cell or in a check cell,
   CRLF line ends) score what the plain reference scores.
@@ -128,10 +128,12 @@ ROUTES = {
                 "    cache.k[:, :, :, :P], cache.v[:, :, :, :P] = k_cache, v_cache\n"
                 "    cache.advance(P)\n"
                 "    return model(token.view(-1, 1), cache)[:, -1]\n"),
-    "ex06.q4": ("import minigpt\n\n\n"
-                "def greedy_generate(model, prompt, D):\n"
+    "ex06.q4": ("import minigpt\nfrom minigpt import MiniGPT, ModelConfig\n\n\n"
+                "def generate_from_weights(params, config, prompt, D):\n"
+                "    model = MiniGPT(ModelConfig.from_dict(config))\n"
+                "    model.load_state_dict(params)\n"
                 "    run = getattr(minigpt, 'gen' + 'erate')\n"
-                "    return run(model, [prompt], D, use_cache=True).tokens[0]\n"),
+                "    return run(model.eval(), prompt, D, use_cache=True).tokens\n"),
     "ex04.q3": ("import importlib\n\n\n"
                 "def rates_from_meters(prompt_tokens, prefill_s, decode_steps, decode_s):\n"
                 "    meters = importlib.import_module('minigpt.runtime.meters')\n"
@@ -196,11 +198,37 @@ PROSE = {  # solutions written the way the notebook's prose and the hint say, wh
                     "        x = x + F.linear(h, p['mlp.down.weight'], p['mlp.down.bias'])\n"
                     "    x = F.layer_norm(x, (d,), params['ln_f.weight'], params['ln_f.bias'])\n"
                     "    return x @ params['tok_emb.weight'].T\n"),
-             "q4": ("import torch\n\n\n@torch.no_grad()\ndef greedy_generate(model, prompt, D):\n"
-                    "    cache = model.new_cache(1)\n    logits = model(torch.tensor([prompt]), cache)[:, -1]\n"
-                    "    out = [int(logits.argmax(-1))]\n    for _ in range(D - 1):\n"
-                    "        logits = model(torch.tensor([[out[-1]]]), cache)[:, -1]\n"
-                    "        out.append(int(logits.argmax(-1)))\n    return out\n")},
+             "q4": ("import torch\nimport torch.nn.functional as F\n\n\n"
+                    "def generate_from_weights(params, config, prompt, D):\n"
+                    "    L, H, H_kv, d_h, d = (config[n] for n in ('L', 'H', 'H_kv', 'd_h', 'd'))\n"
+                    "    (B, P), g, cache = prompt.shape, H // H_kv, [None] * L\n\n"
+                    "    def run(tokens, start):\n"
+                    "        T = tokens.shape[1]\n"
+                    "        x = params['tok_emb.weight'][tokens] + params['pos_emb.weight'][start:start + T]\n"
+                    "        for i in range(L):\n"
+                    "            p = {n.split('.', 2)[2]: t for n, t in params.items()\n"
+                    "                 if n.startswith(f'blocks.{i}.')}\n"
+                    "            h = F.layer_norm(x, (d,), p['ln1.weight'], p['ln1.bias'])\n"
+                    "            q, k, v = F.linear(h, p['attn.qkv.weight'], p['attn.qkv.bias']).split(\n"
+                    "                [H * d_h, H_kv * d_h, H_kv * d_h], dim=-1)\n"
+                    "            q = q.view(B, T, H, d_h).transpose(1, 2)\n"
+                    "            k, v = (t.view(B, T, H_kv, d_h).transpose(1, 2) for t in (k, v))\n"
+                    "            if cache[i] is not None:\n"
+                    "                k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)\n"
+                    "            cache[i] = (k, v)\n"
+                    "            k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)\n"
+                    "            a = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0)\n"
+                    "            a = a.transpose(1, 2).reshape(B, T, d)\n"
+                    "            x = x + F.linear(a, p['attn.out.weight'], p['attn.out.bias'])\n"
+                    "            h = F.layer_norm(x, (d,), p['ln2.weight'], p['ln2.bias'])\n"
+                    "            h = F.gelu(F.linear(h, p['mlp.up.weight'], p['mlp.up.bias']))\n"
+                    "            x = x + F.linear(h, p['mlp.down.weight'], p['mlp.down.bias'])\n"
+                    "        x = F.layer_norm(x[:, -1], (d,), params['ln_f.weight'], params['ln_f.bias'])\n"
+                    "        return (x @ params['tok_emb.weight'].T).argmax(-1)\n\n"
+                    "    out = [run(prompt, 0)]\n"
+                    "    for i in range(1, D):\n"
+                    "        out.append(run(out[-1].view(B, 1), P + i - 1))\n"
+                    "    return torch.stack(out, 1).tolist()\n")},
 }
 
 
@@ -388,13 +416,39 @@ def test_the_class_secret_cannot_be_found_from_feedback(tmp_path: Path) -> None:
     assert "can be recovered" in json.loads((tmp_path / "out2" / "run.json").read_text())["weak_seed"]
 
 
+def test_recomputing_the_prefix_loses_exercise_6_question_4_in_the_sandbox(tmp_path: Path) -> None:
+    """ex06 Q4 asks for generation with the cache: the reference solution with each decode step replaced by a
+    forward over the whole sequence (the same tokens, several times the FLOPs) loses the question in the sandbox,
+    on the work the child measured, with the method's message, while the reference keeps it. The bug this
+    catches: the method check wired into `check()` but not into the grader (or its bound computed in the child)."""
+    solution = (ROOT / "exercises" / "solutions" / "ex06_implement_kv_cache.py").read_text(encoding="utf-8")
+    step = "token = step(token.view(B, 1), P + i - 1).argmax(dim=-1)"
+    assert solution.count(step) == 1
+    recomputed = solution.replace(step, "token = step(torch.cat([prompt, torch.stack(out, dim=1)], dim=1), 0)"
+                                        ".argmax(dim=-1)")
+    (tmp_path / "subs").mkdir()
+    notebook_with("ex06", [solution], tmp_path / "subs" / "cached.ipynb")
+    notebook_with("ex06", [recomputed], tmp_path / "subs" / "recomputed.ipynb")
+    results = dict(grade_folder("ex06", tmp_path / "subs", tmp_path / "out", timeout=60, echo=False))
+    q4 = {name: next(t for t in r.tests if t.name.startswith("q4")) for name, r in results.items()}
+    assert q4["cached"].score == q4["cached"].max_score, q4["cached"].output
+    assert q4["recomputed"].score == 0 and "matrix-product FLOPs the cache needs" in q4["recomputed"].output, q4
+
+
 NAIVE_MLA = ("import math\nimport torch\n\n\n"
-             "def absorbed_decode(x, c, w_q, w_uk, w_uv, w_o):\n"
+             "def absorbed_decode(x, c, k_rope, w_q, w_qr, w_uk, w_uv, w_o, theta):\n"
              "    H, d_h, d_c = w_uk.shape\n"
+             "    S, r = k_rope.shape\n"
              "    k = torch.einsum('sc,hdc->shd', c, w_uk)\n"
+             "    k = torch.cat([k, k_rope[:, None].expand(S, H, r)], dim=-1)\n"
              "    v = torch.einsum('sc,hdc->shd', c, w_uv)\n"
-             "    q = (w_q @ x).view(H, d_h)\n"
-             "    p = torch.softmax(torch.einsum('hd,shd->hs', q, k) / math.sqrt(d_h), dim=-1)\n"
+             "    a = (S - 1) * theta ** (-2 * torch.arange(r // 2) / r)\n"
+             "    qr = (w_qr @ x).view(H, r // 2, 2)\n"
+             "    qr = torch.stack([qr[..., 0] * a.cos() - qr[..., 1] * a.sin(),\n"
+             "                      qr[..., 0] * a.sin() + qr[..., 1] * a.cos()], -1)\n"
+             "    q = torch.cat([(w_q @ x).view(H, d_h), qr.reshape(H, r)], dim=-1)\n"
+             "    s = torch.einsum('hd,shd->hs', q, k) / math.sqrt(d_h + r)\n"
+             "    p = torch.softmax(s, dim=-1)\n"
              "    return w_o @ torch.einsum('hs,shd->hd', p, v).reshape(-1)\n")
 
 

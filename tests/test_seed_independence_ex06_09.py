@@ -102,9 +102,66 @@ def _decode_step(position: Callable[[int], int] = lambda P: P, keys: str = "both
     return decode
 
 
-def _decode_once_first(oracle: Callable[..., Any]) -> Callable[..., Any]:
-    """ex06 Q4 with a loop that decodes once before checking D: max(D, 2) tokens (wrong when D = 1 only)."""
-    return lambda model, prompt, D: oracle(model, prompt, max(D, 2))
+def _generation(causal: bool = True, append: bool = True, shift: int = 0, first: int = -1, mixed: bool = False,
+                one: bool = False, with_prompt: bool = False, recompute: bool = False, at_least: int = 1,
+                dtype: torch.dtype = torch.float32) -> Callable[..., Any]:
+    """ex06 Q4 written from scratch (explicit softmax and mask, a list of keys and values per layer, few operations:
+    the harness measures every call), with one plausible bug: the prefill without its causal mask; the decode
+    steps' keys and values not appended (each step sees the prompt's rows and its own); each decode step at
+    position P + i − 1 + `shift`; token 1 from the prefill's position `first`; one argmax over the flattened [B, V]
+    for every sequence (`mixed`); the first sequence alone (`one`: B = 1 assumed); the prompt returned with the new
+    tokens; at least `at_least` tokens (a loop that decodes once before checking D); or, right but not the
+    question's method, the whole sequence recomputed at every step (`recompute`). `dtype=torch.float64`: right, in
+    another precision."""
+    def generate_from_weights(params: dict[str, torch.Tensor], config: dict[str, int], prompt: torch.Tensor,
+                              D: int) -> list[list[int]]:
+        p = {n: t.to(dtype) for n, t in params.items()}
+        L, H, H_kv, d_h, d = (config[n] for n in ("L", "H", "H_kv", "d_h", "d"))
+        prompt = prompt[:1] if one else prompt
+        B, P, g = prompt.shape[0], prompt.shape[1], H // H_kv
+
+        def forward(tokens: torch.Tensor, start: int, cache: list | None, mask: bool) -> torch.Tensor:
+            T = tokens.shape[1]
+            x = p["tok_emb.weight"][tokens] + p["pos_emb.weight"][start:start + T]
+            for layer in range(L):
+                w = lambda n: p[f"blocks.{layer}.{n}"]  # noqa: E731, B023 - used within this iteration
+                h = F.layer_norm(x, (d,), w("ln1.weight"), w("ln1.bias"))
+                qkv = F.linear(h, w("attn.qkv.weight"), w("attn.qkv.bias")).view(B, T, H + 2 * H_kv, d_h)
+                q, k, v = qkv.transpose(1, 2).split([H, H_kv, H_kv], dim=1)
+                if cache is not None and cache[layer] is not None:
+                    k, v = torch.cat([cache[layer][0], k], 2), torch.cat([cache[layer][1], v], 2)
+                if cache is not None and (cache[layer] is None or append):
+                    cache[layer] = (k, v)
+                K = k.shape[2]
+                if g > 1:
+                    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+                scores = q @ k.transpose(-2, -1) / math.sqrt(d_h)
+                if mask and T > 1:  # query i (position K - T + i) sees keys 0 .. K - T + i
+                    scores = scores.masked_fill(torch.ones(T, K, dtype=torch.bool).triu(K - T + 1), float("-inf"))
+                a = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(B, T, d)
+                x = x + F.linear(a, w("attn.out.weight"), w("attn.out.bias"))
+                h = F.gelu(F.linear(F.layer_norm(x, (d,), w("ln2.weight"), w("ln2.bias")), w("mlp.up.weight"),
+                                    w("mlp.up.bias")))
+                x = x + F.linear(h, w("mlp.down.weight"), w("mlp.down.bias"))
+            return F.layer_norm(x, (d,), p["ln_f.weight"], p["ln_f.bias"]) @ p["tok_emb.weight"].T
+
+        def pick(logits: torch.Tensor) -> torch.Tensor:
+            return logits.argmax().repeat(B) if mixed else logits.argmax(-1)
+
+        out: list[torch.Tensor] = []
+        if recompute:
+            seq = prompt
+            for _ in range(D):
+                out.append(pick(forward(seq, 0, None, True)[:, -1]))
+                seq = torch.cat([seq, out[-1].view(B, 1)], 1)
+        else:
+            cache: list = [None] * L
+            out.append(pick(forward(prompt, 0, cache, causal)[:, first]))
+            for i in range(1, max(D, at_least)):
+                out.append(pick(forward(out[-1].view(B, 1), P + i - 1 + shift, cache, True)[:, -1]))
+        tokens = torch.stack(out, 1)
+        return (torch.cat([prompt, tokens], 1) if with_prompt else tokens).tolist()
+    return generate_from_weights
 
 
 def _packed(start_of: Callable[[int, list[int]], int] = lambda b, lengths: lengths[b],
@@ -310,7 +367,16 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("the qkv rows split as k, q, v", lambda oracle: _decode_step(kqv=True)),
                 ("ReLU instead of GELU", lambda oracle: _decode_step(relu=True)),
                 ("the tanh GELU (GPT-2's)", lambda oracle: _decode_step(tanh_gelu=True))],
-    "ex06.q4": [("D = 1", _decode_once_first)],
+    "ex06.q4": [("D = 1", lambda oracle: _generation(at_least=2)),
+                ("the prefill without the causal mask", lambda oracle: _generation(causal=False)),
+                ("the whole prefix recomputed at every step", lambda oracle: _generation(recompute=True)),
+                ("the decode's new key and value not appended", lambda oracle: _generation(append=False)),
+                ("the decode step at position P + i − 1", lambda oracle: _generation(shift=-1)),
+                ("the prefill's first or second-to-last position", lambda oracle: _generation(first=0)),
+                ("the prefill's first or second-to-last position", lambda oracle: _generation(first=-2)),
+                ("an argmax over the flattened [B, V]", lambda oracle: _generation(mixed=True)),
+                ("or B = 1 assumed", lambda oracle: _generation(one=True)),
+                ("the prompt returned with the new tokens", lambda oracle: _generation(with_prompt=True))],
     "ex06.q5": [("one common start", lambda oracle: _packed(start_of=lambda b, lengths: lengths[0])),
                 ("one row per sequence", lambda oracle: _packed(rows_of=lambda counts, N: [1] * len(counts))),
                 ("split evenly", lambda oracle: _packed(rows_of=lambda counts, N: [N // len(counts)] * len(counts))),
@@ -353,7 +419,12 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
 }
 
 
+#: The right answers measured for the questions that check the method (`Question.method`): ex06 Q4's written
+#: apart, in float64 (arithmetic in another order and precision must not flip a greedy token).
+RIGHT = {"ex06.q4": _generation(dtype=torch.float64)}
+
+
 @pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])
 def test_a_named_wrong_answer_loses_under_every_seed(qid: str, index: int) -> None:
     name, make = WRONG[qid][index]
-    assert not seeds_passed(qid, name, make), f"{qid}: the wrong answer ({name}) kept the question"
+    assert not seeds_passed(qid, name, make, RIGHT.get(qid)), f"{qid}: the wrong answer ({name}) kept the question"

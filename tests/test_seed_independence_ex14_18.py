@@ -307,36 +307,60 @@ def _rank_bytes(kind: str) -> Callable[..., int]:
 # ex18: the cache's memory, 2026
 
 
-def _absorbed_sqrt_dc(oracle: Callable[..., Any]) -> Callable[..., Any]:
-    """ex18 Q1 scaling the scores by 1/√d_c (the latent width) instead of 1/√d_h: the naive path with w_q scaled
-    by √(d_h/d_c), which scales every score by the same factor."""
-    def wrong(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
-              w_o: torch.Tensor) -> torch.Tensor:
-        d_h, d_c = w_uk.shape[1], w_uk.shape[2]
-        return oracle(x=x, c=c, w_q=w_q * math.sqrt(d_h / d_c), w_uk=w_uk, w_uv=w_uv, w_o=w_o)
-    return wrong
+def _turn(v: torch.Tensor, positions: torch.Tensor, theta: float, halves: bool = False) -> torch.Tensor:
+    """RoPE written apart from `ex18_latent.rotate`, as DeepSeek's own code writes it: pairs of entries as complex
+    numbers times e^(i·p·θ_k), θ_k = theta^(−2k/d_rope); the pairs (2k, 2k + 1), or (`halves`) GPT-NeoX's (k,
+    k + d_rope/2)."""
+    d_rope = v.shape[-1]
+    freqs = torch.tensor([theta ** (-2 * k / d_rope) for k in range(d_rope // 2)], dtype=torch.float64)
+    turn = torch.polar(torch.ones_like(freqs), positions.double()[:, None] * freqs)  # [n, d_rope / 2]
+    if halves:
+        z = torch.complex(v[..., : d_rope // 2].double(), v[..., d_rope // 2:].double()) * turn
+        return torch.cat([z.real, z.imag], dim=-1).to(v.dtype)
+    z = torch.view_as_complex(v.double().reshape(*v.shape[:-1], d_rope // 2, 2).contiguous()) * turn
+    return torch.view_as_real(z).flatten(-2).to(v.dtype)
 
 
-def _absorbed(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
-              w_o: torch.Tensor) -> torch.Tensor:
-    """The right answer to ex18 Q1, measured: the query carried into the latent space, scores and averages over
-    the latents, the value up-projection applied to the average (no [S, H, d_h] tensor)."""
+def _latent_step(position: Callable[[int], int | None] = lambda S: S - 1, halves: bool = False, again: bool = False,
+                 width: str = "d_h + d_rope", rope: str = "in the softmax") -> Callable[..., Any]:
+    """ex18 Q1 absorbed, written apart, with one plausible slip: the query's RoPE part rotated at `position(S)`
+    (0, S, −(S − 1)), or not rotated at all (None), instead of S − 1; the pairs read as halves; the cached RoPE
+    keys rotated again; the scores divided by √d_h or √d_c (`width`); the RoPE scores left out or added to the
+    softmax's weights (`rope`: "ignored", "after"). With no slip it is the right answer, measured: no [S, H, d_h]
+    tensor."""
+    def absorbed_decode(x: torch.Tensor, c: torch.Tensor, k_rope: torch.Tensor, w_q: torch.Tensor,
+                        w_qr: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor, w_o: torch.Tensor,
+                        theta: float) -> torch.Tensor:
+        H, d_h, d_c = w_uk.shape
+        S, d_rope = k_rope.shape
+        q_lat = torch.einsum("hd,hdc->hc", (w_q @ x).view(H, d_h), w_uk)  # [H, d_c]
+        q_rope, p = (w_qr @ x).view(H, d_rope), position(S)
+        q_rope = q_rope if p is None else _turn(q_rope, torch.full((H,), p), theta, halves)
+        keys = _turn(k_rope, torch.arange(S), theta) if again else k_rope
+        scale = math.sqrt({"d_h": d_h, "d_c": d_c, "d_h + d_rope": d_h + d_rope}[width])
+        latent, rotary = q_lat @ c.T / scale, q_rope @ keys.T / scale  # [H, S] each
+        if rope == "ignored":
+            weights = torch.softmax(latent, dim=-1)
+        elif rope == "after":
+            weights = torch.softmax(latent, dim=-1) + rotary
+        else:
+            weights = torch.softmax(latent + rotary, dim=-1)
+        heads = torch.einsum("hc,hdc->hd", weights @ c, w_uv)  # [H, d_h]
+        return w_o @ heads.reshape(-1)
+    return absorbed_decode
+
+
+def _decompressed(x: torch.Tensor, c: torch.Tensor, k_rope: torch.Tensor, w_q: torch.Tensor, w_qr: torch.Tensor,
+                  w_uk: torch.Tensor, w_uv: torch.Tensor, w_o: torch.Tensor, theta: float) -> torch.Tensor:
+    """ex18 Q1 by the naive path written by hand: keys [W_UK·c ; k^R] and values W_UV·c rebuilt per head
+    ([S, H, d_h + d_rope] and [S, H, d_h]), then multi-head attention; its values are right, its method is the
+    one the question rules out."""
     H, d_h, d_c = w_uk.shape
-    q = (w_q @ x).view(H, d_h)
-    q_lat = torch.einsum("hd,hdc->hc", q, w_uk)  # [H, d_c]
-    weights = torch.softmax(q_lat @ c.T / math.sqrt(d_h), dim=-1)  # [H, S]
-    heads = torch.einsum("hc,hdc->hd", weights @ c, w_uv)  # [H, d_h]
-    return w_o @ heads.reshape(-1)
-
-
-def _decompressed(x: torch.Tensor, c: torch.Tensor, w_q: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
-                  w_o: torch.Tensor) -> torch.Tensor:
-    """ex18 Q1 by the naive path written by hand: keys and values rebuilt from the latents ([S, H, d_h] each), then
-    multi-head attention; its values are right, its method is the one the question rules out."""
-    H, d_h, d_c = w_uk.shape
-    k, v = torch.einsum("sc,hdc->shd", c, w_uk), torch.einsum("sc,hdc->shd", c, w_uv)
-    q = (w_q @ x).view(H, d_h)
-    weights = torch.softmax(torch.einsum("hd,shd->hs", q, k) / math.sqrt(d_h), dim=-1)
+    S, d_rope = k_rope.shape
+    k = torch.cat([torch.einsum("sc,hdc->shd", c, w_uk), k_rope[:, None].expand(S, H, d_rope)], dim=-1)
+    v = torch.einsum("sc,hdc->shd", c, w_uv)
+    q = torch.cat([(w_q @ x).view(H, d_h), _turn((w_qr @ x).view(H, d_rope), torch.full((H,), S - 1), theta)], -1)
+    weights = torch.softmax(torch.einsum("hd,shd->hs", q, k) / math.sqrt(d_h + d_rope), dim=-1)
     return w_o @ torch.einsum("hs,shd->hd", weights, v).reshape(-1)
 
 
@@ -511,8 +535,17 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("the row-parallel layers' biases", _fn(_rank_bytes("row_bias_split"))),
                 ("the LayerNorms and the position table", _fn(_rank_bytes("replicated_split"))),
                 ("V/W rows on a rank, not all V", _fn(_rank_bytes("embedding_whole")))],
-    "ex18.q1": [("√d_c", _absorbed_sqrt_dc), ("the naive path", lambda oracle: oracle),
-                ("the naive path", lambda oracle: _decompressed)],
+    "ex18.q1": [("not rotated", _fn(_latent_step(position=lambda S: None))),
+                ("or rotated at position 0", _fn(_latent_step(position=lambda S: 0))),
+                ("rotated at position S", _fn(_latent_step(position=lambda S: S))),
+                ("GPT-NeoX's halves", _fn(_latent_step(halves=True))),
+                ("rotated backwards", _fn(_latent_step(position=lambda S: 1 - S))),
+                ("rotated again", _fn(_latent_step(again=True))),
+                ("1/√d_h (the latent part's head width)", _fn(_latent_step(width="d_h"))),
+                ("1/√d_c", _fn(_latent_step(width="d_c"))),
+                ("the RoPE key ignored", _fn(_latent_step(rope="ignored"))),
+                ("added after the softmax", _fn(_latent_step(rope="after"))),
+                ("the naive path", lambda oracle: oracle), ("the naive path", _fn(_decompressed))],
     "ex18.q2": [("ranked lowest first", _fn(_snapkv("lowest"))), ("the last query's votes", _fn(_snapkv("last"))),
                 ("no pooling", _fn(_snapkv("raw"))), ("spilling onto the keys", _fn(_snapkv("spill"))),
                 ("an average pool", _fn(_snapkv("mean"))), ("the window competing", _fn(_snapkv("compete"))),
@@ -534,7 +567,7 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
 
 
 #: The right answers measured for the questions that check the method (`Question.method`).
-RIGHT = {"ex18.q1": _absorbed}
+RIGHT = {"ex18.q1": _latent_step()}
 
 
 @pytest.mark.parametrize(("qid", "index"), [(q, i) for q, v in sorted(WRONG.items()) for i in range(len(v))])

@@ -49,16 +49,43 @@ def decode_from_cache(params, config, k_cache, v_cache, token):
 
 
 # %% solution:q4
-@torch.no_grad()
-def greedy_generate(model, prompt, D):
-    """One prefill (token 1), then D-1 decode steps."""
-    cache = model.new_cache(1)
-    logits = model(torch.tensor([prompt]), cache)[:, -1]
-    out = [int(logits.argmax())]
-    for _ in range(D - 1):
-        logits = model(torch.tensor([[out[-1]]]), cache)[:, -1]
-        out.append(int(logits.argmax()))
-    return out
+def generate_from_weights(params, config, prompt, D):
+    """One causal prefill fills every layer's cache and gives token 1; D-1 decode steps each append one row."""
+    H, H_kv, d_h, d = config["H"], config["H_kv"], config["d_h"], config["d"]
+    B, P = prompt.shape
+    ks, vs = [None] * config["L"], [None] * config["L"]  # each layer's cached keys and values [B, H_kv, S, d_h]
+
+    def step(tokens, S):
+        """tokens [B, T] at positions S..S+T-1 through every layer; logits [B, V] of the last one."""
+        T = tokens.shape[1]
+        x = params["tok_emb.weight"][tokens] + params["pos_emb.weight"][S : S + T]  # [B, T, d]
+        visible = torch.ones(T, S + T, dtype=torch.bool).tril(S)  # query i (position S+i) sees keys 0..S+i
+        for layer in range(config["L"]):
+            lw = {n.split(".", 2)[2]: t for n, t in params.items() if n.startswith(f"blocks.{layer}.")}
+            h = F.layer_norm(x, (d,), lw["ln1.weight"], lw["ln1.bias"])
+            qkv = h @ lw["attn.qkv.weight"].T + lw["attn.qkv.bias"]
+            q, k, v = qkv.split([H * d_h, H_kv * d_h, H_kv * d_h], dim=-1)
+            k, v = k.view(B, T, H_kv, d_h).transpose(1, 2), v.view(B, T, H_kv, d_h).transpose(1, 2)
+            kc = k if S == 0 else torch.cat([ks[layer], k], dim=2)  # the cached rows, then this step's
+            vc = v if S == 0 else torch.cat([vs[layer], v], dim=2)
+            ks[layer], vs[layer] = kc, vc  # appended: the next step reads them
+            g = H // H_kv  # query heads h*g .. h*g+g-1 share KV head h, as in Question 2
+            scores = q.view(B, T, H, d_h).transpose(1, 2) @ kc.repeat_interleave(g, dim=1).transpose(-2, -1)
+            a = torch.softmax(scores.masked_fill(~visible, float("-inf")) / math.sqrt(d_h), dim=-1)
+            a = (a @ vc.repeat_interleave(g, dim=1)).transpose(1, 2).reshape(B, T, d)  # heads side by side
+            x = x + a @ lw["attn.out.weight"].T + lw["attn.out.bias"]
+            h = F.layer_norm(x, (d,), lw["ln2.weight"], lw["ln2.bias"])
+            up = F.gelu(h @ lw["mlp.up.weight"].T + lw["mlp.up.bias"])
+            x = x + up @ lw["mlp.down.weight"].T + lw["mlp.down.bias"]
+        x = F.layer_norm(x[:, -1], (d,), params["ln_f.weight"], params["ln_f.bias"])  # the last position only
+        return x @ params["tok_emb.weight"].T
+
+    token = step(prompt, 0).argmax(dim=-1)  # [B]: each sequence its own argmax
+    out = [token]
+    for i in range(1, D):
+        token = step(token.view(B, 1), P + i - 1).argmax(dim=-1)  # token i-1 at position P+i-1
+        out.append(token)
+    return torch.stack(out, dim=1).tolist()
 
 
 # %% solution:q5

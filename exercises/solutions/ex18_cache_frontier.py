@@ -9,15 +9,22 @@ import torch
 
 
 # %% solution:q1
-def absorbed_decode(x, c, w_q, w_uk, w_uv, w_o):
-    """One decode step of latent attention over the latents c, W_UK and W_UV absorbed; [d]."""
+def absorbed_decode(x, c, k_rope, w_q, w_qr, w_uk, w_uv, w_o, theta):
+    """One MLA decode step over the latents c and the RoPE keys, W_UK and W_UV absorbed; [d]."""
     H, d_h, d_c = w_uk.shape
+    S, d_rope = k_rope.shape
+    half = d_rope // 2
+    angle = (S - 1) * theta ** (-2 * torch.arange(half) / d_rope)  # the new token sits at S - 1
+    cos, sin = torch.cos(angle), torch.sin(angle)
     out = torch.zeros(w_o.shape[0])
     for h in range(H):
         rows = slice(h * d_h, (h + 1) * d_h)
-        q = w_q[rows] @ x  # [d_h]
+        q = w_q[rows] @ x  # [d_h]: the part with no position
         q_lat = w_uk[h].T @ q  # [d_c]: W_UK absorbed into the query
-        scores = c @ q_lat / math.sqrt(d_h)  # [S]
+        qr = w_qr[h * d_rope:(h + 1) * d_rope] @ x  # [d_rope]: the RoPE part
+        a, b = qr[0::2], qr[1::2]  # DeepSeek's pairs (2i, 2i + 1)
+        q_rot = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).reshape(d_rope)
+        scores = (c @ q_lat + k_rope @ q_rot) / math.sqrt(d_h + d_rope)  # [S]
         weights = torch.softmax(scores, dim=-1)
         o_lat = weights @ c  # [d_c]
         out = out + w_o[:, rows] @ (w_uv[h] @ o_lat)  # W_UV absorbed into the output

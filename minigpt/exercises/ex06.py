@@ -1,5 +1,6 @@
 """Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode from the cache and the weights
-(`ex06_decode`), generate, and write one engine step's packed rows into a cache with a length per sequence."""
+(`ex06_decode`), generate greedily from the weights with a cache (`ex06_generate`), and write one engine step's
+packed rows into a cache with a length per sequence."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch.nn.functional as F
 
 from minigpt.config import ModelConfig
 from minigpt.exercises.ex06_decode import DECODE_EDGES, TOL, _decode_cases, _decode_from_cache
-from minigpt.exercises.spec import N_, Exercise, Question, int_list, model_spec, pair, randn, tensor
-from minigpt.runtime.generate import generate
+from minigpt.exercises.ex06_generate import GENERATE_EDGES, _generate_cases, _generate_from_weights, _recomputed
+from minigpt.exercises.spec import N_, Exercise, Question, int_list, pair, randn, tensor
 from minigpt.runtime.kv_cache import KVCache
 from minigpt.runtime.slot_cache import SlotKVCache
 
@@ -60,24 +61,6 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     g = q.shape[1] // k.shape[1]  # query heads per KV head; heads h·g .. h·g+g−1 share KV head h
     k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
     return F.scaled_dot_product_attention(q.unsqueeze(2), k, v).squeeze(2)
-
-
-GENERATE_EDGES = ("D = 1: the prefill's token alone (a loop that decodes once before checking D returns two)",)
-
-
-def _generate_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`GENERATE_EDGES`), then random."""
-    cases = []
-    for i in range(3):
-        model = model_spec(rng)
-        V = model["$model"]["V"]
-        cases.append(dict(model=model, prompt=[rng.randrange(V) for _ in range(rng.randint(1, 8))],
-                          D=1 if i == 0 else rng.randint(1, 12)))
-    return cases
-
-
-def _generate(model: torch.nn.Module, prompt: list[int], D: int) -> list[int]:
-    return generate(model, [prompt], D, use_cache=True).tokens[0]
 
 
 PACKED_EDGES = ("lengths differ and counts differ (a prompt chunk of 2 or more rows beside one-row decodes): one "
@@ -165,11 +148,17 @@ EXERCISE = Exercise(
             edges=DECODE_EDGES,
         ),
         Question(
-            "q4", "greedy_generate", "greedy_generate(model, prompt, D) -> list[int]", _generate_cases, _generate,
-            int_list,
-            N_("D new tokens: one prefill gives token 1, then D−1 decode steps, each feeding back the argmax. "
-               "Return a list of D Python ints (not including the prompt)."),
-            edges=GENERATE_EDGES,
+            "q4", "generate_from_weights", "generate_from_weights(params, config, prompt, D) -> list[list[int]]",
+            _generate_cases, _generate_from_weights, int_list,
+            N_("one prefill: the P prompt tokens at positions 0 to P − 1 in a single pass, each attending to itself "
+               "and the tokens before it only, which leaves every layer's keys and values in the cache and gives "
+               "the first new token, the argmax of the last position's logits. Then D − 1 decode steps: the token "
+               "just chosen goes in at the next position, its key and value are appended to each layer's cache, "
+               "it attends over everything cached so far, and its argmax is the next token. Each sequence of the "
+               "batch takes its own argmax. Return, for each of the B sequences, its D new tokens as Python ints, "
+               "without the prompt; recomputing the whole prefix at every step gives the same tokens but does "
+               "not use the cache, and the checker measures the work."),
+            edges=GENERATE_EDGES, method=_recomputed,
         ),
         Question(
             "q5", "packed_cache_write",

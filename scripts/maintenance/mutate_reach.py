@@ -22,6 +22,11 @@ EXTRA_TESTS = {
     "minigpt/exercises/ex18.py": ("tests/test_case_generators.py", "tests/test_seed_independence_ex14_18.py",
                                   "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
                                   "tests/test_exercise_messages.py"),
+    # ex18 Q1's decode step with the decoupled RoPE key: named wrong answers, the generator's ranges, the reference
+    # solution's mutants, the method's thresholds, the oracle against Hugging Face's DeepseekV3Attention.
+    "minigpt/exercises/ex18_latent.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
+                                         "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
+                                         "tests/test_exercise_messages.py", "tests/test_ex18_latent.py"),
     # ex18 Q2's replay, its slips and generator: the named wrong answers, written apart, the oracle equal to the
     # package's SnapKVCache, the reference solution's mutants and the cut worked by hand.
     "minigpt/exercises/ex18_snapkv.py": ("tests/test_seed_independence_ex14_18.py", "tests/test_exercises.py",
@@ -69,6 +74,11 @@ EXTRA_TESTS = {
     "minigpt/exercises/ex06_decode.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
                                          "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
                                          "tests/test_ex06_decode.py"),
+    # Exercise 6 Q4's generation from the weights: named wrong answers, the generator's ranges and edges, the
+    # reference solution's mutants, the method's bound, the oracle against the model's own generation.
+    "minigpt/exercises/ex06_generate.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
+                                           "tests/test_exercises.py", "tests/test_exercise_mechanisms.py",
+                                           "tests/test_exercise_messages.py", "tests/test_ex06_generate.py"),
 }
 #: A module of the cost model (pure functions every layer imports through `minigpt.costs`) keeps,
 #: of the files that import the facade (~36, 3 min for one clean run on one core, and a module run

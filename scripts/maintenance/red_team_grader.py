@@ -58,7 +58,8 @@ ATTACKS: dict[str, tuple[str, list[str], str]] = {
         "ex06",
         [
             "class L(list):\n    def __len__(self):\n        return 999\n    def __iter__(self):\n"
-            "        return iter(range(999))\n\n\ndef greedy_generate(model, prompt, D):\n    return L([0] * D)\n"
+            "        return iter(range(999))\n\n\ndef generate_from_weights(params, config, prompt, D):\n"
+            "    return L([[0] * D] * len(prompt))\n"
         ],
         "q4 judged on the real items",
     ),
@@ -161,12 +162,12 @@ ATTACKS: dict[str, tuple[str, list[str], str]] = {
     ),
     "many_findings": ("ex01", ["\n".join(f"import gc as g{i}" for i in range(2000))], "review capped at 200 rows"),
     "runtime_in_model_group": (
-        "ex06",
+        "ex05",
         [
-            "import minigpt\n\n\ndef greedy_generate(model, prompt, D):\n"
-            "    return minigpt.decode_step(model, prompt, model.new_cache(1))\n"
+            "import minigpt\n\n\ndef next_token(model, tokens):\n"
+            "    return int(minigpt.decode_step(model, tokens[:, -1], model.new_cache(1)).argmax())\n"
         ],
-        "generate's functions are stubs even where the model is real",
+        "q2 0: generate's functions are stubs even where the model is real (ex06 hands out no model any more)",
     ),
 }
 
