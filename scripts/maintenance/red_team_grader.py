@@ -164,10 +164,12 @@ ATTACKS: dict[str, tuple[str, list[str], str]] = {
     "runtime_in_model_group": (
         "ex05",
         [
+            # right outside the sandbox (check() passes): the package's own generation answers the question
             "import minigpt\n\n\ndef next_token(model, tokens):\n"
-            "    return int(minigpt.decode_step(model, tokens[:, -1], model.new_cache(1)).argmax())\n"
+            "    return int(minigpt.generate(model, [tokens], 1, use_cache=True).tokens[0][0])\n"
         ],
-        "q2 0: generate's functions are stubs even where the model is real (ex06 hands out no model any more)",
+        "q2 0, not available while grading: generate's functions are stubs even where the model is real (ex06 "
+        "hands out no model any more)",
     ),
 }
 
