@@ -171,3 +171,27 @@ def test_the_reference_solution_passes() -> None:
     exec(compile(SOLUTION.read_text(encoding="utf-8"), str(SOLUTION), "exec"), namespace)  # noqa: S102
     for seed in (0, 1):
         assert run_check("ex18.q1", namespace["absorbed_decode"], seed=seed).status == "pass"
+
+
+def test_a_decompression_one_token_at_a_time_is_measured() -> None:
+    """The method check sees keys and values rebuilt one token at a time, `w_uk[h] @ c[j]` (matrix-vector
+    products, which torch's FLOP counter leaves at 0, and no [S, H·d_h] tensor): `work.VECTOR_PRODUCTS` counts
+    them, so the sized case flags the answer. The bug it guards: that loop measured 0 FLOPs and passed."""
+    from minigpt.exercises.ex18_latent import _decompressed, _latent_cases
+    from minigpt.exercises.spec import build_case
+    from minigpt.exercises.work import measured
+
+    case = _latent_cases(random.Random(0))[0]  # the case sized for the method check
+    args = build_case(case)
+
+    def rebuilt_token_by_token(x, c, k_rope, w_q, w_qr, w_uk, w_uv, w_o, theta):
+        for h in range(w_uk.shape[0]):
+            for j in range(c.shape[0]):
+                w_uk[h] @ c[j], w_uv[h] @ c[j]  # noqa: B018 - the work is the point
+        return torch.zeros(x.shape)
+
+    _, work = measured(rebuilt_token_by_token, args)
+    S, d_c = args["c"].shape
+    H, d_h, _ = args["w_uk"].shape
+    assert work["flops"] == 2 * 2 * S * d_c * H * d_h and work["largest"] < S * H * d_h, work
+    assert _decompressed(case, work) is not None

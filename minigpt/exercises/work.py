@@ -1,5 +1,6 @@
 """How a function computed its answer, for the questions about a method (`Question.method`): the floating-point
-operations of its matrix products (torch's `FlopCounterMode`: matmul, einsum, bmm, linear) and the number of
+operations of its matrix products (torch's `FlopCounterMode`: matmul, einsum, bmm, linear, and the
+matrix-vector and dot products it leaves at 0, `VECTOR_PRODUCTS`) and the number of
 elements of the largest tensor any torch operation made (`largest`, views included).
 
 The grader's sandboxed child measures each case of such a question with `measured` and sends the two integers
@@ -37,11 +38,26 @@ class _Largest(TorchDispatchMode):
         return out
 
 
+def _mv_flops(matrix: Any, vector: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+    """A matrix [m, n] times an n-vector (`aten.mv`, which torch's counter leaves at 0): 2·m·n."""
+    return 2 * matrix[0] * matrix[1]
+
+
+def _dot_flops(a: Any, b: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+    """Two n-vectors' dot product (`aten.dot`, left at 0 too): 2·n."""
+    return 2 * a[0]
+
+
+#: Matrix products torch's `FlopCounterMode` does not count (it counts mm, addmm, bmm, baddbmm, convolutions and
+#: attention): without them a decompression written one token at a time with `w @ c[j]` measured 0 FLOPs.
+VECTOR_PRODUCTS = {torch.ops.aten.mv: _mv_flops, torch.ops.aten.dot: _dot_flops}
+
+
 def measured(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, dict[str, int]]:
-    """`fn(**kwargs)` and its work: {"flops": FLOPs of its matrix products, "largest": elements of its largest
-    tensor}."""
+    """`fn(**kwargs)` and its work: {"flops": FLOPs of its matrix products, matrix-vector and dot products
+    included, "largest": elements of its largest tensor}."""
     largest = _Largest()
-    with FlopCounterMode(display=False) as flops, largest:
+    with FlopCounterMode(display=False, custom_mapping=VECTOR_PRODUCTS) as flops, largest:
         value = fn(**kwargs)
     return value, {"flops": int(flops.get_total_flops()), "largest": int(largest.largest)}
 
