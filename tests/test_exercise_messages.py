@@ -14,9 +14,9 @@ import math
 import pytest
 import torch
 
-from minigpt.exercises import ex06_generate, ex08, ex11, ex13, ex14, ex15, ex16, ex17, ex18_latent, run_check
+from minigpt.exercises import ex06_generate, ex08, ex11, ex14, ex15, ex16, ex17, ex18_latent, run_check
 from minigpt.exercises.case_inputs import describe
-from minigpt.exercises.comparisons import boolean, exact_int, int_list, returned, tensor
+from minigpt.exercises.comparisons import boolean, exact_int, int_list, returned, tensor, triple
 from minigpt.exercises.wire_shapes import conforms
 
 
@@ -152,9 +152,9 @@ def test_a_triple_and_a_replacement_are_read_as_the_questions_say() -> None:
     package's is, a distribution compared value by value elsewhere. Guards a triple that never reads the answer,
     and a replacement check that lets None pass for a rule that has a replacement (or a tensor for one that has
     none)."""
-    triple = ex13._triple(("m", "l", "o"), (int_list, int_list, int_list))
-    assert triple([[1], [2], [3]], [[1], [2], [3]]) is None
-    assert triple([[1], [2], [3]], [[1], [5], [3]]) == "l: expected [2], got [5]"
+    three = triple(("m", "l", "o"), (int_list, int_list, int_list))
+    assert three([[1], [2], [3]], [[1], [2], [3]]) is None
+    assert three([[1], [2], [3]], [[1], [5], [3]]) == "l: expected [2], got [5]"
     r = _tensor([0.25, 0.75])
     assert ex14._replacement(None, None) is None
     assert ex14._replacement(r, [0.25, 0.75]) is None

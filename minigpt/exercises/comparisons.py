@@ -146,6 +146,22 @@ def pair(first: Compare, second: Compare, names: tuple[str, str]) -> Compare:
     return compare
 
 
+def triple(names: tuple[str, str, str], compares: tuple[Compare, Compare, Compare]) -> Compare:
+    """A 3-tuple whose items compare with `compares` (ex06 Q1's (out, k_valid, v_valid), ex13 Q4's (m, l, o))."""
+
+    def compare(expected: Any, actual: Any) -> str | None:
+        if not isinstance(actual, list) or len(actual) != 3:
+            return _("expected a tuple {names}, got {type}").format(names=f"({', '.join(names)})",
+                                                                   type=type(actual).__name__)
+        for name, cmp, e, a in zip(names, compares, expected, actual, strict=True):
+            message = cmp(e, a)
+            if message:
+                return f"{name}: {message}"
+        return None
+
+    return compare
+
+
 def argmax_of(tol: float = 1e-4) -> Compare:
     """An integer index whose value in the expected list is the maximum (within `tol`, for near ties)."""
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any
 
 import torch
 
 from minigpt import costs
-from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, build, exact_int, pair, randn, tensor, uniform
+from minigpt.exercises.spec import N_, Exercise, Question, build, exact_int, pair, randn, tensor, triple, uniform
 from minigpt.runtime.attention import combine_chunks
 
 COMBINE_EDGES = ("scores in the hundreds: exp of a raw m overflows fp32",
@@ -134,22 +133,6 @@ def _partials(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return torch.stack(ms, -1), torch.stack(ls, -1), torch.stack(os_, -2)
 
 
-def _triple(names: tuple[str, str, str], compares: tuple[Compare, Compare, Compare]) -> Compare:
-    """A 3-tuple whose items compare with `compares`."""
-
-    def compare(expected: Any, actual: Any) -> str | None:
-        if not isinstance(actual, list) or len(actual) != 3:
-            return _("expected a tuple {names}, got {type}").format(names=f"({', '.join(names)})",
-                                                                   type=type(actual).__name__)
-        for name, cmp, e, a in zip(names, compares, expected, actual, strict=True):
-            message = cmp(e, a)
-            if message:
-                return f"{name}: {message}"
-        return None
-
-    return compare
-
-
 EXERCISE = Exercise(
     id="ex13",
     notebook="ex13_flash_attention.ipynb",
@@ -183,8 +166,8 @@ EXERCISE = Exercise(
         ),
         Question(
             "q4", "split_kv_partials", "split_kv_partials(q, k, v, splits) -> (m, l, o)", _partial_cases, _partials,
-            _triple(("m", "l", "o"), (tensor(atol=1e-4, rtol=1e-5), tensor(atol=1e-5, rtol=1e-4),
-                                      tensor(atol=1e-4, rtol=1e-4))),
+            triple(("m", "l", "o"), (tensor(atol=1e-4, rtol=1e-5), tensor(atol=1e-5, rtol=1e-4),
+                                     tensor(atol=1e-4, rtol=1e-4))),
             N_("each chunk is a softmax of its own: its m is the largest score in that chunk only, its l sums "
                "exp(score − m) over that chunk, and its o is normalised by that l. Chunks hold ⌈S / splits⌉ keys "
                "each (the last may hold fewer); query head h reads K/V head h // g."),

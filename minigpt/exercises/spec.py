@@ -34,15 +34,15 @@ from minigpt.exercises.case_inputs import (
     uses_model,
     weights_spec,
 )
-from minigpt.exercises.comparisons import Compare, argmax_of, boolean, close, exact_int, int_list, pair, tensor
+from minigpt.exercises.comparisons import Compare, argmax_of, boolean, close, exact_int, int_list, pair, tensor, triple
 from minigpt.exercises.wire import UnsupportedOutput, build_model, encode  # noqa: F401 - re-exported here
 from minigpt.i18n import N_, _, fmt_num, language  # noqa: F401 - N_ re-exported for the exercises' hints
 
 __all__ = [
     "N_", "Case", "Compare", "Exercise", "Question", "UnsupportedOutput", "_", "argmax_of", "boolean", "build",
     "build_case", "build_model", "close", "describe", "describe_call", "encode", "exact_int", "float64", "fmt_num",
-    "int_list", "language", "model_spec", "pair", "preset_fields", "randn", "resolve", "tensor", "uniform",
-    "uses_model", "weights_spec",
+    "int_list", "language", "model_spec", "pair", "preset_fields", "randn", "resolve", "tensor", "triple",
+    "uniform", "uses_model", "weights_spec",
 ]
 
 # ---------------------------------------------------------------------------------------------
