@@ -52,13 +52,12 @@ def outputs(fn: Callable[..., Any], cases: list[dict]) -> tuple[list[Any], list[
 
 
 #: Where a question's edge cases are, where they are not its first `len(q.edges)` cases (as each case
-#: generator's docstring says): ex07 Q3's edges take five cases; ex11 Q3 draws each of its three policies
-#: once first; ex13 Q1's overflow edge is its last two cases and its other edge every case (so its check is
-#: the whole question's: the two overflow cases alone do not always tell an `l` left out); ex13 Q2's and
-#: Q3's second edges are later cases; ex16 Q1's five edges lie in its first three cases.
+#: generator's docstring says): ex07 Q3's edges take five cases; ex13 Q1's overflow edge is its last two
+#: cases and its other edge every case (so its check is the whole question's: the two overflow cases alone do
+#: not always tell an `l` left out); ex13 Q2's and Q3's second edges are later cases; ex16 Q1's five edges lie
+#: in its first three cases.
 EDGE_SLOTS: dict[str, tuple[int, ...]] = {
     "ex07.q3": (0, 1, 2, 3, 4),
-    "ex11.q3": (0, 1, 2),
     "ex13.q1": (0, 1, 2, 3, 4, 5),
     "ex13.q2": (0, 4, 5, 6),
     "ex13.q3": (0, 3, 4, 5, 6),

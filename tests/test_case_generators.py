@@ -47,23 +47,36 @@ def test_ex01_the_single_token_prompt_and_the_empty_cache_are_drawn_every_time()
 
 
 def test_ex06_the_edges_of_questions_1_and_3_are_drawn_every_time() -> None:
-    """Under every seed: Q1's first case writes T >= 2 rows after S >= 1 without reaching S_max (a decode-only
-    write, a write at row 0 or the whole cache returned all show there) and its second fills the cache to S_max;
-    Q3's first case is GQA with 1 < H_kv < H (H = 4, H_kv = 2) over 2 or 3 layers and 2 or 3 sequences (only
-    there do tiled heads differ from interleaved ones), its second a cache of one row (P = 1), its third P >= 2
-    and B >= 2, its fourth weights of scale 0.6 (the GELU edge; every other case's are of scale 0.3). (Q4's
-    edges: the next test.)"""
+    """Under every seed: Q1's first case is a chunk of T >= 2 tokens after S >= 1 without reaching S_max (the
+    top-left mask, no mask, a strict one, a write at row 0, the cache forgotten all show there), its second a
+    decode step (T = 1 after S >= 1), its third a plain prefill (S = 0, T >= 2), its fourth fills the cache to
+    S_max after S >= 1 with T >= 2, and every case but the fourth keeps stale rows past S + T; the queries have the
+    caches' H heads and the chunk's T rows. Q3's first case is GQA with 1 < H_kv < H (H = 4, H_kv = 2) over 2 or 3
+    layers and 2 or 3 sequences (only there do tiled heads differ from interleaved ones), its second a cache of one
+    row (P = 1), its third P >= 2 and B >= 2, its fourth weights of scale 0.6 (the GELU edge; every other case's are
+    of scale 0.3). (Q4's edges: the next test.)"""
     edge("ex06.q1", "1 <= S, 2 <= T, S + T < S_max")
-    edge("ex06.q1", "S + T = S_max")
+    edge("ex06.q1", "T = 1 after 1 <= S")
+    edge("ex06.q1", "S = 0, 2 <= T")
+    edge("ex06.q1", "S + T = S_max, 1 <= S, 2 <= T")
+    edge("ex06.q1", "rows past S + T hold an earlier request's values")
     edge("ex06.q3", "1 < H_kv < H (H = 4, H_kv = 2)")
     edge("ex06.q3", "P = 1, a cache of one row")
     edge("ex06.q3", "P >= 2, B = 2 or 3")
     edge("ex06.q3", "weights of scale 0.6")
     for seed in SEEDS:
-        first, second = cases("ex06.q1", seed)[:2]
-        T, S_max = first["k_new"]["$randn"][2], first["k_cache"]["$randn"][2]
-        assert first["S"] >= 1 and T >= 2 and first["S"] + T < S_max, (seed, first["S"], T, S_max)
-        assert second["S"] + second["k_new"]["$randn"][2] == second["k_cache"]["$randn"][2], seed
+        chunks = cases("ex06.q1", seed)
+        sizes = [(c["S"], c["k_new"]["$randn"][2], c["k_cache"]["$randn"][2]) for c in chunks]
+        (S0, T0, M0), (S1, T1, M1), (S2, T2, M2), (S3, T3, M3) = sizes[:4]
+        assert S0 >= 1 and T0 >= 2 and S0 + T0 < M0, (seed, sizes[0])
+        assert S1 >= 1 and T1 == 1 and S1 + T1 < M1, (seed, sizes[1])
+        assert S2 == 0 and T2 >= 2 and T2 < M2, (seed, sizes[2])
+        assert S3 >= 1 and T3 >= 2 and S3 + T3 == M3, (seed, sizes[3])
+        assert all(S + T < M for i, (S, T, M) in enumerate(sizes) if i != 3), (seed, sizes)
+        for c in chunks:
+            B, H, _, d_h = c["k_cache"]["$randn"]
+            assert c["q"]["$randn"] == c["k_new"]["$randn"] == c["v_new"]["$randn"] == [B, H, c["k_new"]["$randn"][2],
+                                                                                      d_h], seed
         decode = cases("ex06.q3", seed)
         gqa, one_row, longer = decode[:3]
         assert [c["params"]["scale"] for c in decode] == [0.3, 0.3, 0.3, 0.6, 0.3, 0.3, 0.3], seed
@@ -483,6 +496,11 @@ def _fork_write(case: dict) -> int:
     return case["lengths"][1] - case["lengths"][0]
 
 
+def _held(case: dict) -> list[int]:
+    """ex11 Q3: the blocks each request holds at its longest, its P + D − 1 tokens'."""
+    return [-(-(P + D - 1) // case["block_size"]) for P, D in case["requests"]]
+
+
 # What each generator's docstring and the question's text promise its random cases span, checked over 2,000
 # seeds (the same draws every run): a range or a set of choices moved by one (issue 36's sampled survivors)
 # stops reaching an end it documents, or reaches past it. Each row: question, what is drawn, the values.
@@ -503,17 +521,22 @@ DOMAINS = [
     ("ex05.q1", "d from 16 (16 x 1) to 2,048", lambda c: [x["d"] for x in c], (16, 2048)),
     ("ex06.q2", "the MQA edge: H_kv = 1 of H = 4", lambda c: [(c[2]["k"]["$randn"][1], c[2]["q"]["$randn"][1])],
      {(1, 4)}),
-    ("ex06.q1", "five cases", lambda c: [len(c)], {5}),
+    ("ex06.q1", "seven cases", lambda c: [len(c)], {7}),
     ("ex06.q1", "B from 1 to 3", lambda c: [_shape(x, "k_cache")[0] for x in c], (1, 3)),
-    ("ex06.q1", "H_kv 1, 2 or 4", lambda c: [_shape(x, "k_cache")[1] for x in c], {1, 2, 4}),
+    ("ex06.q1", "H (= H_kv) 1, 2 or 4", lambda c: [_shape(x, "k_cache")[1] for x in c], {1, 2, 4}),
     ("ex06.q1", "S_max from 8 to 24", lambda c: [_shape(x, "k_cache")[2] for x in c], (8, 24)),
     ("ex06.q1", "d_h 4 or 8", lambda c: [_shape(x, "k_cache")[3] for x in c], {4, 8}),
-    ("ex06.q1", "the first edge's T, 2 to 4", lambda c: [_shape(c[0], "k_new")[2]], (2, 4)),
-    ("ex06.q1", "the random cases' T, 1 to 4", lambda c: [_shape(x, "k_new")[2] for x in c[2:]], (1, 4)),
-    ("ex06.q1", "the first edge's S, from 1 to S_max - T - 1",
-     lambda c: [(c[0]["S"] == 1, c[0]["S"] + _shape(c[0], "k_new")[2] == _shape(c[0], "k_cache")[2] - 1)],
+    ("ex06.q1", "the chunk edges' T (cases 0, 2, 3), 2 to 5",
+     lambda c: [_shape(c[i], "k_new")[2] for i in (0, 2, 3)], (2, 5)),
+    ("ex06.q1", "the random cases' T, 1 to 5", lambda c: [_shape(x, "k_new")[2] for x in c[4:]], (1, 5)),
+    ("ex06.q1", "the first two edges' S, from 1 to S_max - T - 1",
+     lambda c: [(x["S"] == 1, x["S"] + _shape(x, "k_new")[2] == _shape(x)[2] - 1) for x in c[:2]],
      {(True, False), (False, True), (False, False)}),
-    ("ex06.q1", "the random cases' S, from 0", lambda c: [x["S"] == 0 for x in c[2:]], {True, False}),
+    ("ex06.q1", "the random cases' S, from 0 to S_max - T - 1",
+     lambda c: [(x["S"] == 0, x["S"] + _shape(x, "k_new")[2] == _shape(x)[2] - 1) for x in c[4:]],
+     {(True, False), (False, True), (False, False)}),
+    ("ex06.q1", "stale rows past S + T in every case but the full one, from 1 (1, or 2 and more)",
+     lambda c: [min(_shape(x)[2] - x["S"] - _shape(x, "k_new")[2], 2) for i, x in enumerate(c) if i != 3], {1, 2}),
     ("ex06.q2", "six cases", lambda c: [len(c)], {6}),
     ("ex06.q2", "the random cases' H_kv, 1 or 2", lambda c: [_shape(x, "k")[1] for x in c[3:]], {1, 2}),
     ("ex06.q2", "the random cases' g = H / H_kv, 1, 2 or 4",
@@ -626,9 +649,39 @@ DOMAINS = [
     ("ex11.q2", "random steps that share prefix blocks, and steps that do not",
      lambda c: [len({b for t in x["tables"] for b in t}) < sum(map(len, x["tables"])) for x in c[3:]],
      {True, False}),
-    ("ex11.q4", "the edge's samples n, from 2", lambda c: [c[0]["n"]], (2, 16)),
-    ("ex11.q4", "the edge's full blocks at b = 32, up to 3,000 // 32 - 1",
-     lambda c: [c[0]["P"] // 32] if c[0]["block_size"] == 32 else [], (1, 92)),
+    ("ex11.q3", "thirteen cases: ten edges, three random", lambda c: [len(c)], {13}),
+    ("ex11.q3", "the edges' reservations, as RUNNING_EDGES names them",
+     lambda c: [tuple(x["reservation"] for x in c[:9])],
+     {("paged", "max_tokens", "max_tokens", "paged", "paged", "paged", "paged", "paged", "max_tokens")}),
+    ("ex11.q3", "the late-freeing edge and the random cases under either reservation",
+     lambda c: [x["reservation"] for x in c[9:]], {"paged", "max_tokens"}),
+    ("ex11.q3", "the edges' block sizes, 2 to 16", lambda c: [x["block_size"] for x in c[:10]], {2, 4, 8, 16}),
+    ("ex11.q3", "the random block sizes, 1 to 16", lambda c: [x["block_size"] for x in c[10:]], {1, 2, 4, 8, 16}),
+    ("ex11.q3", "the edges' requests, 2 to 5", lambda c: [len(x["requests"]) for x in c[:10]], (2, 5)),
+    ("ex11.q3", "the random requests, 1 to 5", lambda c: [len(x["requests"]) for x in c[10:]], (1, 5)),
+    ("ex11.q3", "P and D from 1 to 40", lambda c: [v for x in c for r in x["requests"] for v in r], (1, 40)),
+    ("ex11.q3", "P and D up to 6 b where that is below 40 (b of 1 or 2), 6 b reached",
+     lambda c: [max(v for r in x["requests"] for v in r) - 6 * x["block_size"] for x in c if x["block_size"] < 4],
+     (-11, 0)),
+    ("ex11.q3", "pools from the largest request's blocks to all of them and 2 more, both ends reached",
+     lambda c: [(x["num_blocks"] == max(_held(x)), x["num_blocks"] == sum(_held(x)) + 2,
+                 max(_held(x)) <= x["num_blocks"] <= sum(_held(x)) + 2) for x in c[10:]],
+     {(True, False, True), (False, True, True), (False, False, True)}),
+    ("ex11.q3", "the tight edges' pools, from the largest request to half of all",
+     lambda c: [max(_held(x)) <= x["num_blocks"] <= max(max(_held(x)), sum(_held(x)) // 2)
+                for i, x in enumerate(c[:10]) if i != 9 and x["reservation"] == "paged" or i == 8], {True}),
+    ("ex11.q4", "ten cases: seven edges, three random", lambda c: [len(c)], {10}),
+    ("ex11.q4", "the edges' block sizes, 2 to 16", lambda c: [x["block_size"] for x in c[:7]], {2, 4, 8, 16}),
+    ("ex11.q4", "the random block sizes, 1 to 16", lambda c: [x["block_size"] for x in c[7:]], {1, 2, 4, 8, 16}),
+    ("ex11.q4", "the edges' beams, 2 to 6", lambda c: [len(x["parents"][0]) for x in c[:7]], (2, 6)),
+    ("ex11.q4", "the random beams, 1 to 6", lambda c: [len(x["parents"][0]) for x in c[7:]], (1, 6)),
+    ("ex11.q4", "P from 1 to 40", lambda c: [x["P"] for x in c], (1, 40)),
+    ("ex11.q4", "1 to 16 steps", lambda c: [len(x["parents"]) for x in c], (1, 16)),
+    ("ex11.q4", "the first step's parents all the prompt, every step k of them",
+     lambda c: [x["parents"][0] == [0] * len(x["parents"][0])
+                and {len(s) for s in x["parents"]} == {len(x["parents"][0])} for x in c], {True}),
+    ("ex11.q4", "a later step's distinct parents from 1 (few likelier: 5 of 6 the most seen), each a beam of the "
+     "step before", lambda c: [len(set(s)) * (max(s) < len(s)) for x in c for s in x["parents"][1:]], (1, 5)),
     ("ex11.q6", "block sizes of the random cases", lambda c: [x["block_size"] for x in c[3:]], {2, 4, 8}),
     ("ex12.q2", "the edges' max_batch, from 2 to 4", lambda c: [c[0]["max_batch"], c[1]["max_batch"]], {2, 3, 4}),
     ("ex12.q4", "S of the random cases, up to 4,096", lambda c: [x["S"] for x in c[1:]], (16, 4096)),

@@ -26,6 +26,22 @@ SOLUTIONS = {eid: next((ROOT / "exercises" / "solutions").glob(f"{eid}_*.py"))
 
 # (question, function, the line as the reference solution has it, the mutant's line, the bug it stands for)
 MUTANTS = [
+    # Exercise 6 Q1: a chunk after S cached tokens, the causal mask aligned bottom-right (tests/test_ex06_chunk.py)
+    *(("ex06.q1", "chunk_attention", old, new, bug) for old, new, bug in (
+        (".tril(S)  # row i", ".tril()  # row i", "the mask aligned top-left (query i sees keys 0..i)"),
+        (".tril(S)  # row i", ".tril(S - 1)  # row i", "a strict mask: a query's own key hidden"),
+        ('torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v', "torch.softmax(scores, dim=-1) @ v",
+         "no mask: the chunk's queries see their future"),
+        ('out = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v',
+         "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)", "SDPA with is_causal=True (top-left)"),
+        ('out = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v',
+         "out = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1)", "SDPA with is_causal=T > 1"),
+        ("/ math.sqrt(q.shape[-1])  # [B, H, T, S+T]", "/ q.shape[-1]  # [B, H, T, S+T]", "the scale 1/d_h"),
+        ("k_cache[:, :, S : S + T] = k_new\n    v_cache[:, :, S : S + T] = v_new",
+         "k_cache[:, :, :T] = k_new\n    v_cache[:, :, :T] = v_new", "the new rows written at row 0"),
+        ("k_cache[:, :, S : S + T] = k_new", "k_cache[:, :, S] = k_new[:, :, 0]", "only the first new row written"),
+        ("return out, k, v\n", "return out, k_cache, v_cache\n", "the whole preallocated cache returned"),
+    )),
     # Exercise 6 Q3: one decode step from the cache and the weights (tests/test_ex06_decode.py)
     *(("ex06.q3", "decode_from_cache", old, new, bug) for old, new, bug in (
         ('params["pos_emb.weight"][P]', 'params["pos_emb.weight"][P - 1]', "the token at position P - 1"),
@@ -103,6 +119,32 @@ MUTANTS = [
      "one start for the whole step"),
     ("ex11.q2", "slot_mapping", "for p in range(S, S + T):", "for p in range(S, S + 1):",
      "one slot per sequence, as if every sequence decoded"),
+    # Exercise 11 Q3: the requests a continuous-batching scheduler runs per step (tests/test_ex11_running.py)
+    *(("ex11.q3", "running_per_step", old, new, bug) for old, new, bug in (
+        ("victim = running.pop()  #", "victim = running.pop(0)  #", "the oldest running request preempted"),
+        ("waiting.insert(0, victim)  #", "waiting.append(victim)  #", "the preempted request requeued at the tail"),
+        ("waiting.insert(0, victim)  #", "generated[victim] = 0\n                waiting.insert(0, victim)  #",
+         "the preempted request starting over, its tokens forgotten"),
+        ("tokens = P + generated[r] if paged", "tokens = P if paged", "the recompute prefilling its prompt alone"),
+        ("else P + D - 1", "else P + D", "max_tokens reserving P + D tokens"),
+        ("break  # nobody overtakes", "continue  # nobody overtakes", "the head of the queue skipped"),
+        ('paged = reservation == "paged"', "paged = False", "every request given P + D - 1 tokens on admission"),
+        ('paged = reservation == "paged"', "paged = True", "every request grown on demand"),
+        ("need = -(-(P + generated[r]) // b)", "need = -(-(P + generated[r] + 1) // b)",
+         "a decode's new block taken one token early"),
+    )),
+    # Exercise 11 Q4: the blocks a beam search over shared blocks holds (tests/test_ex11_beam.py)
+    *(("ex11.q4", "beam_blocks", old, new, bug) for old, new, bug in (
+        ("new = [(list(beams[p][0]), beams[p][1]) for p in step]", "new = [([take() for _ in beams[p][0]], "
+         "beams[p][1]) for p in step]", "a fork copying its parent's blocks"),
+        ("owners[block] -= 1", "pass", "the old beams never freed"),
+        ("elif owners[table[-1]] > 1:", "elif False:", "a shared, partly filled block written without a copy"),
+        ("owners[table[-1]] -= 1\n", "", "a copy that keeps its reference to the old block"),
+        ("for _ in range(-(-P // b))], P)]", "for _ in range(-(-(P + 1) // b))], P + 1)]",
+         "every position one token later: a new block one token early"),
+        ("for _ in range(-(-P // b))], P)]", "for _ in range(-(-(P - 1) // b))], P - 1)]",
+         "every position one token earlier: a new block one token late"),
+    )),
     ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "free[:0] = tables[k][::-1]  # first",
      "a FIFO free list where the check's is a stack"),
     ("ex11.q5", "grow_block_tables", "free.extend(tables[k])  # first", "free.extend(tables[k][::-1])  # first",

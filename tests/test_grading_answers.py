@@ -4,8 +4,9 @@
   the expected outputs) pasted into a notebook, one top-level statement per cell (imports that fail are
   skipped), and each question's function defined as its oracle. Only the questions whose oracle *is* the
   exercise (it uses nothing but the inputs, torch and numpy) may score; every other one scores 0.
-- The routes the second red team found (ex09 Q1 through `attention`, ex06 Q1 through `KVCache.update`,
-  ex04 Q3 through `RequestMeters`, ex05 Q1 through a meta-device MiniGPT), ex06 Q3 through a `MiniGPT` loaded
+- The routes the second red team found (ex09 Q1 through `attention`, ex06 Q1 through `KVCache.update`, and
+  `attention` under `causal_visible` since Q1 asks for the chunk's attention too, ex04 Q3 through `RequestMeters`,
+  ex05 Q1 through a meta-device MiniGPT), ex06 Q3 through a `MiniGPT` loaded
   with the given weights and a `KVCache` holding the given rows, and ex06 Q4 through that `MiniGPT` and
   `generate` reached with getattr, score 0 in the grader, and each computes the right answer outside it (the
   attack is real, not a typo).
@@ -111,13 +112,15 @@ ROUTES = {
     "ex09.q1": ("from minigpt.runtime.model import attention, causal_visible\n\n\n"
                 "def grouped_attention(q, k, v):\n"
                 "    return attention(q, k, v, causal_visible(0, q.shape[2], q.device))\n"),
-    "ex06.q1": ("from minigpt import KVCache, ModelConfig\n\n\n"
-                "def cache_write(k_cache, v_cache, k_new, v_new, S):\n"
-                "    B, H_kv, S_max, d_h = k_cache.shape\n"
-                "    cache = KVCache(ModelConfig(L=1, H=H_kv, H_kv=H_kv, d_h=d_h, S_max=S_max), B)\n"
+    "ex06.q1": ("from minigpt import KVCache, ModelConfig\n"
+                "from minigpt.runtime.model import attention, causal_visible\n\n\n"
+                "def chunk_attention(q, k_cache, v_cache, k_new, v_new, S):\n"
+                "    B, H, S_max, d_h = k_cache.shape\n"
+                "    cache = KVCache(ModelConfig(L=1, H=H, H_kv=H, d_h=d_h, S_max=S_max), B)\n"
                 "    cache.k[0], cache.v[0] = k_cache, v_cache\n"
                 "    cache.advance(S)\n"
-                "    return cache.update(0, k_new, v_new)\n"),
+                "    k, v = cache.update(0, k_new, v_new)\n"
+                "    return attention(q, k, v, causal_visible(S, k_new.shape[2], q.device)), k, v\n"),
     "ex06.q3": ("import torch\n\nfrom minigpt import KVCache, MiniGPT, ModelConfig\n\n\n"
                 "@torch.no_grad()\n"
                 "def decode_from_cache(params, config, k_cache, v_cache, token):\n"

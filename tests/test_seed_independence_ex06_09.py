@@ -25,28 +25,39 @@ from minigpt.costs.shape import evaluate
 # ex06
 
 
-def _write_first_row(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
-                     S: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """ex06 Q1 written for decode only: the first new row alone goes into the cache (T = 1 assumed)."""
-    T = k_new.shape[2]
-    k_cache[:, :, S], v_cache[:, :, S] = k_new[:, :, 0], v_new[:, :, 0]
-    return k_cache[:, :, :S + T], v_cache[:, :, :S + T]
-
-
-def _write_at_zero(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
-                   S: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """ex06 Q1 with the offset S forgotten: the new rows written at rows 0..T−1."""
-    T = k_new.shape[2]
-    k_cache[:, :, :T], v_cache[:, :, :T] = k_new, v_new
-    return k_cache[:, :, :S + T], v_cache[:, :, :S + T]
-
-
-def _write_whole(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
-                 S: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """ex06 Q1 returning the whole preallocated cache [:, :, :S_max] instead of its valid prefix [:, :, :S+T]."""
-    T = k_new.shape[2]
-    k_cache[:, :, S:S + T], v_cache[:, :, S:S + T] = k_new, v_new
-    return k_cache, v_cache
+def _chunk(visible: Callable[[int, int, int, int, int], bool] = lambda i, j, S, T, K: j <= S + i,
+           at: Callable[[int], int] = lambda S: S, rows: str = "all", keys: str = "valid",
+           scale: Callable[[int], float] = math.sqrt, returned: str = "valid", room: bool = False,
+           sdpa: Callable[[int], bool] | None = None, dtype: torch.dtype = torch.float32) -> Callable[..., Any]:
+    """ex06 Q1 written from scratch (the mask built key by key, `visible(i, j, S, T, K)` over K keys, the scores
+    in `dtype`) with one plausible bug: another mask (top-left, none, strict, or aligned to the last of all S_max
+    rows); `sdpa(T)`: F.scaled_dot_product_attention with is_causal=sdpa(T) instead of the mask; the rows written
+    at `at(S)`, the first alone (`rows="first"`) or none (`"none"`, attention over a concatenation); the keys the
+    new rows alone (`keys="new"`) or all S_max rows (`"whole"`); scores over `scale(d_h)`; the whole cache
+    returned (`returned="whole"`); or a room check that refuses to fill the last row (`room`)."""
+    def chunk_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor,
+                        v_new: torch.Tensor, S: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        T, S_max, d_h = q.shape[2], k_cache.shape[2], q.shape[3]
+        if room and S + T >= S_max:
+            raise ValueError(f"no room for {T} rows after {S} in {S_max}")
+        before = (k_cache[:, :, :S].clone(), v_cache[:, :, :S].clone())
+        n = {"all": T, "first": 1, "none": 0}[rows]
+        k_cache[:, :, at(S):at(S) + n], v_cache[:, :, at(S):at(S) + n] = k_new[:, :, :n], v_new[:, :, :n]
+        k_valid, v_valid = k_cache[:, :, :S + T], v_cache[:, :, :S + T]
+        k, v = {"valid": (k_valid, v_valid), "new": (k_new, v_new), "whole": (k_cache, v_cache),
+                "concatenated": (torch.cat([before[0], k_new], 2), torch.cat([before[1], v_new], 2))}[
+                    "concatenated" if rows == "none" else keys]
+        if sdpa is not None:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=sdpa(T))
+        else:
+            K = k.shape[2]
+            seen = torch.tensor([[visible(i, j, S, T, K) for j in range(K)] for i in range(T)])
+            scores = (q.to(dtype) @ k.to(dtype).transpose(-2, -1)) / scale(d_h)
+            out = (torch.softmax(scores.masked_fill(~seen, -math.inf), dim=-1) @ v.to(dtype)).to(q.dtype)
+        if returned == "whole":
+            return out, k_cache, v_cache
+        return out, k_valid, v_valid
+    return chunk_attention
 
 
 def _decode_step(position: Callable[[int], int] = lambda P: P, keys: str = "both", tiled: bool = False,
@@ -350,9 +361,20 @@ def _batch_with(rebuilt: bool = True, reserve_on_free: bool = False, clamp: bool
 
 
 WRONG: dict[str, list[tuple[str, Make]]] = {
-    "ex06.q1": [("only the first new row written", lambda oracle: _write_first_row),
-                ("written at row 0", lambda oracle: _write_at_zero),
-                ("the whole preallocated cache returned", lambda oracle: _write_whole)],
+    "ex06.q1": [("is_causal=True", lambda oracle: _chunk(sdpa=lambda T: True)),
+                ("is_causal=T > 1", lambda oracle: _chunk(sdpa=lambda T: T > 1)),
+                ("the mask aligned top-left", lambda oracle: _chunk(visible=lambda i, j, S, T, K: j <= i)),
+                ("no mask at all", lambda oracle: _chunk(visible=lambda i, j, S, T, K: True)),
+                ("a strict mask", lambda oracle: _chunk(visible=lambda i, j, S, T, K: j < S + i)),
+                ("the new rows written at row 0", lambda oracle: _chunk(at=lambda S: 0)),
+                ("only the first new row written", lambda oracle: _chunk(rows="first")),
+                ("the scale 1/d_h instead of 1/√d_h", lambda oracle: _chunk(scale=lambda d_h: d_h)),
+                ("the cache forgotten", lambda oracle: _chunk(keys="new", visible=lambda i, j, S, T, K: j <= i)),
+                ("attending over the whole S_max", lambda oracle: _chunk(
+                    keys="whole", visible=lambda i, j, S, T, K: j <= K - T + i)),
+                ("the whole preallocated cache returned", lambda oracle: _chunk(returned="whole")),
+                ("the new rows never written", lambda oracle: _chunk(rows="none")),
+                ("a room check off by one", lambda oracle: _chunk(room=True))],
     "ex06.q3": [("position P − 1", lambda oracle: _decode_step(position=lambda P: P - 1)),
                 ("or 0", lambda oracle: _decode_step(position=lambda P: 0)),
                 ("the cache ignored", lambda oracle: _decode_step(keys="own")),

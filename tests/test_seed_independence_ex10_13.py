@@ -210,42 +210,208 @@ def _step_one_per_sequence(tables: list[list[int]], lengths: list[int], counts: 
     return _step(tables, lengths, counts, block_size, one_per_sequence=True)
 
 
-def _utilisation(requests: list[list[int]], policy: str, S_max: int, block_size: int, final: bool = False,
-                 after: bool = False) -> float:
-    """Eq. (11.2) from scratch; `final`: paged reserves the blocks of the final length S; `after`: a step holds
-    P + 1 … S (the token it just made) instead of P … S − 1."""
-    held = reserved = 0
-    for P, D in requests:
-        S = P + D
-        for S_t in range(P + 1, S + 1) if after else range(P, S):
-            held += S_t
-            if policy == "max":
-                reserved += S_max
-            elif policy == "exact":
-                reserved += S
+def _schedule(requests: list[list[int]], num_blocks: int, block_size: int, reservation: str, *,
+              reserve_all: bool | None = None, plus_one: int = 0, early: int = 0, oldest: bool = False,
+              tail: bool = False, restart: bool = False, prompt_only: bool = False, skip: bool = False,
+              late: bool = False) -> list[int]:
+    """ex11 Q3 from scratch (each request a record; the batch and the queue hold records), with a switch for
+    each wrong neighbour below; a neighbour that never finishes is cut after 2,000 steps, its counts ended by −1."""
+    b = block_size
+    paged = reservation == "paged" if reserve_all is None else not reserve_all
+    reqs = [{"id": i, "P": P, "D": D, "g": 0, "blocks": 0} for i, (P, D) in enumerate(requests)]
+    queue, batch, free, counts, freeing = list(reqs), [], num_blocks, [], 0
+
+    def blocks(tokens: int) -> int:
+        return -(-tokens // b)
+
+    def size(req: dict) -> int:
+        if not paged:
+            return req["P"] + req["D"] - 1 + plus_one
+        return req["P"] if prompt_only else req["P"] + req["g"] + early
+
+    while (queue or batch) and len(counts) < 2000:
+        stepped: list[dict] = []
+        for req in list(batch):
+            if all(r["id"] != req["id"] for r in batch):
+                continue
+            want = blocks(req["P"] + req["g"] + early) - req["blocks"] if paged else 0
+            while want > free and any(r["id"] == req["id"] for r in batch):
+                out = batch.pop(0 if oldest else -1)
+                free, out["blocks"] = free + out["blocks"], 0
+                stepped = [r for r in stepped if r["id"] != out["id"]]
+                out["g"] = 0 if restart else out["g"]
+                queue.insert(len(queue) if tail else 0, out)
+            if any(r["id"] == req["id"] for r in batch):
+                free, req["blocks"] = free - want, req["blocks"] + want
+                stepped.append(req)
+        i = 0
+        while i < len(queue):
+            need = blocks(size(queue[i]))
+            if need > free:
+                if not skip:
+                    break
+                i += 1
+                continue
+            req = queue.pop(i)
+            batch.append(req)
+            free, req["blocks"] = free - need, need
+            stepped.append(req)
+        counts.append(len(stepped))
+        free, freeing = free + freeing, 0
+        for req in stepped:
+            req["g"] += 1
+            if req["g"] == req["D"]:
+                batch = [r for r in batch if r["id"] != req["id"]]
+                if late:
+                    freeing += req["blocks"]
+                else:
+                    free += req["blocks"]
+                req["blocks"] = 0
+    return counts if not (queue or batch) else [*counts, -1]
+
+
+def _running_reserving(**case: Any) -> list[int]:
+    """ex11 Q3 with every request given the blocks of P + D − 1 tokens on admission, paged or not."""
+    return _schedule(**case, reserve_all=True)
+
+
+def _running_growing(**case: Any) -> list[int]:
+    """ex11 Q3 with every request grown on demand, max_tokens or not."""
+    return _schedule(**case, reserve_all=False)
+
+
+def _running_plus_one(**case: Any) -> list[int]:
+    """ex11 Q3 with max_tokens reserving the blocks of P + D tokens (the last token counted as written)."""
+    return _schedule(**case, plus_one=1)
+
+
+def _running_early(**case: Any) -> list[int]:
+    """ex11 Q3 with a paged request holding P + g tokens after g, not P + g − 1: each new block one token early."""
+    return _schedule(**case, early=1)
+
+
+def _running_oldest(**case: Any) -> list[int]:
+    """ex11 Q3 with the oldest running request preempted instead of the youngest."""
+    return _schedule(**case, oldest=True)
+
+
+def _running_tail(**case: Any) -> list[int]:
+    """ex11 Q3 with a preempted request put at the tail of the queue instead of its head."""
+    return _schedule(**case, tail=True)
+
+
+def _running_restart(**case: Any) -> list[int]:
+    """ex11 Q3 with a preempted request starting over: its generated tokens forgotten, D tokens to generate again."""
+    return _schedule(**case, restart=True)
+
+
+def _running_prompt_only(**case: Any) -> list[int]:
+    """ex11 Q3 with a recomputed request readmitted on the blocks of its prompt alone (P, not P + g)."""
+    return _schedule(**case, prompt_only=True)
+
+
+def _running_skip(**case: Any) -> list[int]:
+    """ex11 Q3 admitting every waiting request that fits, the ones behind a head that does not fit included."""
+    return _schedule(**case, skip=True)
+
+
+def _running_late(**case: Any) -> list[int]:
+    """ex11 Q3 with a finished request's blocks free one step late (not for the next step's decodes and
+    admissions)."""
+    return _schedule(**case, late=True)
+
+
+def _beams(P: int, parents: list[list[int]], block_size: int, *, copy_fork: bool = False, keep_dead: bool = False,
+           write_shared: bool = False, keep_copied: bool = False, shift: int = 0, free_first: bool = False
+           ) -> list[int]:
+    """ex11 Q4 from scratch: each block's set of owner beams (a block is in use while it has one), each beam a
+    list of blocks and a length; a switch for each wrong neighbour below. `free_first` counts instead: +1 for a
+    block taken, −1 when its last owner goes, with the old beams freed before the forks name their blocks."""
+    b, owners, count = block_size, {}, [0]
+    P += shift
+
+    def new_block(beam: int) -> int:
+        block = len(owners)  # a block keeps its (empty) set once free: ids are never reused
+        owners[block] = {beam}
+        count[0] += 1
+        return block
+
+    def drop(block: int, beam: int) -> None:
+        owners[block].discard(beam)
+        if not owners[block]:
+            count[0] -= 1
+
+    beams = {0: ([new_block(0) for _ in range(-(-P // b))], P)}
+    out, next_id = [count[0]], 1
+    for step in parents:
+        old = dict(beams)
+        if free_first:
+            for beam, (blocks, _) in old.items():
+                for block in blocks:
+                    drop(block, beam)
+        ids = list(old)
+        beams = {}
+        for p in step:
+            blocks, S = old[ids[p]]
+            if copy_fork:
+                blocks = [new_block(next_id) for _ in blocks]
             else:
-                reserved += -(-(S if final else S_t) // block_size) * block_size
-    return held / reserved
+                for block in blocks:
+                    owners[block].add(next_id)
+            beams[next_id] = (list(blocks), S)
+            next_id += 1
+        if not (free_first or keep_dead):
+            for beam, (blocks, _) in old.items():
+                for block in blocks:
+                    drop(block, beam)
+        for beam, (blocks, S) in beams.items():
+            if S % b == 0:
+                blocks.append(new_block(beam))
+            elif len(owners[blocks[-1]]) > 1 and not write_shared:
+                shared = blocks[-1]
+                blocks[-1] = new_block(beam)
+                if not keep_copied:
+                    drop(shared, beam)
+            beams[beam] = (blocks, S + 1)
+        out.append(count[0] if free_first else sum(1 for o in owners.values() if o))
+    return out
 
 
-def _utilisation_final(*args: Any, **kwargs: Any) -> float:
-    """ex11 Q3 with the paged policy reserving the blocks of the request's final length S instead of those of S_t."""
-    return _utilisation(*args, **kwargs, final=True)
+def _beam_copy_fork(**case: Any) -> list[int]:
+    """ex11 Q4 with a fork copying every block of its parent instead of sharing it."""
+    return _beams(**case, copy_fork=True)
 
 
-def _utilisation_after(*args: Any, **kwargs: Any) -> float:
-    """ex11 Q3 with each step holding P + 1 … S (after its token) instead of P … S − 1; it differs on every input."""
-    return _utilisation(*args, **kwargs, after=True)
+def _beam_keep_dead(**case: Any) -> list[int]:
+    """ex11 Q4 with the beams of the step before never freed."""
+    return _beams(**case, keep_dead=True)
 
 
-def _saved_ceil(P: int, n: int, block_size: int) -> int:
-    """ex11 Q4 with ⌈P / b⌉ blocks shared: the partly filled last block counted as shared."""
-    return (n - 1) * -(-P // block_size)
+def _beam_write_shared(**case: Any) -> list[int]:
+    """ex11 Q4 with a beam writing into a shared, partly filled last block without copying it."""
+    return _beams(**case, write_shared=True)
 
 
-def _saved_n(P: int, n: int, block_size: int) -> int:
-    """ex11 Q4 with n samples saving instead of n − 1 (the first holds the prompt)."""
-    return n * (P // block_size)
+def _beam_keep_copied(**case: Any) -> list[int]:
+    """ex11 Q4 with the copy keeping its owner on the old block: every owner copies it, the last one too, and the
+    shared block is never freed."""
+    return _beams(**case, keep_copied=True)
+
+
+def _beam_early(**case: Any) -> list[int]:
+    """ex11 Q4 with every position one token later: a new block taken one token early."""
+    return _beams(**case, shift=1)
+
+
+def _beam_late(**case: Any) -> list[int]:
+    """ex11 Q4 with every position one token earlier: a new block taken one token late."""
+    return _beams(**case, shift=-1)
+
+
+def _beam_free_first(**case: Any) -> list[int]:
+    """ex11 Q4 counting blocks as they are taken and given back, with the old beams freed before the forks: a
+    block whose last owner went leaves the count, and the forks that name it again do not bring it back."""
+    return _beams(**case, free_first=True)
 
 
 def _grow(ops: list[list], num_blocks: int, block_size: int, partial_alloc: bool = False,
@@ -473,9 +639,20 @@ WRONG: dict[str, list[tuple[str, Make]]] = {
                 ("not × b", _fixed(_step_no_times_b)), ("laid consecutively", _fixed(_step_consecutive)),
                 ("one start for every sequence", _fixed(_step_common_start)),
                 ("one slot per sequence", _fixed(_step_one_per_sequence))],
-    "ex11.q3": [("the blocks of the final length S", _fixed(_utilisation_final)),
-                ("held counted after each step's token", _fixed(_utilisation_after))],
-    "ex11.q4": [("⌈P / b⌉ shared", _fixed(_saved_ceil)), ("n samples saving", _fixed(_saved_n))],
+    "ex11.q3": [("not the blocks of P + D − 1 tokens on admission", _fixed(_running_reserving)),
+                ("not grown on demand", _fixed(_running_growing)),
+                ("the blocks of P + D tokens reserved", _fixed(_running_plus_one)),
+                ("a new block one token early", _fixed(_running_early)),
+                ("the oldest running request preempted", _fixed(_running_oldest)),
+                ("requeued at the tail", _fixed(_running_tail)),
+                ("its generated tokens forgotten", _fixed(_running_restart)),
+                ("the blocks of P tokens", _fixed(_running_prompt_only)),
+                ("the queue skipped", _fixed(_running_skip)), ("not one step late", _fixed(_running_late))],
+    "ex11.q4": [("not copied", _fixed(_beam_copy_fork)), ("not kept", _fixed(_beam_keep_dead)),
+                ("not written shared", _fixed(_beam_write_shared)),
+                ("the shared block kept", _fixed(_beam_keep_copied)),
+                ("taken one token early", _fixed(_beam_early)), ("taken one token late", _fixed(_beam_late)),
+                ("before the old beams are freed", _fixed(_beam_free_first))],
     "ex11.q5": [("not all or nothing", _fixed(partial(_grow, partial_alloc=True))),
                 ("(S + T) // b + 1", _fixed(partial(_grow, floor_plus_one=True))),
                 ("freed last to first", _fixed(partial(_grow, last_first=True)))],

@@ -10,12 +10,17 @@ import torch.nn.functional as F
 
 
 # %% solution:q1
-def cache_write(k_cache, v_cache, k_new, v_new, S):
-    """Write rows S..S+T-1 in place and return the valid prefixes."""
+def chunk_attention(q, k_cache, v_cache, k_new, v_new, S):
+    """Write the chunk's rows S..S+T-1 in place; query i (position S+i) sees keys 0..S+i: the causal mask aligned
+    bottom-right (is_causal=True would align it top-left: right only for S = 0)."""
     T = k_new.shape[2]
     k_cache[:, :, S : S + T] = k_new
     v_cache[:, :, S : S + T] = v_new
-    return k_cache[:, :, : S + T], v_cache[:, :, : S + T]
+    k, v = k_cache[:, :, : S + T], v_cache[:, :, : S + T]  # the valid rows: none of the stale ones past S+T
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, S+T]
+    visible = torch.ones(T, S + T, dtype=torch.bool, device=q.device).tril(S)  # row i: keys 0..S+i
+    out = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v
+    return out, k, v
 
 
 # %% solution:q2

@@ -25,25 +25,87 @@ def slot_mapping(tables, lengths, counts, block_size):
 
 
 # %% solution:q3
-def utilisation(requests, policy, S_max, block_size):
-    """Eq. (11.2): tokens held over slots reserved, summed over every decode step."""
-    held = reserved = 0
-    for P, D in requests:
-        for S_t in range(P, P + D):
-            held += S_t
-            if policy == "max":
-                reserved += S_max
-            elif policy == "exact":
-                reserved += P + D
-            else:
-                reserved += -(-S_t // block_size) * block_size
-    return held / reserved
+def running_per_step(requests, num_blocks, block_size, reservation):
+    """Requests that run in each step of a continuous-batching scheduler, until all have finished."""
+    b = block_size
+    paged = reservation == "paged"
+    generated = [0] * len(requests)  # tokens each request has generated
+    held = [0] * len(requests)  # blocks each request holds
+    waiting = list(range(len(requests)))  # the queue, head first
+    running = []  # in admission order: the last one is preempted first
+    free = num_blocks
+    counts = []
+    while waiting or running:
+        ran = []
+        for r in list(running):  # decodes, the oldest first
+            if r not in running:
+                continue  # preempted earlier in this step
+            P, D = requests[r]
+            # it holds P + g - 1 tokens; its decode writes token P + g - 1
+            need = -(-(P + generated[r]) // b) - held[r] if paged else 0
+            while need > free and r in running:
+                victim = running.pop()  # the youngest, maybe r itself
+                free += held[victim]
+                held[victim] = 0
+                waiting.insert(0, victim)  # recomputed first, its tokens kept
+            if r in running:
+                free -= need
+                held[r] += need
+                ran.append(r)
+        for r in list(waiting):  # admissions, first come, first served
+            P, D = requests[r]
+            tokens = P + generated[r] if paged else P + D - 1
+            need = -(-tokens // b)
+            if need > free:
+                break  # nobody overtakes the head of the queue
+            waiting.remove(r)
+            running.append(r)
+            free -= need
+            held[r] = need
+            ran.append(r)
+        counts.append(len(ran))
+        for r in ran:  # each request that ran has a new token
+            generated[r] += 1
+            if generated[r] == requests[r][1]:  # finished: its blocks go
+                running.remove(r)
+                free += held[r]
+                held[r] = 0
+    return counts
 
 
 # %% solution:q4
-def fork_saved_blocks(P, n, block_size):
-    """Eq. (11.3): the n − 1 extra samples share the prompt's full blocks."""
-    return (n - 1) * (P // block_size)
+def beam_blocks(P, parents, block_size):
+    """Blocks in use after the prompt and after each step of a beam search over shared blocks."""
+    b = block_size
+    owners = []  # owners[block]: how many block tables name it
+
+    def take():
+        owners.append(1)
+        return len(owners) - 1
+
+    def in_use():
+        return sum(1 for r in owners if r > 0)
+
+    beams = [([take() for _ in range(-(-P // b))], P)]  # (block table, tokens)
+    counts = [in_use()]
+    for step in parents:
+        new = [(list(beams[p][0]), beams[p][1]) for p in step]  # forks
+        for table, _ in new:
+            for block in table:
+                owners[block] += 1
+        for table, _ in beams:  # the old beams are freed
+            for block in table:
+                owners[block] -= 1
+        for j, (table, S) in enumerate(new):  # each new beam writes a token
+            if S % b == 0:
+                table.append(take())
+            elif owners[table[-1]] > 1:  # copy-on-write of a shared block
+                owners[table[-1]] -= 1
+                table[-1] = take()
+            new[j] = (table, S + 1)
+        beams = new
+        counts.append(in_use())
+    return counts
 
 
 # %% solution:q5

@@ -1,9 +1,21 @@
-"""Exercise 6 (Chapter 6, implement the KV cache): write, attend, decode from the cache and the weights
-(`ex06_decode`), generate greedily from the weights with a cache (`ex06_generate`), and write one engine step's
-packed rows into a cache with a length per sequence."""
+"""Exercise 6 (Chapter 6, implement the KV cache): a chunk of T new tokens appended to a cache that holds S and
+attended with the causal mask aligned bottom-right, one query attending over the cache, decode from the cache and
+the weights (`ex06_decode`), generate greedily from the weights with a cache (`ex06_generate`), and write one engine
+step's packed rows into a cache with a length per sequence.
+
+Question 1 is the step a second turn of a conversation, a chunk of a chunked prefill (Chapter 14) and a speculative
+verify step (Chapter 17) make: Chapter 6's `CausalSelfAttention.forward` with a cache, whose mask
+(`minigpt.runtime.model.causal_visible`) the chapter calls but does not print. Query i, at position S + i, sees keys
+0 … S + i; `F.scaled_dot_product_attention(..., is_causal=True)` aligns its triangle top-left instead (query i sees
+keys 0 … i), which is right only for S = 0. `tests/test_ex06_chunk.py` checks the oracle against PyTorch's
+`causal_lower_right` and against an implementation written apart; the named wrong answers (`CHUNK_EDGES`) are
+written apart in `tests/test_seed_independence_ex06_09.py`, the reference solution's mutants are in
+`tests/test_exercise_mechanisms.py`.
+"""
 
 from __future__ import annotations
 
+import math
 import random
 
 import torch
@@ -12,34 +24,119 @@ import torch.nn.functional as F
 from minigpt.config import ModelConfig
 from minigpt.exercises.ex06_decode import DECODE_EDGES, TOL, _decode_cases, _decode_from_cache
 from minigpt.exercises.ex06_generate import GENERATE_EDGES, _generate_cases, _generate_from_weights, _recomputed
-from minigpt.exercises.spec import N_, Exercise, Question, int_list, pair, randn, tensor
+from minigpt.exercises.spec import N_, Exercise, Question, build_case, int_list, pair, randn, tensor, triple
 from minigpt.runtime.kv_cache import KVCache
+from minigpt.runtime.model import attention, causal_visible
 from minigpt.runtime.slot_cache import SlotKVCache
 
-WRITE_EDGES = ("1 <= S, 2 <= T, S + T < S_max: only the first new row written (a decode-only write), the new rows "
-               "written at row 0, or the whole preallocated cache returned instead of its valid prefix",
-               "S + T = S_max: a write that fills the cache to its last row")
+#: Case i is edge i, under every seed (the last: every case but the full one). H_kv = H: GQA is Question 2's.
+CHUNK_EDGES = (
+    "1 <= S, 2 <= T, S + T < S_max (a second turn, a chunk of a chunked prefill, a verify step): the mask aligned "
+    "top-left, query i seeing keys 0 … i (scaled_dot_product_attention with is_causal=True, or with "
+    "is_causal=T > 1, the decode step's shortcut); no mask at all (the chunk's queries seeing their future); a "
+    "strict mask (a query's own key hidden); the new rows written at row 0; only the first new row written; the "
+    "scale 1/d_h instead of 1/√d_h; attention over the new rows alone (the cache forgotten)",
+    "T = 1 after 1 <= S (a decode step: every cached key visible): is_causal=True, whose mask shows the one query "
+    "key 0 alone; a strict mask, which hides its own key",
+    "S = 0, 2 <= T (a plain prefill, where is_causal=True is right): a strict mask, which leaves query 0 no key "
+    "(a row of NaN)",
+    "S + T = S_max, 1 <= S, 2 <= T (the cache filled to its last row): a room check off by one that refuses it",
+    "rows past S + T hold an earlier request's values (every case but the full one), as do rows S … S + T − 1 "
+    "before the write: attending over the whole S_max (the stale rows seen), the whole preallocated cache "
+    "returned, the new rows never written (attention over a concatenation, the cache left as it was)",
+)
+#: The neighbours `_replay` runs: the mask top-left, none, strict; the rows written at row 0; the scale 1/d_h;
+#: the new rows alone; the whole S_max rows under a mask aligned to the last one.
+NEIGHBOURS = ("top-left", "unmasked", "strict", "row 0", "scale", "new only", "whole")
+#: The neighbours each edge case is drawn until it separates (case i, edge i).
+SEPARATES = (("top-left", "unmasked", "strict", "row 0", "scale", "new only", "whole"),
+             ("top-left", "strict", "row 0", "scale", "new only", "whole"),
+             ("unmasked", "strict", "scale", "whole"),
+             ("top-left", "unmasked", "strict", "row 0", "scale", "new only"),
+             ("whole",))
+#: A neighbour separates a case when it moves a value by more than this (or returns NaN, or another shape): about
+#: ninety times the check's tolerance on an output near 1 (atol 1e-5 + rtol 1e-4). The least move measured over
+#: 300 seeds was 0.018 (a decode step's scores over d_h).
+MARGIN = 1e-2
+#: Draws allowed for one case before the generator gives up (random floats separate every neighbour at once: over
+#: 300 seeds, one case in 2,100 was drawn again).
+DRAWS = 100
 
 
-def _write_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`WRITE_EDGES`), then random writes."""
+def _chunk_case(rng: random.Random, i: int) -> dict:
+    """Case i: B 1 to 3, H 1, 2 or 4, d_h 4 or 8, S_max 8 to 24; T 2 to 5 (edges 0, 2, 3), 1 (edge 1) or 1 to 5
+    (random); S from 1 (edges 0, 1), 0 (edge 2), S_max − T (edge 3) or from 0 (random), at least one stale row past
+    S + T but in edge 3; every tensor ~ N(0, 1), the caches' rows from S on included (an earlier request's)."""
+    B, H, d_h, S_max = rng.randint(1, 3), rng.choice([1, 2, 4]), rng.choice([4, 8]), rng.randint(8, 24)
+    T = 1 if i == 1 else rng.randint(2, 5) if i < 4 else rng.randint(1, 5)
+    S = (rng.randint(1, S_max - T - 1) if i < 2 else 0 if i == 2 else S_max - T if i == 3
+         else rng.randint(0, S_max - T - 1))
+    return dict(q=randn([B, H, T, d_h], rng), k_cache=randn([B, H, S_max, d_h], rng),
+                v_cache=randn([B, H, S_max, d_h], rng), k_new=randn([B, H, T, d_h], rng),
+                v_new=randn([B, H, T, d_h], rng), S=S)
+
+
+def _apart(expected: tuple[torch.Tensor, ...], got: tuple[torch.Tensor, ...]) -> bool:
+    """Whether a neighbour's (out, k_valid, v_valid) is of another shape, holds a NaN or moves a value by MARGIN."""
+    return any(e.shape != g.shape or bool(g.isnan().any()) or float((e - g).abs().max()) > MARGIN
+               for e, g in zip(expected, got, strict=True))
+
+
+def _chunk_cases(rng: random.Random) -> list[dict]:
+    """The edges first (`CHUNK_EDGES`: cases 0 to 3 sized for theirs, case 4 of random sizes with stale rows, as
+    every case but the full one), each drawn until every neighbour `SEPARATES` names for it moves a value by more
+    than `MARGIN` (`_replay`), then two random cases."""
     cases = []
-    for i in range(5):
-        B, H_kv, S_max, d_h = rng.randint(1, 3), rng.choice([1, 2, 4]), rng.randint(8, 24), rng.choice([4, 8])
-        T = rng.randint(2, 4) if i == 0 else rng.randint(1, 4)
-        S = (rng.randint(1, S_max - T - 1) if i == 0 else S_max - T if i == 1 else rng.randint(0, S_max - T))
-        cases.append(dict(k_cache=randn([B, H_kv, S_max, d_h], rng), v_cache=randn([B, H_kv, S_max, d_h], rng),
-                          k_new=randn([B, H_kv, T, d_h], rng), v_new=randn([B, H_kv, T, d_h], rng), S=S))
+    for i in range(len(CHUNK_EDGES) + 2):
+        for _ in range(DRAWS):
+            case = _chunk_case(rng, i)
+            args = build_case(case)
+            expected = _chunk_attention(**args)
+            if all(_apart(expected, _replay(**args, wrong=w)) for w in (SEPARATES[i] if i < len(SEPARATES) else ())):
+                break
+        else:
+            raise RuntimeError(f"no case in {DRAWS:,} draws separated the neighbours of edge {i}")
+        cases.append(case)
     return cases
 
 
-def _write(k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
-           S: int) -> tuple[torch.Tensor, torch.Tensor]:
-    B, H_kv, S_max, d_h = k_cache.shape
-    cache = KVCache(ModelConfig(L=1, H=H_kv, H_kv=H_kv, d_h=d_h, S_max=S_max), B)
+def _cache(k_cache: torch.Tensor, v_cache: torch.Tensor, S: int) -> KVCache:
+    """A one-layer `KVCache` holding copies of `k_cache`, `v_cache` `[B, H, S_max, d_h]`, with S tokens written."""
+    B, H, S_max, d_h = k_cache.shape
+    cache = KVCache(ModelConfig(L=1, H=H, H_kv=H, d_h=d_h, S_max=S_max), B)
     cache.k[0], cache.v[0] = k_cache, v_cache
     cache.advance(S)
-    return cache.update(0, k_new, v_new)
+    return cache
+
+
+def _chunk_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor,
+                     v_new: torch.Tensor, S: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The package's step over a chunk of T tokens after S cached ones, as `CausalSelfAttention.forward` runs it:
+    `KVCache.update` writes the chunk's rows at S … S + T − 1 and returns the valid rows 0 … S + T − 1, and
+    `attention` under `causal_visible(S, T)` lets query i (position S + i) see keys 0 … S + i (every key when
+    T = 1): (out [B, H, T, d_h], k_valid, v_valid)."""
+    k, v = _cache(k_cache, v_cache, S).update(0, k_new, v_new)
+    return attention(q, k, v, causal_visible(S, k_new.shape[2], q.device)), k, v
+
+
+def _replay(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+            S: int, wrong: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The package's cache and attention run as the neighbour `wrong` (one of `NEIGHBOURS`) runs them: query i
+    seeing keys 0 … i, every key, or keys 0 … S + i − 1; the rows written at row 0; scores over d_h; the new rows
+    alone under a causal mask; all S_max rows, query i seeing keys 0 … S_max − T + i. The valid rows returned."""
+    T, S_max, d_h = k_new.shape[2], k_cache.shape[2], q.shape[-1]
+    cache = _cache(k_cache, v_cache, 0 if wrong == "row 0" else S)
+    cache.update(0, k_new, v_new)
+    k, v = cache.k[0, :, :, :S + T], cache.v[0, :, :, :S + T]
+    i, j = torch.arange(T).view(1, T, 1), torch.arange(S + T).view(1, 1, S + T)
+    keys, values, visible = k, v, causal_visible(S, T, q.device)
+    if wrong in ("top-left", "unmasked", "strict"):
+        visible = {"top-left": j <= i, "unmasked": None, "strict": j < S + i}[wrong]
+    if wrong == "new only":
+        keys, values, visible = k_new, v_new, causal_visible(0, T, q.device)
+    if wrong == "whole":
+        keys, values, visible = cache.k[0], cache.v[0], causal_visible(S_max - T, T, q.device)
+    return attention(q / math.sqrt(d_h) if wrong == "scale" else q, keys, values, visible), k, v
 
 
 ATTEND_EDGES = ("GQA with 1 < H_kv < H: KV heads tiled (repeat) instead of interleaved (repeat_interleave)",
@@ -123,11 +220,17 @@ EXERCISE = Exercise(
     title="Implement the KV cache",
     questions=(
         Question(
-            "q1", "cache_write", "cache_write(k_cache, v_cache, k_new, v_new, S) -> (k_valid, v_valid)", _write_cases,
-            _write, pair(tensor(0, 0), tensor(0, 0), ("k_valid", "v_valid")),
-            N_("write k_new, v_new ([B, H_kv, T, d_h]) into rows S..S+T−1 of the preallocated [B, H_kv, S_max, d_h] "
-               "tensors, in place, and return their valid rows 0..S+T−1."),
-            edges=WRITE_EDGES,
+            "q1", "chunk_attention",
+            "chunk_attention(q, k_cache, v_cache, k_new, v_new, S) -> (out, k_valid, v_valid)", _chunk_cases,
+            _chunk_attention, triple(("out", "k_valid", "v_valid"), (tensor(1e-5, 1e-4), tensor(0, 0), tensor(0, 0))),
+            N_("write k_new and v_new into rows S … S + T − 1 of the caches, in place (the rows from S on still hold "
+               "an earlier request's values: never read past row S + T − 1). Query i of the chunk sits at position "
+               "S + i and sees keys 0 … S + i, every cached row and the chunk's rows up to its own, nothing later; "
+               "its scores are q·kᵀ / √d_h, softmaxed over those keys, times the values. A causal mask aligned "
+               "top-left (query i sees keys 0 … i, what is_causal=True builds when the queries are fewer than the "
+               "keys) is right only when S = 0. Return the output [B, H, T, d_h] and rows 0 … S + T − 1 of each "
+               "cache. H_kv = H here: shared KV heads are Question 2's."),
+            edges=CHUNK_EDGES,
         ),
         Question(
             "q2", "attend", "attend(q, k, v) -> tensor [B, H, d_h]", _attend_cases, _attend, tensor(1e-5, 1e-4),

@@ -1,11 +1,12 @@
 """Exercise 11 (Chapter 11, PagedAttention): the slack of a pool whose sequences share blocks, the slot mapping of
-a fused step, utilisation, sharing, and the mechanism itself: a block table grown on demand over a free list, and
-copy-on-write of a shared block.
+a fused step, what a reservation policy does to the batch of a continuous-batching scheduler, beam search over
+shared blocks, and the mechanism itself: a block table grown on demand over a free list, and copy-on-write of a
+shared block.
 
-The oracles are the package: the formulas of `minigpt.costs` and `minigpt.measure.kv_memory`, a pool's own count
-of what it holds (`PagedKVCache.tokens_held`, `ex11_slack`), the engine's step builder
-`minigpt.runtime.varlen.flatten` for the slot mapping (`ex11_step`), and for the mechanism
-`minigpt.runtime.paged_cache.PagedKVCache` (its `BlockAllocator`) run on the same operations.
+The oracles are the package: a pool's own count of what it holds (`PagedKVCache.tokens_held`, `ex11_slack`), the
+engine's step builder `minigpt.runtime.varlen.flatten` for the slot mapping (`ex11_step`), the engine's scheduler
+run in replay for the batch sizes (`ex11_running`), and `minigpt.runtime.paged_cache.PagedKVCache` (its
+`BlockAllocator`) run on the same operations for the beams (`ex11_beam`) and the mechanism.
 """
 
 from __future__ import annotations
@@ -13,53 +14,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from minigpt import costs
+from minigpt.exercises.ex11_beam import BEAM_EDGES, _beam_blocks, _beam_cases
 from minigpt.exercises.ex11_ops import _apply, _cow_exact, _grow_exhausted, _ops, _pool
+from minigpt.exercises.ex11_running import RUNNING_EDGES, _running_cases, _running_per_step
 from minigpt.exercises.ex11_slack import SLACK_EDGES, _pool_slack, _slack_cases
 from minigpt.exercises.ex11_step import STEP_EDGES, _step_cases, _step_slots
-from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, close, exact_int, int_list
-from minigpt.measure import kv_memory
+from minigpt.exercises.spec import N_, Compare, Exercise, Question, _, exact_int, int_list
 from minigpt.runtime.paged_cache import PagedKVCache
-
-UTILISATION_EDGES = ("each policy once, paged among them: the blocks of the final length S instead of those of S_t",
-                     "held counted after each step's token (P + 1 … S): every case tells it")
-
-
-def _utilisation_cases(rng: random.Random) -> list[dict]:
-    """The edges first (`UTILISATION_EDGES`: each policy once, in order; the paged one with a request that ends in
-    more blocks than it starts with), then random."""
-    cases: list[dict] = []
-    while len(cases) < 6:
-        S_max = rng.choice([64, 256, 2048])
-        requests = [[r.P, r.D] for r in kv_memory.request_lengths(rng.randint(1, 12), S_max=S_max,
-                                                                  P_median=S_max / 16, D_median=S_max / 8,
-                                                                  seed=rng.getrandbits(32))]
-        k = len(cases)
-        policy = kv_memory.POLICIES[k] if k < len(kv_memory.POLICIES) else rng.choice(kv_memory.POLICIES)
-        b = rng.choice([1, 4, 16])
-        if policy == "paged" and k < len(kv_memory.POLICIES) and all(-(-P // b) == -(-(P + D) // b)
-                                                                       for P, D in requests):
-            continue  # the edge: draw again
-        cases.append(dict(requests=requests, policy=policy, S_max=S_max, block_size=b))
-    return cases
-
-
-def _utilisation(requests: list[list[int]], policy: str, S_max: int, block_size: int) -> float:
-    reqs = [kv_memory.Request(P, D) for P, D in requests]
-    return kv_memory.utilisation(reqs, policy=policy, S_max=S_max, block_size=block_size)
-
-
-SAVED_EDGES = ("P not a multiple of block_size, n > 1: ⌈P / b⌉ shared (the partly filled block counted), or n "
-               "samples saving instead of n − 1",)
-
-
-def _saved_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`SAVED_EDGES`: a partly filled last block, several samples), then random."""
-    b = rng.choice([8, 16, 32])
-    edge = dict(P=b * rng.randint(1, 3000 // b - 1) + rng.randint(1, b - 1), n=rng.randint(2, 16), block_size=b)
-    return [edge] + [dict(P=rng.randint(1, 3000), n=rng.randint(1, 16), block_size=rng.choice([8, 16, 32]))
-                     for _ in range(7)]
-
 
 # -- the mechanism: a block table grown over a free list, and copy-on-write of a shared block --------------------
 
@@ -172,19 +133,33 @@ EXERCISE = Exercise(
             edges=STEP_EDGES,
         ),
         Question(
-            "q3", "utilisation", "utilisation(requests, policy, S_max, block_size) -> float", _utilisation_cases,
-            _utilisation, close(1e-9),
-            N_("Eq. (11.2): sum the tokens held and the slots reserved over every decode step of every request, "
-               "then divide; each policy reserves differently (the whole S_max, the request's final length, or "
-               "whole blocks of what it holds at that step)."),
-            edges=UTILISATION_EDGES,
+            "q3", "running_per_step", "running_per_step(requests, num_blocks, block_size, reservation) -> list[int]",
+            _running_cases, _running_per_step, int_list,
+            N_("in each step, first every running request decodes, the oldest admitted first. A running request "
+               "that has generated g tokens holds P + g − 1 tokens (its last token is not written yet) and its "
+               "decode writes one more: in a paged pool it needs a new block when P + g − 1 is a multiple of "
+               "block_size (with max_tokens it never needs one). When no block is free, preempt the running request "
+               "admitted last (it may be the one decoding): it frees all its blocks and goes back to the head of "
+               "the queue, keeping its g tokens; repeat until a block is free or the decoding request itself was "
+               "preempted (then it does not run). Then admit from the head of the queue while enough blocks are "
+               "free for the head: the blocks of its P + g tokens in a paged pool (its prefill recomputes the "
+               "tokens it had generated), of P + D − 1 tokens with max_tokens; stop at the first request that does "
+               "not fit. Each request that ran gains a token; one that reaches D finishes, and its blocks are free "
+               "from the next step on. Count the requests that ran in each step."),
+            edges=RUNNING_EDGES,
         ),
         Question(
-            "q4", "fork_saved_blocks", "fork_saved_blocks(P, n, block_size) -> int", _saved_cases,
-            lambda P, n, block_size: costs.paged_fork_saved_blocks(P=P, n=n, block_size=block_size), exact_int,
-            N_("Eq. (11.3): only blocks the prompt fills completely stay shared (a partly filled last block is "
-               "copied at its owner's first write); count what each extra sample does not have to hold."),
-            edges=SAVED_EDGES,
+            "q4", "beam_blocks", "beam_blocks(P, parents, block_size) -> list[int]", _beam_cases, _beam_blocks,
+            int_list,
+            N_("a block is in use while the block table of at least one sequence names it. The prompt fills the "
+               "blocks of its P tokens. At each step, first every new beam forks its parent (a copy of the "
+               "parent's block table, each of those blocks gaining a reference), then every beam of the step "
+               "before is freed (each of its blocks loses a reference; a block with none left is free), then each "
+               "new beam writes its token: a beam holding S tokens takes a new block when S is a multiple of "
+               "block_size; otherwise, if its last block has another owner, it first copies that block into a new "
+               "one, and the old block loses a reference. Count the blocks in use after the prompt, then after "
+               "each step."),
+            edges=BEAM_EDGES,
         ),
         Question(
             "q5", "grow_block_tables", "grow_block_tables(ops, num_blocks, block_size) -> list", _grow_cases, _grow,

@@ -36,6 +36,15 @@ EXTRA_TESTS = {
     **dict.fromkeys(("minigpt/exercises/ex11_slack.py", "minigpt/exercises/ex11_step.py"),
                     ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
                      "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py")),
+    # ex11 Q3's scheduler (the engine in replay) and Q4's beams over a pool: named wrong answers, written apart,
+    # the generators' ranges and edges, the reference solution's mutants, the oracles against the engine and the
+    # pool, a case worked by hand.
+    "minigpt/exercises/ex11_running.py": ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
+                                          "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py",
+                                          "tests/test_ex11_running.py"),
+    "minigpt/exercises/ex11_beam.py": ("tests/test_seed_independence_ex10_13.py", "tests/test_exercises.py",
+                                       "tests/test_exercise_mechanisms.py", "tests/test_case_generators.py",
+                                       "tests/test_ex11_beam.py"),
     **dict.fromkeys(("minigpt/exercises/ex18_window.py", "minigpt/exercises/ex16_goodput.py"),  # ex18 Q4, ex16 Q2:
                     ("tests/test_exercises.py", "tests/test_exercise_mechanisms.py")),  # the reference solution's
     # check() through the registry, and its mutants
@@ -66,9 +75,11 @@ EXTRA_TESTS = {
     **dict.fromkeys(("minigpt/exercises/ex17_placements.py", "minigpt/exercises/ex17_shards.py"),
                     ("tests/test_seed_independence_ex14_18.py", "tests/test_case_generators.py",
                      "tests/test_exercises.py", "tests/test_exercise_mechanisms.py", "tests/test_tensor_parallel.py")),
-    # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement.
+    # Exercise 6's checkers, reached through the registry: the named wrong answers and the edges' placement; Q1's
+    # chunk over the cache against SDPA's bottom-right mask, a case worked by hand, the solution's mutants.
     "minigpt/exercises/ex06.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",
-                                  "tests/test_exercises.py"),
+                                  "tests/test_exercises.py", "tests/test_ex06_chunk.py",
+                                  "tests/test_exercise_mechanisms.py"),
     # Exercise 6 Q3's decode step from the cache: named wrong answers, the generator's ranges, the reference
     # solution's mutants, the oracle against the model's own prefill and decode, a case worked by hand.
     "minigpt/exercises/ex06_decode.py": ("tests/test_seed_independence_ex06_09.py", "tests/test_case_generators.py",

@@ -99,7 +99,7 @@ ATTACKS: dict[str, tuple[str, list[str], str]] = {
         [
             "import sys, types\nfake = types.ModuleType('minigpt.exercises.wire')\nfake.encode = lambda v, depth=0: 0\n"
             "sys.modules['minigpt.exercises.wire'] = fake\n"
-            "def cache_write(*a, **k):\n    return 0\n"
+            "def chunk_attention(*a, **k):\n    return 0\n"
         ],
         "q1 0 (the child bound encode before any cell ran)",
     ),
