@@ -238,3 +238,29 @@ def test_the_reference_and_a_solution_written_apart_pass_and_write_in_place() ->
         assert torch.equal(cache[:, :, :S], old[:, :, :S]) and torch.equal(cache[:, :, S + T:], old[:, :, S + T:])
     pair = run_check("ex06.q1", lambda **a: solution()(**a)[1:], seed=0)
     assert pair.status == "fail" and "expected a tuple (out, k_valid, v_valid)" in pair.message, pair.message
+
+
+def test_the_separation_filter_redraws_and_gives_up() -> None:
+    """`_apart` calls a neighbour's output apart only past `MARGIN` (or for another shape, or a NaN), and the
+    generator draws an edge again while a neighbour it names does not separate, then gives up with a message
+    naming the edge. Guards a filter that passes every draw (a test of the outputs' shapes only, a sum for a
+    difference, no neighbour consulted): random floats separate almost every first draw (one case in 2,100 over
+    300 seeds was drawn again), so the seed tests alone would not see it go."""
+    zero, same = (torch.zeros(2, 3),), (torch.zeros(2, 3),)
+    assert not ex06._apart(zero, same)
+    at_margin = (torch.full((2, 3), ex06.MARGIN, dtype=torch.float64),)
+    assert not ex06._apart((torch.zeros(2, 3, dtype=torch.float64),), at_margin)  # at the margin: not apart
+    assert ex06._apart(zero, (torch.full((2, 3), 2 * ex06.MARGIN),))
+    assert ex06._apart(zero, (torch.zeros(3, 2),)) and ex06._apart(zero, (torch.full((2, 3), math.nan),))
+    assert not ex06._apart((torch.ones(2, 3),), (torch.ones(2, 3),))  # equal values away from zero
+    replay = ex06._replay
+    try:
+        ex06._replay = lambda **args: ex06._chunk_attention(**{k: v for k, v in args.items() if k != "wrong"})
+        with_message = None
+        try:
+            ex06._chunk_cases(random.Random(0))
+        except RuntimeError as error:
+            with_message = str(error)
+        assert with_message is not None and "no case in 100 draws separated the neighbours of edge 0" in with_message
+    finally:
+        ex06._replay = replay
