@@ -190,3 +190,11 @@ def test_the_oracle_refuses_a_request_the_pool_cannot_hold() -> None:
     rules out."""
     with pytest.raises(ValueError, match="did not serve"):
         ex11_running._running_per_step([[8, 2]], num_blocks=2, block_size=4, reservation="paged")
+
+
+def test_the_oracles_batch_bound_never_binds() -> None:
+    """The question has no batch bound: only memory limits the batch. Ten one-token requests in a pool that holds
+    them all run together in one step, under both reservations. Guards an oracle left at the engine's default
+    max_batch (8), which the generator's cases (at most five requests) would never show."""
+    for reservation in ("paged", "max_tokens"):
+        assert ex11_running._running_per_step([[1, 1]] * 10, 10, 1, reservation) == [10], reservation
