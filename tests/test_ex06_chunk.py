@@ -14,25 +14,21 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from reference import reference
 from test_seed_independence_ex06_09 import WRONG, _chunk
 from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 
 from minigpt.exercises import EXERCISES, ex06, run_check
 from minigpt.exercises.wire import build_case, encode
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = ROOT / "exercises" / "solutions" / "ex06_implement_kv_cache.py"
 Q = EXERCISES["ex06"].question("q1")
 
 
 def solution():
-    namespace: dict = {}
-    exec(compile(SOLUTION.read_text(encoding="utf-8"), str(SOLUTION), "exec"), namespace)  # noqa: S102
-    return namespace["chunk_attention"]
+    return reference("ex06", "chunk_attention")
 
 
 def _random(S: int, T: int, S_max: int | None = None, B: int = 2, H: int = 2, d_h: int = 8,

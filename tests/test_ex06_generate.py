@@ -11,9 +11,9 @@ pinned in `tests/test_case_generators.py`.)"""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import torch
+from reference import reference
 from test_seed_independence_ex06_09 import _generation
 
 from minigpt.config import ModelConfig
@@ -25,15 +25,11 @@ from minigpt.grading.cases import needs_of
 from minigpt.runtime.generate import generate
 from minigpt.runtime.model import MiniGPT
 
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = ROOT / "exercises" / "solutions" / "ex06_implement_kv_cache.py"
 Q = EXERCISES["ex06"].question("q4")
 
 
 def solution():
-    namespace: dict = {}
-    exec(compile(SOLUTION.read_text(encoding="utf-8"), str(SOLUTION), "exec"), namespace)  # noqa: S102
-    return namespace["generate_from_weights"]
+    return reference("ex06", "generate_from_weights")
 
 
 def _cases(seeds: range) -> list[dict]:

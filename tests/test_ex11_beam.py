@@ -10,10 +10,9 @@ tests/test_exercise_mechanisms.py; the generator's ranges: tests/test_case_gener
 from __future__ import annotations
 
 import random
-import runpy
-from pathlib import Path
 
 import pytest
+from reference import reference
 from test_seed_independence_ex10_13 import (
     _beam_copy_fork,
     _beam_early,
@@ -28,7 +27,6 @@ from minigpt.config import ModelConfig
 from minigpt.exercises import EXERCISES, ex11_beam, run_check
 from minigpt.runtime.paged_cache import PagedKVCache
 
-SOLUTIONS = Path(__file__).resolve().parent.parent / "exercises" / "solutions" / "ex11_paged_attention.py"
 #: The neighbours of `ex11_beam.NEIGHBOURS`, written apart (same order).
 APART = (_beam_copy_fork, _beam_keep_dead, _beam_write_shared, _beam_keep_copied, _beam_early, _beam_late,
          _beam_free_first)
@@ -178,7 +176,7 @@ def test_each_edge_separates_its_neighbour_under_every_seed() -> None:
 def test_the_reference_solution_passes_the_check() -> None:
     """The instructors' solution passes `check` under several seeds. Catches a question the reference cannot
     answer (an oracle or a generator that moved away from what the notebook asks)."""
-    solution = runpy.run_path(str(SOLUTIONS))["beam_blocks"]
+    solution = reference("ex11", "beam_blocks")
     for seed in range(8):
         result = run_check("ex11.q4", solution, seed=seed)
         assert result.status == "pass", result.message

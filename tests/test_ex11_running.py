@@ -10,11 +10,10 @@ ranges: tests/test_case_generators.py.)"""
 from __future__ import annotations
 
 import random
-import runpy
 from collections import deque
-from pathlib import Path
 
 import pytest
+from reference import reference
 from test_seed_independence_ex10_13 import (
     _running_early,
     _running_growing,
@@ -30,7 +29,6 @@ from test_seed_independence_ex10_13 import (
 
 from minigpt.exercises import EXERCISES, ex11_running, run_check
 
-SOLUTIONS = Path(__file__).resolve().parent.parent / "exercises" / "solutions" / "ex11_paged_attention.py"
 #: The neighbours of `ex11_running.NEIGHBOURS`, written apart (same order).
 APART = (_running_reserving, _running_growing, _running_plus_one, _running_early, _running_oldest, _running_tail,
          _running_restart, _running_prompt_only, _running_skip, _running_late)
@@ -153,7 +151,7 @@ def test_each_edge_separates_its_neighbour_under_every_seed() -> None:
 def test_the_reference_solution_passes_the_check() -> None:
     """The instructors' solution passes `check` under several seeds. Catches a question the reference cannot
     answer (an oracle or a generator that moved away from what the notebook asks)."""
-    solution = runpy.run_path(str(SOLUTIONS))["running_per_step"]
+    solution = reference("ex11", "running_per_step")
     for seed in range(8):
         result = run_check("ex11.q3", solution, seed=seed)
         assert result.status == "pass", result.message
