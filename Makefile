@@ -34,7 +34,7 @@ help:
 	@echo "make bench       speed and memory benchmarks (scripts/bench/bench.py, scripts/bench/bench_browser.py, scripts/bench/grade_class_demo.py)"
 	@echo "make mutate      mutation testing of the mechanism modules (MODULE=minigpt/runtime/eviction.py for one); mutation/report.md"
 	@echo "make mutate-sample  a seeded sample of 400 mutants of the modules not run in full (N=, SEED=)"
-	@echo "make mutate-rerun   the sample's survivors again, with the tests written since (GROUPS=runtime ...)"
+	@echo "make mutate-rerun   the survivors again, with the tests written since (GROUPS=runtime ..., MODULES=path ...)"
 	@echo "make claims-report  ledger entries older than their age, and statements about real systems not yet checked"
 	@echo "make lint        ruff"
 	@echo "make clean       remove _build (site, vendored assets, screenshots)"
@@ -72,10 +72,11 @@ mutate-sample: $(STAMP)
 	$(BIN)/python scripts/maintenance/mutate.py --report
 
 # The saved sample's survivors run again with the tests written since (each only where its function is unchanged,
-# so it is the same mutant), without a new draw (CONTRIBUTING, "Tests that can fail").
+# so it is the same mutant), without a new draw (CONTRIBUTING, "Tests that can fail"); MODULES=... for only
+# the survivors of those modules' full runs.
 mutate-rerun: $(STAMP)
 	$(BIN)/python -m pip install -q -r requirements-mutate.txt
-	$(BIN)/python scripts/maintenance/mutate_rerun.py $(GROUPS)
+	$(BIN)/python scripts/maintenance/mutate_rerun.py $(GROUPS) $(foreach m,$(MODULES),--module $(m))
 	$(BIN)/python scripts/maintenance/mutate.py --report
 
 $(VENDOR): package.json package-lock.json scripts/book/vendor_assets.sh

@@ -180,6 +180,22 @@ def test_a_rerun_runs_a_survivor_only_where_its_function_is_unchanged(tmp_path, 
     assert same == ["minigpt.m.x_f__mutmut_1"] and changed == ["minigpt.m.x_g__mutmut_1"]
 
 
+def test_a_rerun_of_one_module_refuses_a_module_with_no_full_result(monkeypatch, capsys):
+    """`mutate_rerun.py --module PATH` runs one full run's survivors; a path with no full result (a typo, a
+    module only sampled) or a subpackage beside it is refused with the allowed modules named, before anything
+    runs. Guards a misspelt module that silently reruns nothing and reports success."""
+    pytest.importorskip("mutmut")
+    import mutate_rerun
+
+    for argv in (["--module", "minigpt/exercises/ex06x.py"], ["--module", "minigpt/exercises/ex06.py", "runtime"]):
+        monkeypatch.setattr(sys, "argv", ["mutate_rerun.py", *argv])
+        with pytest.raises(SystemExit) as e:
+            mutate_rerun.main()
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "--module takes a module with a full result" in err and "minigpt/exercises/ex06.py" in err
+
+
 def test_a_module_of_data_alone_is_not_reported_as_waiting_for_a_run(tmp_path):
     """mutmut mutates functions only, so a module of presets has no mutant and can never be "run in full".
     Guards: such a module listed among those still to run (a maintainer would chase a run that cannot

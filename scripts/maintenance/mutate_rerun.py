@@ -16,6 +16,7 @@ each against the commit that last wrote its result, and the result's counts foll
 
     python scripts/maintenance/mutate_rerun.py            # every survivor whose function is unchanged
     python scripts/maintenance/mutate_rerun.py --list     # which would run, and which changed, run nothing
+    python scripts/maintenance/mutate_rerun.py --module minigpt/exercises/ex06.py   # one full run's survivors
 """
 
 from __future__ import annotations
@@ -86,8 +87,15 @@ def main() -> None:
     parser.add_argument("--max-children", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--list", action="store_true", help="print what would run, run nothing")
     parser.add_argument("--full", action="store_true", help="only the full runs' survivors, not the sample's")
+    parser.add_argument("--module", action="append", default=[], metavar="PATH",
+                        help="only this full run's survivors (minigpt/exercises/ex06.py), not the sample's; repeatable")
     parser.add_argument("groups", nargs="*", help="subpackages to run (runtime, serving, ...); all by default")
     args = parser.parse_args()
+    full = {json.loads(p.read_text(encoding="utf-8"))["module"] for p in mutate.RESULTS.glob("minigpt.*.json")}
+    unknown = sorted(set(args.module) - full)
+    if unknown or (args.module and args.groups):
+        parser.error(f"--module takes a module with a full result ({', '.join(sorted(full))}), and no subpackage "
+                     f"beside it; got {unknown or args.groups}")
     if not SAMPLE.exists():
         raise SystemExit(f"{SAMPLE.relative_to(mutate.ROOT)} does not exist: run make mutate-sample first")
     r = json.loads(SAMPLE.read_text(encoding="utf-8"))
@@ -102,7 +110,7 @@ def main() -> None:
     todo: dict[str, list[str]] = {}
     for name, status in sorted(r["status"].items()):
         if (status in SURVIVED and triage.get(name, {}).get("verdict") != "equivalent"
-                and not args.full and (not args.groups or name.split(".")[1] in args.groups)):
+                and not args.full and not args.module and (not args.groups or name.split(".")[1] in args.groups)):
             todo.setdefault(name.split(".")[1], []).append(name)
     failed = []
     for group, names in sorted(todo.items()):
@@ -151,7 +159,7 @@ def _rerun_full(path: Path, triage: dict, head: str, args: argparse.Namespace) -
     mutmut failed."""
     r = json.loads(path.read_text(encoding="utf-8"))
     names = [n for n in r["survivors"] if triage.get(n, {}).get("verdict") != "equivalent"]
-    if r.get("sampled") or not names:
+    if r.get("sampled") or not names or (args.module and r["module"] not in args.module):
         return True
     reruns = r.setdefault("reruns", {})
     written = subprocess.run(["git", "log", "-1", "--format=%H", "--", str(path.relative_to(mutate.ROOT))],
