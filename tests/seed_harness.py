@@ -51,6 +51,13 @@ def outputs(fn: Callable[..., Any], cases: list[dict]) -> tuple[list[Any], list[
     return out, work
 
 
+def assert_answers(qid: str, name: str, seed: int, out: list[Any]) -> None:
+    """A named wrong answer must answer some case (`out`, from `outputs`): one that raises on every case loses by
+    crashing, not by its mistake, and its test would hold for any broken code (a typo's NameError)."""
+    assert not all(isinstance(o, str) and o.startswith("raised ") for o in out), \
+        f"{qid}: the wrong answer ({name}) raised on every case under seed {seed}: {out[0]}"
+
+
 #: Where a question's edge cases are, where they are not its first `len(q.edges)` cases (as each case
 #: generator's docstring says): ex07 Q3's edges take five cases; ex13 Q1's overflow edge is its last two
 #: cases and its other edge every case (so its check is the whole question's: the two overflow cases alone do
@@ -87,6 +94,7 @@ def seeds_passed(qid: str, name: str, make: Make, right: Callable[..., Any] | No
         good = outputs(right, cases) if right is not None else (expected, [{"flops": 0, "largest": 0}] * len(cases))
         assert _compare(q, cases, expected, *good)[0], (qid, seed)  # the right answer keeps the question
         out, work = outputs(wrong, cases)  # once: the edges alone are judged on their own rows of it
+        assert_answers(qid, name, seed, out)
         slots = edge_slots(qid, len(q.edges))
         alone = [[rows[i] for i in slots] for rows in (cases, expected, out, work)]
         if _compare(q, cases, expected, out, work)[0] or _compare(q, *alone)[0]:

@@ -18,8 +18,9 @@ import pytest
 import torch
 from mutation_pass import per_mutant
 
-from minigpt.costs.presets import MODELS
-from minigpt.exercises import EXERCISES, ex14_cases, ex14_rounds
+from minigpt.costs import roofline
+from minigpt.costs.presets import HARDWARE, MODELS
+from minigpt.exercises import EXERCISES, ex07, ex14_cases, ex14_rounds
 from minigpt.exercises.wire import build_case
 
 SEEDS = range(200)
@@ -166,7 +167,21 @@ def test_ex07_the_capacity_edges_sit_where_the_question_says() -> None:
     for seed in range(2000):  # the edge appends B = 2048 to a draw that must not hold it (1 chance in 300)
         for i, c in enumerate(cases("ex07.q5", seed)):
             assert c["Bs"] == sorted(set(c["Bs"])), (seed, i)  # distinct batch sizes in increasing order
-            assert i > 0 or (c["Bs"][-1] == 2048 and c["S"] > 0)
+            assert i > 0 or (c["Bs"][-1] == 2048 and 1 <= c["S"] <= 1024)
+        edge_case = cases("ex07.q5", seed)[0]
+        if seed < 200:  # above B_crit, where the LM head's FLOPs and the overlap move the step time
+            model, hardware = MODELS[edge_case["model"]["$preset"]], HARDWARE[edge_case["hardware"]["$hardware"]]
+            crit = roofline.critical_batch_on(model, hardware, S=edge_case["S"])
+            assert crit is not None and crit < 2048, (seed, edge_case)
+
+
+def test_ex07_the_frontier_edge_gives_up_after_its_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no draw puts B = 2048 above B_crit, ex07 Q5's generator raises instead of handing out a memory-bound
+    edge, on which an answer without the LM head passes. Guards a draw loop without its bound or its error."""
+    monkeypatch.setattr(roofline, "critical_batch_on", lambda model, hardware, S: None)
+    monkeypatch.setattr(ex07, "FRONTIER_DRAWS", 3)
+    with pytest.raises(RuntimeError, match="no draw in 3"):
+        ex07._frontier_cases(random.Random(0))
 
 
 def test_ex08_no_measured_row_beats_the_chips_peak() -> None:

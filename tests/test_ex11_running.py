@@ -196,3 +196,17 @@ def test_the_oracles_batch_bound_never_binds() -> None:
     max_batch (8), which the generator's cases (at most five requests) would never show."""
     for reservation in ("paged", "max_tokens"):
         assert ex11_running._running_per_step([[1, 1]] * 10, 10, 1, reservation) == [10], reservation
+
+
+def test_a_neighbour_caught_in_a_loop_is_cut_at_max_steps() -> None:
+    """A neighbour that can never finish is cut after exactly `MAX_STEPS` steps, its counts ended by −1, and is
+    never an edge. Worked by hand: one request of P = 3, D = 2 in two blocks of 2; the "early" neighbour counts
+    the token its next decode writes, so its decode at g = 1 wants the blocks of 3 + 1 + 1 = 5 tokens (3),
+    preempts itself, and is never readmitted (it asks 3 blocks again): one step of 1, then empty steps. The
+    scheduler runs it in two steps of 1. Guards a cut-off moved by a step (a bound of MAX_STEPS + 1 steps) and
+    a generator that would hand a student a case whose wrong answer is a time-out."""
+    case = dict(requests=[[3, 2]], num_blocks=2, block_size=2, reservation="paged")
+    assert ex11_running.replay(**case) == [1, 1] == ex11_running._running_per_step(**case)
+    looped = ex11_running.replay(**case, wrong="early")
+    assert looped == [1] + [0] * (ex11_running.MAX_STEPS - 1) + [-1]
+    assert not ex11_running.separates(case, "early")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from seed_harness import SEEDS, Make, outputs, seeds_passed
+from seed_harness import SEEDS, Make, assert_answers, outputs, seeds_passed
 
 from minigpt.exercises import EXERCISES
 from minigpt.grading.cases import prepare
@@ -238,7 +238,9 @@ def argmax_seeds_passed(qid: str, name: str, make: Make) -> list[int]:
         cases, expected = prepared.cases[q.id], prepared.expected[q.id]
         right = [max(range(len(e["$tensor"])), key=e["$tensor"].__getitem__) for e in expected]
         assert _compare(q, cases, expected, right)[0], (qid, seed)  # the right answer keeps the question
-        if _compare(q, cases, expected, *outputs(wrong, cases))[0]:
+        out, work = outputs(wrong, cases)
+        assert_answers(qid, name, seed, out)
+        if _compare(q, cases, expected, out, work)[0]:
             passed.append(seed)
     return passed
 

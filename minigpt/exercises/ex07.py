@@ -156,18 +156,29 @@ def _crossover(model: ModelPreset, S: int) -> float:
     return costs.weight_bytes(N_params=model.N_params, s=2) / (S * _kv_token(model))
 
 
-FRONTIER_EDGES = ("S > 0 and B = 2048 in Bs (above B_crit): Eq. (7.3) (overlap=False) instead of Eq. (7.2), or the "
-                  "LM head left out",)
+FRONTIER_EDGES = ("1 <= S <= 1024 and B = 2048 in Bs, above B_crit (the step compute-bound): Eq. (7.3) "
+                  "(overlap=False) instead of Eq. (7.2), or the LM head left out",)
+#: Draws allowed for the frontier's edge (a model, a chip and S with B_crit < 2048: about 2 draws in 5).
+FRONTIER_DRAWS = 200
 
 
 def _frontier_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`FRONTIER_EDGES`), then random."""
-    cases = []
-    for k in range(6):
-        Bs = sorted(rng.sample(range(1, 2048 if k == 0 else 2049), rng.randint(3, 10)))
+    """The edge first (`FRONTIER_EDGES`: a model, a chip and S drawn until B_crit < 2048, `FRONTIER_DRAWS` at most;
+    where B = 2048 is not above B_crit the step is memory-bound and neither the LM head's FLOPs nor the overlap
+    moves it), then random."""
+    for _draw in range(FRONTIER_DRAWS):
+        model, hardware, S = rng.choice(list(MODELS)), rng.choice(list(HARDWARE)), rng.randint(1, 1024)
+        crit = roofline.critical_batch_on(MODELS[model], HARDWARE[hardware], S=S)
+        if crit is not None and crit < 2048:
+            break
+    else:
+        raise RuntimeError(f"no draw in {FRONTIER_DRAWS} puts B = 2048 above B_crit")
+    Bs = sorted(rng.sample(range(1, 2048), rng.randint(3, 10)))
+    cases = [dict(model={"$preset": model}, hardware={"$hardware": hardware}, S=S, Bs=Bs + [2048])]
+    for _k in range(5):
+        Bs = sorted(rng.sample(range(1, 2049), rng.randint(3, 10)))
         cases.append(dict(model={"$preset": rng.choice(list(MODELS))},
-                          hardware={"$hardware": rng.choice(list(HARDWARE))}, S=rng.randint(1 if k == 0 else 0, 16384),
-                          Bs=Bs + [2048] if k == 0 else Bs))
+                          hardware={"$hardware": rng.choice(list(HARDWARE))}, S=rng.randint(0, 16384), Bs=Bs))
     return cases
 
 
