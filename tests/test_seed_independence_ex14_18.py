@@ -706,3 +706,18 @@ def test_ex16_q3_route_refuses_a_slip_it_does_not_know() -> None:
     case = EXERCISES["ex16"].question("q3").cases(random.Random(0))[0]
     with pytest.raises(ValueError, match=r"kind must be None or one of .*'work_left'.*got 'cumulativ'"):
         ex16_routing.route(**case, kind="cumulativ")
+
+
+def test_ex16_q3_generator_gives_up_after_its_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no trace tells a slip from the driver's rule (a slip made the same as the rule), ex16 Q3's generator
+    raises after `DRAWS` traces instead of drawing forever: a grading child would hang until its time-out, and a
+    student would see a time-out, not a question. Guards a draw loop without its bound or its error."""
+    import random
+
+    from minigpt.exercises import ex16_routing
+
+    rule = ex16_routing.route
+    monkeypatch.setattr(ex16_routing, "route", lambda *args, kind=None, **kwargs: rule(*args, **kwargs))
+    monkeypatch.setattr(ex16_routing, "DRAWS", 5)
+    with pytest.raises(RuntimeError, match="no trace in 5 draws tells the slip 'work_left'"):
+        ex16_routing.routing_cases(random.Random(0))
