@@ -210,3 +210,30 @@ def test_a_neighbour_caught_in_a_loop_is_cut_at_max_steps() -> None:
     looped = ex11_running.replay(**case, wrong="early")
     assert looped == [1] + [0] * (ex11_running.MAX_STEPS - 1) + [-1]
     assert not ex11_running.separates(case, "early")
+
+
+def test_the_edge_draws_span_their_documented_ranges() -> None:
+    """`_draw` gives what its docstring says: 2 to 5 requests, b in {2, 4, 8, 16}, P and D each from 1 to
+    min(40, 6 b) (both ends reached), a pool from the largest request's blocks up to, and reaching, half of what
+    all of them hold at their longest when tight, or all of it and 2 more blocks when not. Guards a range moved
+    by one (no one-token prompt or one-token generation ever drawn as an edge), a pool that is never tight enough
+    for a preemption, or tight when it should not be."""
+    rng = random.Random(11)
+    for tight in (True, False):
+        n, b, low, high, top_hit = set(), set(), set(), set(), False
+        for _ in range(4_000):
+            case = ex11_running._draw(rng, "paged", tight)
+            bs, requests = case["block_size"], case["requests"]
+            cap = min(40, 6 * bs)
+            n.add(len(requests))
+            b.add(bs)
+            for P, D in requests:
+                assert 1 <= P <= cap and 1 <= D <= cap, case
+                low.update(k for k, x in (("P", P), ("D", D)) if x == 1)
+                high.update(k for k, x in (("P", P), ("D", D)) if x == cap)
+            need = [-(-(P + D - 1) // bs) for P, D in requests]
+            top = max(max(need), sum(need) // 2) if tight else sum(need) + 2
+            assert max(need) <= case["num_blocks"] <= top, case
+            top_hit |= case["num_blocks"] == top > max(need)
+        assert n == {2, 3, 4, 5} and b == {2, 4, 8, 16}, (n, b)
+        assert low == high == {"P", "D"} and top_hit, (tight, low, high)
