@@ -27,6 +27,8 @@ def test_wilson_interval_brackets_the_proportion():
 def test_score_counts_timeouts_as_kills_and_untested_mutants_as_survivors():
     result = {"counts": {"killed": 7, "timeout": 1, "survived": 1, "no tests": 1}}
     assert mutate.score(result) == (8, 10)
+    # mutmut records a child SIGKILLed at its wall limit as a "segfault": a kill, never left out of the score
+    assert mutate.score({"counts": {"killed": 7, "segfault": 2, "survived": 1}}) == (9, 10)
 
 
 def _report_of_one_module(tmp_path, monkeypatch, triage: dict) -> str:

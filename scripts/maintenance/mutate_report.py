@@ -66,10 +66,12 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def score(result: dict) -> tuple[int, int]:
-    """(killed, decided): timeouts count as killed (the mutant hangs the code), no-test mutants as
-    survived; equivalent mutants (triage) leave the denominator."""
+    """(killed, decided): timeouts count as killed (the mutant hangs the code), and so does a child mutmut records
+    as a *segfault* (killed by a signal: its runner sends SIGKILL at the wall limit, which a loaded machine reaches
+    before the CPU limit's SIGXCPU); no-test mutants count as survived; equivalent mutants (triage) leave the
+    denominator."""
     c = result["counts"]
-    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("caught by type check", 0)
+    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("segfault", 0) + c.get("caught by type check", 0)
     return killed, killed + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0)
 
 
@@ -107,7 +109,7 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         lo, hi = wilson(killed, decided)
         c = r["counts"]
         rows.append(f"| `{r['module']}` | {r['mutants']} | {killed} | {c.get('survived', 0) - len(equivalent)} | "
-                    f"{len(equivalent)} | {c.get('no tests', 0)} | {c.get('timeout', 0)} | "
+                    f"{len(equivalent)} | {c.get('no tests', 0)} | {c.get('timeout', 0) + c.get('segfault', 0)} | "
                     f"{killed / max(decided, 1):.1%} | {lo:.0%}–{hi:.0%} | "
                     f"{'yes' if decided and killed / decided >= target else 'no'} | {len(r.get('not_mutated', []))} | "
                     f"{r['seconds']} s |")
@@ -117,8 +119,9 @@ def render(results: Path, triage: dict[str, dict], modules: list[str], mutmut: s
         "",
         "Written by `python scripts/maintenance/mutate.py --report` from `mutation/results/` (one file per",
         f"module run by `make mutate`, mutmut {mutmut}) and `mutation/triage.yml` (equivalent mutants, each with",
-        "its reason). Score = killed / (mutants − equivalent); a timeout counts as killed, a mutant no test",
-        f"reaches as survived. Target: at least {target:.0%} in every module. The interval is Wilson's, 95 %.",
+        "its reason). Score = killed / (mutants − equivalent); a timeout counts as killed (the column counts",
+        "too a child killed at its wall limit, which mutmut records as a segfault), a mutant no test reaches",
+        f"as survived. Target: at least {target:.0%} in every module. The interval is Wilson's, 95 %.",
         "",
         "A blind spot: mutmut 3 does not mutate decorated functions (properties, `@torch.no_grad()`, caches;",
         "`@staticmethod` and `@classmethod` are mutated). The column *not mutated* counts them per module; a",
@@ -184,7 +187,7 @@ def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survi
     rows = []
     for group, names in [("all", list(status)), *sorted(groups.items())]:
         decided = [n for n in names if n not in equivalent]
-        killed = sum(status[n] in ("killed", "timeout", "caught by type check") for n in decided)
+        killed = sum(status[n] in ("killed", "timeout", "segfault", "caught by type check") for n in decided)
         lo, hi = wilson(killed, len(decided))
         no_tests = sum(status[n] == "no tests" for n in decided)
         at = r.get("groups", {}).get(group, {})
