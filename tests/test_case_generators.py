@@ -179,9 +179,18 @@ def test_ex07_the_frontier_edge_gives_up_after_its_draws(monkeypatch: pytest.Mon
     """Where no draw puts B = 2048 above B_crit, ex07 Q5's generator raises instead of handing out a memory-bound
     edge, on which an answer without the LM head passes. Guards a draw loop without its bound or its error."""
     monkeypatch.setattr(roofline, "critical_batch_on", lambda model, hardware, S: None)
-    monkeypatch.setattr(ex07, "FRONTIER_DRAWS", 3)
+    monkeypatch.setattr(ex07, "DRAWS", 3)
     with pytest.raises(RuntimeError, match="no draw in 3"):
         ex07._frontier_cases(random.Random(0))
+
+
+def test_ex07_the_critical_batch_draw_gives_up_after_its_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no model and chip has a limit of S >= 10, ex07 Q2's draw raises instead of drawing forever (a grading
+    child would hang to its time-out). Guards a draw loop without its bound or its error."""
+    monkeypatch.setattr(ex07, "_threshold_S", lambda model, hardware: 9.0)
+    monkeypatch.setattr(ex07, "DRAWS", 3)
+    with pytest.raises(RuntimeError, match="no model and chip in 3 draws"):
+        ex07._crit_at(random.Random(0), 0.5, 0.9)
 
 
 def test_ex08_no_measured_row_beats_the_chips_peak() -> None:

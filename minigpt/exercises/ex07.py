@@ -56,14 +56,21 @@ CRIT_EDGES = ("Llama-3-8B at S = 0: floor instead of ceil, or the LM head left o
               "S beyond the limit: no None (max(1, ceil(...)) returns 1 or a negative batch)")
 
 
+#: Draws allowed for a case with a property (a model and chip whose limit is >= 10; a frontier above B_crit:
+#: about 2 draws in 5); past them a generator raises rather than draw forever.
+DRAWS = 200
+
+
 def _crit_at(rng: random.Random, low: float, high: float) -> dict:
-    """A case with S between `low` and `high` times the limit `_threshold_S`, on a pair whose limit is >= 10."""
-    while True:
+    """A case with S between `low` and `high` times the limit `_threshold_S`, on a pair whose limit is >= 10
+    (`DRAWS` pairs at most)."""
+    for _draw in range(DRAWS):
         model, hardware = rng.choice(list(MODELS)), rng.choice(list(HARDWARE))
         limit = _threshold_S(MODELS[model], HARDWARE[hardware])
         if limit >= 10:
             return dict(model={"$preset": model}, hardware={"$hardware": hardware},
                         S=rng.randint(math.ceil(low * limit), int(high * limit)))
+    raise RuntimeError(f"no model and chip in {DRAWS} draws has a limit of S >= 10")
 
 
 def _crit_cases(rng: random.Random) -> list[dict]:
@@ -158,21 +165,19 @@ def _crossover(model: ModelPreset, S: int) -> float:
 
 FRONTIER_EDGES = ("1 <= S <= 1024 and B = 2048 in Bs, above B_crit (the step compute-bound): Eq. (7.3) "
                   "(overlap=False) instead of Eq. (7.2), or the LM head left out",)
-#: Draws allowed for the frontier's edge (a model, a chip and S with B_crit < 2048: about 2 draws in 5).
-FRONTIER_DRAWS = 200
 
 
 def _frontier_cases(rng: random.Random) -> list[dict]:
-    """The edge first (`FRONTIER_EDGES`: a model, a chip and S drawn until B_crit < 2048, `FRONTIER_DRAWS` at most;
+    """The edge first (`FRONTIER_EDGES`: a model, a chip and S drawn until B_crit < 2048, `DRAWS` at most;
     where B = 2048 is not above B_crit the step is memory-bound and neither the LM head's FLOPs nor the overlap
     moves it), then random."""
-    for _draw in range(FRONTIER_DRAWS):
+    for _draw in range(DRAWS):
         model, hardware, S = rng.choice(list(MODELS)), rng.choice(list(HARDWARE)), rng.randint(1, 1024)
         crit = roofline.critical_batch_on(MODELS[model], HARDWARE[hardware], S=S)
         if crit is not None and crit < 2048:
             break
     else:
-        raise RuntimeError(f"no draw in {FRONTIER_DRAWS} puts B = 2048 above B_crit")
+        raise RuntimeError(f"no draw in {DRAWS} puts B = 2048 above B_crit")
     Bs = sorted(rng.sample(range(1, 2048), rng.randint(3, 10)))
     cases = [dict(model={"$preset": model}, hardware={"$hardware": hardware}, S=S, Bs=Bs + [2048])]
     for _k in range(5):
