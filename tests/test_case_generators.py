@@ -515,6 +515,18 @@ def _draws(qid: str, start: int, stop: int) -> tuple[list[dict], ...]:
     return tuple(cases(qid, seed) for seed in range(start, stop))
 
 
+def _crit(case: dict) -> int | None:
+    """ex07 Q2: B_crit of a case, by the cost model (None: no batch reaches the ridge point)."""
+    return roofline.critical_batch_on(MODELS[case["model"]["$preset"]], HARDWARE[case["hardware"]["$hardware"]],
+                                      S=case["S"])
+
+
+def _gqa(case: dict) -> bool:
+    """ex07 Q4: whether the case's model shares its K and V heads (H_kv < H)."""
+    model = MODELS[case["model"]["$preset"]]
+    return model.H_kv < model.H
+
+
 def _fork_write(case: dict) -> int:
     """ex11 Q1's second edge: the tokens its fork wrote after the prompt (sequence 1 holds the prompt and those)."""
     return case["lengths"][1] - case["lengths"][0]
@@ -636,6 +648,30 @@ DOMAINS = [
      lambda c: [min(T for S, T in zip(c[2]["lengths"], c[2]["counts"], strict=True) if S + T == _shape(c[2])[2])],
      (1, 4)),
     ("ex07.q3", "the short contexts of the first three cases, from S = 1", lambda c: [x["S"] for x in c[:3]], (1, 96)),
+    ("ex07.q1", "ten cases", lambda c: [len(c)], {10}),
+    ("ex07.q1", "the first edge's S, 1 to 256", lambda c: [c[0]["S"]], (1, 256)),
+    ("ex07.q1", "the second edge at S = 0, the third above 256", lambda c: [c[1]["S"] == 0 < 256 < c[2]["S"]], {True}),
+    ("ex07.q1", "the edges' B and overlap", lambda c: [(x["B"], x["overlap"]) for x in c[:3]],
+     {(4096, False), (4096, True), (1, True)}),
+    ("ex07.q1", "overlap on the even random cases, off on the odd",
+     lambda c: [x["overlap"] == (i % 2 == 0) for i, x in enumerate(c) if i >= 3], {True}),
+    ("ex07.q1", "random S of 0 among them", lambda c: [min(x["S"] for x in c[3:]) == 0], {True, False}),
+    ("ex07.q1", "random short S from 1 to 256", lambda c: [x["S"] for x in c[3:] if 1 <= x["S"] <= 256], (1, 256)),
+    ("ex07.q1", "random B of 1 among them", lambda c: [min(x["B"] for x in c[3:]) == 1], {True, False}),
+    ("ex07.q1", "random small B from 2 to 64", lambda c: [x["B"] for x in c[3:] if 2 <= x["B"] <= 64], (2, 64)),
+    ("ex07.q2", "ten cases, the first Llama-3-8B at S = 0",
+     lambda c: [(len(c), c[0]["model"]["$preset"], c[0]["S"])], {(10, "Llama-3-8B", 0)}),
+    ("ex07.q2", "B_crit exists below the limit (edge 2, cases 4 to 6), not above it (edge 3)",
+     lambda c: [_crit(x) is not None for x in c[1:2] + c[3:6]] + [_crit(c[2]) is None], {True}),
+    ("ex07.q3", "ten cases, reserves to three places",
+     lambda c: [len(c) == 10] + [round(x["reserve"], 3) == x["reserve"] for x in c], {True}),
+    ("ex07.q3", "the no-fit edge on a chip below 141 GB",
+     lambda c: [HARDWARE[c[4]["hardware"]["$hardware"]].memory_bytes < 141 * 10**9], {True}),
+    ("ex07.q3", "random reserves 0 or from 0.02 to 0.2",
+     lambda c: [x["reserve"] == 0 or 0.02 <= x["reserve"] <= 0.2 for x in c[5:]], {True}),
+    ("ex07.q4", "eight cases, the first GQA", lambda c: [(len(c), _gqa(c[0]))], {(8, True)}),
+    ("ex07.q4", "MHA and GQA among the others", lambda c: [_gqa(x) for x in c[1:]], {True, False}),
+    ("ex07.q5", "the edge's batch sizes from 1 to 2048", lambda c: [b for b in c[0]["Bs"]], (1, 2048)),
     ("ex08.q1", "three to nine copy timings", lambda c: [len(x["copy_s"]) for x in c], (3, 9)),
     ("ex09.q1", "g = H / H_kv of the random cases, MHA (g = 1) among them",
      lambda c: [x["q"]["$randn"][1] // x["k"]["$randn"][1] for x in c[1:]], {1, 2, 4}),

@@ -289,3 +289,21 @@ def test_a_preset_record_reads_its_fields_and_refuses_the_rest() -> None:
         r.H  # noqa: B018
     with pytest.raises(AttributeError, match="^ModelPreset is read-only$"):
         r.L = 3
+
+
+def test_ex07_batch_and_bound_checks_say_what_was_returned() -> None:
+    """ex07's own comparisons, word for word: Q2's batch or None (a None where a batch was due, a batch where
+    None was), Q3's bound name (a string that is not a bound, the other bound). Guards a message that drops the
+    student's value or the expected one, and a wrong bound name that passes (the other bound accepted)."""
+    from minigpt.exercises import ex07
+
+    assert ex07.exact_int_or_none(None, None) is None and ex07.exact_int_or_none(12, 12) is None
+    assert ex07.exact_int_or_none(None, 12) == "expected None (no batch reaches the ridge point), got 12"
+    assert ex07.exact_int_or_none(None, "12") == "expected None (no batch reaches the ridge point), got '12'"
+    assert ex07.exact_int_or_none(1234, None) == "expected the integer 1,234, got None"
+    assert ex07.exact_int_or_none(12, 13) == exact_int(12, 13) is not None
+    assert ex07._bound_name("memory", "memory") is None and ex07._bound_name("compute", "compute") is None
+    assert ex07._bound_name("memory", "compute") == "expected 'memory', got 'compute'"
+    assert ex07._bound_name("compute", "memory") == "expected 'compute', got 'memory'"
+    assert ex07._bound_name("memory", "Memory") == (
+        "expected the string 'memory' ('memory' or 'compute'), got 'Memory'")
