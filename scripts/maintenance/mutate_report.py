@@ -65,13 +65,17 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (centre - half, centre + half)
 
 
+#: The statuses of mutmut that count as killed.
+KILLS = ("killed", "timeout", "segfault", "caught by type check")
+
+
 def score(result: dict) -> tuple[int, int]:
     """(killed, decided): timeouts count as killed (the mutant hangs the code), and so does a child mutmut records
     as a *segfault* (killed by a signal: its runner sends SIGKILL at the wall limit, which a loaded machine reaches
     before the CPU limit's SIGXCPU); no-test mutants count as survived; equivalent mutants (triage) leave the
     denominator."""
     c = result["counts"]
-    killed = c.get("killed", 0) + c.get("timeout", 0) + c.get("segfault", 0) + c.get("caught by type check", 0)
+    killed = sum(c.get(status, 0) for status in KILLS)
     return killed, killed + c.get("survived", 0) + c.get("no tests", 0) + c.get("suspicious", 0)
 
 
@@ -187,7 +191,7 @@ def _sample(path: Path, triage: dict[str, dict], survivors: set[str], open_survi
     rows = []
     for group, names in [("all", list(status)), *sorted(groups.items())]:
         decided = [n for n in names if n not in equivalent]
-        killed = sum(status[n] in ("killed", "timeout", "segfault", "caught by type check") for n in decided)
+        killed = sum(status[n] in KILLS for n in decided)
         lo, hi = wilson(killed, len(decided))
         no_tests = sum(status[n] == "no tests" for n in decided)
         at = r.get("groups", {}).get(group, {})

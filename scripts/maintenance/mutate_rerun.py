@@ -91,7 +91,8 @@ def main() -> None:
                         help="only this full run's survivors (minigpt/exercises/ex06.py), not the sample's; repeatable")
     parser.add_argument("groups", nargs="*", help="subpackages to run (runtime, serving, ...); all by default")
     args = parser.parse_args()
-    full = {json.loads(p.read_text(encoding="utf-8"))["module"] for p in mutate.RESULTS.glob("minigpt.*.json")}
+    full = {json.loads(p.read_text(encoding="utf-8"))["module"] for p in mutate.RESULTS.glob("minigpt.*.json")
+            } if args.module else set()
     unknown = sorted(set(args.module) - full)
     if unknown or (args.module and args.groups):
         parser.error(f"--module takes a module with a full result ({', '.join(sorted(full))}), and no subpackage "
